@@ -1,0 +1,118 @@
+# annlab: one Makefile for the library, the `annlab` program, tests and benchmarks.
+#
+#   make            optimised build (build/), ./annlab symlink
+#   make test       unit + integration tests (cmocka), after `make deps`
+#   make test SAN=address,undefined   the same under ASan/UBSan (build-san/)
+#   make experiment [CONFIG=configs/quickstart.json]
+#   make bench      benchmark programs (print figures; never run by tests)
+#
+# Sources are found by wildcard: a new .c file in an engine, core, datasets,
+# cgroups or harness folder is part of the build without editing this file.
+
+CC      ?= cc
+CXX     ?= c++
+SAN     ?=
+CONFIG  ?= configs/quickstart.json
+
+PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz
+
+ifeq ($(SAN),)
+  BUILD   := build
+  OPT     := -O3 -g
+else
+  BUILD   := build-san
+  OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SAN) -fno-sanitize-recover=undefined
+endif
+
+WARN     := -Wall -Wextra -Werror -Wno-format-truncation
+CPPFLAGS += -I. -D_GNU_SOURCE $(PKG_CFLAGS)
+CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP
+CXXFLAGS += -std=c++17 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -pthread -MMD -MP
+LDFLAGS  += $(if $(SAN),-fsanitize=$(SAN)) -pthread
+LDLIBS   += $(PKG_LIBS) -lm
+
+# Reference peers are C++ shims over Debian libraries; built when present.
+HAVE_HNSWLIB := $(wildcard /usr/include/hnswlib/hnswlib.h)
+HAVE_FAISS   := $(wildcard /usr/include/faiss/IndexIVFPQ.h)
+
+LIB_SRCS := $(wildcard engines/*.c engines/core/*.c engines/core/*/*.c \
+              engines/flat/*.c engines/diskann_*/*.c engines/hnsw_record/*.c \
+              engines/ivfpq_record/*.c datasets/*.c cgroups/*.c) \
+            $(filter-out harness/main.c,$(wildcard harness/*.c))
+CXX_SRCS :=
+ifneq ($(HAVE_HNSWLIB),)
+  CPPFLAGS += -DANNLAB_HAVE_HNSWLIB
+  CXX_SRCS += $(wildcard engines/ref_hnswlib/*.cc)
+endif
+ifneq ($(HAVE_FAISS),)
+  CPPFLAGS += -DANNLAB_HAVE_FAISS
+  CXX_SRCS += $(wildcard engines/ref_faiss/*.cc)
+  LDLIBS   += -lfaiss
+endif
+ifneq ($(CXX_SRCS),)
+  LDLIBS += -lstdc++
+endif
+
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(patsubst %.cc,$(BUILD)/obj/%.o,$(CXX_SRCS))
+LIB      := $(BUILD)/libannlab.a
+BIN      := $(BUILD)/annlab
+TEST_SRCS  := $(wildcard tests/test_*.c)
+TEST_BINS  := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all deps test test-bins bench experiment clean fuzz
+.DEFAULT_GOAL := all
+
+all: $(BIN) annlab
+
+deps:
+	@./scripts/deps.sh
+
+annlab: $(BIN)
+	@ln -sfn $(BIN) annlab
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(BUILD)/obj/harness/main.o $(LIB)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+test-bins: $(TEST_BINS) $(BIN)
+
+# Tests find ./annlab through ANNLAB_BIN and shared data through ANNLAB_SHARED.
+test: deps
+	@$(MAKE) --no-print-directory test-bins
+	@ANNLAB_BIN=$(CURDIR)/$(BIN) ANNLAB_SHARED=$(CURDIR)/../shared ./tests/run.sh $(TEST_BINS)
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCH_BINS)
+
+experiment: deps
+	@$(MAKE) --no-print-directory all
+	./annlab run $(CONFIG)
+
+clean:
+	rm -rf build build-san annlab
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,191 @@
+/*
+ * engine.c: the engine-independent half of the contract: atomic builds with
+ * their build.json, and directory helpers.
+ */
+#include "engines/engine.h"
+
+#include "engines/core/status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int ann_dir_bytes(const char *dir, uint64_t *bytes)
+{
+    int rc = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return ann_fail_errno("%s: opendir", dir);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0) {
+            rc = ann_fail_errno("%s: stat", path);
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = ann_dir_bytes(path, bytes);
+            if (rc)
+                break;
+        } else if (S_ISREG(st.st_mode)) {
+            *bytes += (uint64_t)st.st_size;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int ann_dir_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: opendir", dir);
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = ann_dir_remove(path);
+        else if (unlink(path) != 0)
+            rc = ann_fail_errno("%s: unlink", path);
+        if (rc)
+            break;
+    }
+    closedir(d);
+    if (!rc && rmdir(dir) != 0)
+        rc = ann_fail_errno("%s: rmdir", dir);
+    return rc;
+}
+
+static int fsync_path(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ann_fail_errno("%s: open for fsync", path);
+    int rc = fsync(fd) == 0 ? 0 : ann_fail_errno("%s: fsync", path);
+    close(fd);
+    return rc;
+}
+
+/* fsync every regular file under dir, then dir itself. */
+static int fsync_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return ann_fail_errno("%s: opendir", dir);
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            rc = fsync_tree(path);
+        else if (S_ISREG(st.st_mode))
+            rc = fsync_path(path, 0);
+    }
+    closedir(d);
+    return rc ? rc : fsync_path(dir, 1);
+}
+
+int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
+                     const char *index_dir, json_t **report_out)
+{
+    int rc = 0;
+    char tmp[4096];
+    json_t *report = NULL, *info = NULL;
+    int made_tmp = 0;
+
+    rc = ann_params_validate(params, ops->build_params, "build");
+    if (rc)
+        return rc;
+    struct stat st;
+    if (stat(index_dir, &st) == 0)
+        return ann_fail(-EEXIST, "%s: index directory already exists", index_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", index_dir, (int)getpid());
+    ann_dir_remove(tmp);
+    if (mkdir(tmp, 0755) != 0)
+        return ann_fail_errno("%s: mkdir", tmp);
+    made_tmp = 1;
+
+    report = json_object();
+    double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    rc = ops->build(src, params, tmp, report);
+    if (rc) {
+        rc = ann_fail_wrap(rc, "build %s into %s", ops->name, index_dir);
+        goto out;
+    }
+    double wall = now_s(CLOCK_MONOTONIC) - w0, cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint64_t bytes = 0;
+    rc = ann_dir_bytes(tmp, &bytes);
+    if (rc)
+        goto out;
+
+    json_t *params_copy = params ? json_deep_copy(params) : json_object();
+    info = json_pack("{s:s, s:i, s:o, s:s, s:I, s:i, s:s, s:f, s:f, s:I, s:I, s:O}",
+                     "engine", ops->name, "format", 1, "params",
+                     params_copy, "source", src->id,
+                     "n", (json_int_t)src->n, "dim", (int)src->dim,
+                     "metric", ann_metric_name(src->metric), "build_seconds", wall,
+                     "build_cpu_seconds", cpu, "build_peak_rss_bytes",
+                     (json_int_t)ru.ru_maxrss * 1024, "bytes_on_disk", (json_int_t)bytes,
+                     "engine_report", report);
+    if (!info) {
+        rc = ann_fail(-ENOMEM, "build.json: cannot assemble");
+        goto out;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/build.json", tmp);
+    if (json_dump_file(info, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
+        rc = ann_fail(-EIO, "%s: cannot write", path);
+        goto out;
+    }
+    rc = fsync_tree(tmp);
+    if (rc)
+        goto out;
+    if (rename(tmp, index_dir) != 0) {
+        rc = ann_fail_errno("%s: rename to %s", tmp, index_dir);
+        goto out;
+    }
+    made_tmp = 0;
+    if (report_out) {
+        *report_out = info;
+        info = NULL;
+    }
+out:
+    if (made_tmp)
+        ann_dir_remove(tmp);
+    json_decref(report);
+    json_decref(info);
+    return rc;
+}

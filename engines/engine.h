@@ -1,0 +1,124 @@
+/*
+ * engine.h: the one contract between the harness and every index engine.
+ *
+ * An engine is a static const ann_engine_ops filled with designated
+ * initializers and listed in engines/registry.c.  The harness reaches
+ * engines only through this header and the registry.
+ *
+ * Life cycle:
+ *
+ *   ann_engine_build(ops, src, build_params, index_dir, &report)
+ *       -> ops->build(src, params, tmp_dir, report) into a temporary
+ *          directory beside index_dir, then build.json, fsync, rename.
+ *          A crashed or failed build never leaves a directory that opens.
+ *   ops->open(index_dir, open_params, &eng)   ... ops->close(eng)
+ *   ops->ctx_new(eng, search_params, k_max, &ctx)   one per thread
+ *   ops->search(ctx, query, k, ids, dists, &stats)  many threads at once,
+ *          each with its own ctx; allocates nothing, takes no global lock.
+ *   ops->ctx_free(ctx)
+ *
+ * Parameters travel as jansson objects.  Each engine declares its
+ * parameters in build_params / open_params / search_params (see params.h);
+ * unknown or out-of-range parameters are ANN_EPARAM naming the parameter.
+ * Sweeps (lists) are expanded by the harness: engines see scalars only.
+ *
+ * Distances returned are those of engines/core/distance.h: squared L2 for
+ * l2, -ip for ip, 1 - ip for cosine (smaller is better).
+ */
+#ifndef ANNLAB_ENGINE_H
+#define ANNLAB_ENGINE_H
+
+#include "engines/core/params.h"
+#include "engines/core/vecsrc.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct ann_engine ann_engine; /* an open index; engine-defined */
+typedef struct ann_ctx ann_ctx;       /* a per-thread search context; engine-defined */
+
+/*
+ * Per-query statistics, the engine's own view of its work.  search() adds
+ * to *stats (the caller zeroes it); the harness averages over queries.
+ */
+typedef struct ann_stats {
+    uint64_t reads;       /* storage requests issued: kv gets or sector reads */
+    uint64_t bytes_read;  /* bytes those requests returned */
+    uint64_t hops;        /* graph nodes expanded, or search rounds (engine-defined, documented) */
+    uint64_t full_dists;  /* full-precision distance computations */
+    uint64_t code_dists;  /* compressed-code (PQ) distance computations */
+    uint64_t cache_hits;  /* reads served by the engine's own cache */
+    uint64_t io_wait_ns;  /* time blocked waiting for storage */
+    uint64_t cpu_ns;      /* thread CPU time of the query */
+} ann_stats;
+
+typedef struct ann_engine_ops {
+    const char *name;        /* registry name: "flat", "diskann-sector", ... */
+    const char *description; /* one line */
+
+    /* Declared parameters (tables end with ANN_PARAM_END; NULL = none). */
+    const ann_param_spec *build_params;
+    const ann_param_spec *open_params;
+    const ann_param_spec *search_params;
+
+    /*
+     * Write a complete index for src into dir (an empty directory that
+     * exists).  params: validated build parameters (may be NULL).
+     * report: a JSON object the engine may add figures to, e.g.
+     * "phases": {"pq_train_s": ..., "graph_s": ...}; the wrapper adds wall
+     * time, CPU time, peak RSS and bytes on disk.  Runs single-process;
+     * may use threads (params or nproc).  Returns 0 or a negative code.
+     */
+    int (*build)(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+
+    /* Open the index in dir.  Corrupt or wrong-version files are
+     * ANN_ECORRUPT / ANN_EVERSION naming the file.  Thread-safe once open. */
+    int (*open)(const char *dir, const json_t *open_params, ann_engine **out);
+    void (*close)(ann_engine *eng); /* accepts NULL */
+
+    /* Number of vectors, dimension and metric of an open index. */
+    uint64_t (*size)(const ann_engine *eng);
+
+    /* A search context with every buffer allocated up front, for queries
+     * asking at most k_max results.  One per thread. */
+    int (*ctx_new)(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out);
+    void (*ctx_free)(ann_ctx *ctx); /* accepts NULL */
+
+    /*
+     * Search for the k (<= k_max) nearest neighbours of query (dim floats,
+     * already normalised for cosine).  Writes up to k ids and distances,
+     * best first; returns how many (fewer than k only when the index holds
+     * fewer vectors), or a negative code.  A failed read is an error, never
+     * a silently shorter result.  Adds its work to *stats.
+     */
+    int (*search)(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
+                  ann_stats *stats);
+
+    /* Optional live updates; NULL when unsupported. */
+    int (*insert)(ann_engine *eng, uint32_t id, const float *vec);
+    int (*remove)(ann_engine *eng, uint32_t id);
+} ann_engine_ops;
+
+/* The registry: all engines compiled into this binary. */
+const ann_engine_ops *ann_engine_find(const char *name);
+/* The i-th engine, or NULL past the end. */
+const ann_engine_ops *ann_engine_at(size_t i);
+
+/*
+ * Build into index_dir atomically: validates params, builds into
+ * "<index_dir>.tmp.<pid>", writes build.json (engine, params, vector source
+ * id, n, dim, metric, wall/CPU seconds, peak RSS, bytes on disk, the
+ * engine's report), fsyncs, then renames over index_dir.  Fails with -EEXIST
+ * if index_dir exists.  On failure nothing is left at index_dir and the
+ * temporary is removed.  *report_out (optional) receives build.json's object
+ * (caller decrefs).
+ */
+int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
+                     const char *index_dir, json_t **report_out);
+
+/* Total bytes of regular files under dir (recursive). */
+int ann_dir_bytes(const char *dir, uint64_t *bytes);
+/* Remove dir and everything under it (no error when absent). */
+int ann_dir_remove(const char *dir);
+
+#endif

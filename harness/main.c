@@ -1,0 +1,39 @@
+/*
+ * main.c: the `annlab` program's entry: dispatch to subcommands.
+ */
+#include "engines/core/status.h"
+#include "engines/engine.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int cmd_engines(void)
+{
+    for (size_t i = 0; ann_engine_at(i); i++) {
+        const ann_engine_ops *e = ann_engine_at(i);
+        printf("%-18s %s\n", e->name, e->description);
+    }
+    return 0;
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: annlab engines\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "engines"))
+        return cmd_engines();
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "annlab: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
