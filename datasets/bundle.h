@@ -58,4 +58,14 @@ int ann_bundle_warmup(const ann_bundle *b, float **out, uint32_t *n);
 /* Load the ground truth, ids range-checked against n. */
 int ann_bundle_gt(const ann_bundle *b, ann_gt *gt);
 
+/*
+ * Finish a bundle whose member files are already in place in dir (base,
+ * query, optional warm-up; ground truth computed here if gt.ibin is
+ * absent, k = gt_k, exact, multi-threaded): compute checksums and write
+ * manifest.json atomically, last.  extra (borrowed, may be NULL) is merged
+ * into the manifest: "source", "made_by", "statistics", ...
+ */
+int ann_bundle_finish(const char *dir, const char *name, ann_metric metric, uint32_t gt_k,
+                      const json_t *extra);
+
 #endif

@@ -1,6 +1,7 @@
 /*
  * main.c: the `annlab` program's entry: dispatch to subcommands.
  */
+#include "datasets/cli.h"
 #include "engines/core/status.h"
 #include "engines/engine.h"
 
@@ -18,7 +19,7 @@ static int cmd_engines(void)
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: annlab engines\n");
+    fprintf(fp, "usage: annlab engines | dataset ...\n");
 }
 
 int main(int argc, char **argv)
@@ -27,6 +28,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (!strcmp(argv[1], "dataset"))
+        return ann_dataset_cli(argc - 1, argv + 1);
     if (!strcmp(argv[1], "engines"))
         return cmd_engines();
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
