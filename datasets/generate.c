@@ -42,10 +42,10 @@
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +54,8 @@
 #include <unistd.h>
 
 #define GEN_MODEL_STREAM 0xffu
-#define GEN_BLOCK_ROWS 4096u   /* rows generated per sgemm */
+#define GEN_MAX_THREADS 16u
+#define GEN_ROWS_PER_THREAD_MIN 256u
 #define GEN_CHUNK_ROWS 16384u  /* rows per write when streaming the base */
 #define GEN_STATS_SAMPLE 1000u /* rows whose statistics go in the manifest */
 #define GEN_STATS_PCA_K 100u
@@ -287,43 +288,89 @@ out:
     return rc;
 }
 
+/* One row, entirely from its own generator state: plain C in a fixed order
+ * (no BLAS, whose blocking and CPU dispatch change the rounding), so the
+ * bytes are the same whatever the chunking, thread count or machine. */
+static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_id, float *latent,
+                    float *row)
+{
+    uint32_t dim = g->dim, rank = g->rank;
+    gen_rng rng;
+    gen_rng_seed(&rng, g->seed, (uint32_t)stream, row_id);
+    uint32_t k = (uint32_t)(gen_rng_next(&rng) % g->clusters);
+    const float *c = g->centres + (size_t)k * rank;
+    for (uint32_t j = 0; j < rank; j++)
+        latent[j] = c[j] + g->within[j] * (float)gen_rng_gauss(&rng);
+    for (uint32_t d = 0; d < dim; d++)
+        row[d] = g->mean[d] + g->noise_sd * (float)gen_rng_gauss(&rng);
+    for (uint32_t j = 0; j < rank; j++) {
+        const float *b = g->basis + (size_t)j * dim;
+        float a = latent[j];
+        for (uint32_t d = 0; d < dim; d++)
+            row[d] += a * b[d];
+    }
+    if (g->metric == ANN_METRIC_COSINE) {
+        ann_normalize(row, dim);
+    } else if (g->shape.scale != 1.0) {
+        float sc = (float)g->shape.scale;
+        for (uint32_t d = 0; d < dim; d++)
+            row[d] *= sc;
+    }
+}
+
+typedef struct {
+    const ann_generator *g;
+    ann_gen_stream stream;
+    uint64_t first, count;
+    float *out;
+    int rc;
+} gen_job;
+
+static void *gen_job_run(void *arg)
+{
+    gen_job *j = arg;
+    float *latent = malloc((size_t)j->g->rank * sizeof *latent);
+    if (!latent) {
+        j->rc = -ENOMEM;
+        return NULL;
+    }
+    for (uint64_t i = 0; i < j->count; i++)
+        gen_row(j->g, j->stream, j->first + i, latent, j->out + i * j->g->dim);
+    free(latent);
+    return NULL;
+}
+
 int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t first,
                        uint64_t count, float *out)
 {
+    gen_job jobs[GEN_MAX_THREADS];
+    pthread_t tids[GEN_MAX_THREADS];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t nt = ncpu > 0 ? (uint64_t)ncpu : 1;
+    if (nt > GEN_MAX_THREADS)
+        nt = GEN_MAX_THREADS;
+    if (nt > count / GEN_ROWS_PER_THREAD_MIN + 1)
+        nt = count / GEN_ROWS_PER_THREAD_MIN + 1;
+    uint64_t started = 0;
     int rc = 0;
-    uint32_t dim = g->dim, rank = g->rank;
-    uint32_t block = count < GEN_BLOCK_ROWS ? (uint32_t)count : GEN_BLOCK_ROWS;
-    float *latent = malloc((size_t)(block ? block : 1) * rank * sizeof *latent);
-    if (!latent)
-        return -ENOMEM;
-    for (uint64_t b0 = 0; b0 < count; b0 += block) {
-        uint32_t nb = count - b0 < block ? (uint32_t)(count - b0) : block;
-        float *x = out + b0 * dim;
-        for (uint32_t i = 0; i < nb; i++) {
-            gen_rng rng;
-            gen_rng_seed(&rng, g->seed, (uint32_t)stream, first + b0 + i);
-            uint32_t k = (uint32_t)(gen_rng_next(&rng) % g->clusters);
-            const float *c = g->centres + (size_t)k * rank;
-            float *l = latent + (size_t)i * rank;
-            for (uint32_t j = 0; j < rank; j++)
-                l[j] = c[j] + g->within[j] * (float)gen_rng_gauss(&rng);
-            float *row = x + (size_t)i * dim;
-            for (uint32_t d = 0; d < dim; d++)
-                row[d] = g->mean[d] + g->noise_sd * (float)gen_rng_gauss(&rng);
-        }
-        /* x += latent (nb x rank) * basis (rank x dim) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)dim, (int)rank,
-                    1.0f, latent, (int)rank, g->basis, (int)dim, 1.0f, x, (int)dim);
-        for (uint32_t i = 0; i < nb; i++) {
-            float *row = x + (size_t)i * dim;
-            if (g->metric == ANN_METRIC_COSINE) {
-                ann_normalize(row, dim);
-            } else if (g->shape.scale != 1.0) {
-                for (uint32_t d = 0; d < dim; d++)
-                    row[d] *= (float)g->shape.scale;
-            }
-        }
+    for (uint64_t t = 0; t < nt; t++) {
+        uint64_t a = count * t / nt, b = count * (t + 1) / nt;
+        jobs[t] = (gen_job){.g = g, .stream = stream, .first = first + a, .count = b - a,
+                            .out = out + a * g->dim};
     }
-    free(latent);
+    /* job 0 runs on the calling thread */
+    for (uint64_t t = 1; t < nt; t++) {
+        if (pthread_create(&tids[t], NULL, gen_job_run, &jobs[t]) != 0)
+            gen_job_run(&jobs[t]); /* no thread: do it here */
+        else
+            started |= 1ull << t;
+    }
+    gen_job_run(&jobs[0]);
+    for (uint64_t t = 0; t < nt; t++) {
+        if (started & (1ull << t))
+            pthread_join(tids[t], NULL);
+        if (jobs[t].rc && !rc)
+            rc = jobs[t].rc;
+    }
     return rc;
 }
