@@ -36,29 +36,19 @@
  */
 #include "datasets/generate.h"
 
-#include "datasets/bundle.h"
-#include "datasets/stats.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
-#include "engines/core/vecfile.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define GEN_MODEL_STREAM 0xffu
 #define GEN_MAX_THREADS 16u
 #define GEN_ROWS_PER_THREAD_MIN 256u
-#define GEN_CHUNK_ROWS 16384u  /* rows per write when streaming the base */
-#define GEN_STATS_SAMPLE 1000u /* rows whose statistics go in the manifest */
-#define GEN_STATS_PCA_K 100u
 
 struct ann_generator {
     uint32_t dim, rank, clusters;
