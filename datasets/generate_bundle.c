@@ -94,7 +94,7 @@ static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
                      "model", "x = mu + B^T (c_k + w) + e (datasets/generate.c)", "n",
                      (json_int_t)p->n, "dim", (int)p->dim, "metric", ann_metric_name(p->metric),
                      "queries", (int)p->queries, "warmup", (int)p->warmup, "seed",
-                     (json_int_t)p->seed, "shape", "rank", (int)s->rank, "decay", s->decay,
+                     (json_int_t)p->seed, "shape", "rank", (int)(s->rank < p->dim ? s->rank : p->dim), "decay", s->decay,
                      "clusters", (int)s->clusters, "between_frac", s->between_frac,
                      "noise_frac", s->noise_frac, "mean_sq", s->mean_sq, "positive_mean",
                      s->positive_mean, "scale", s->scale);

@@ -96,7 +96,7 @@ static int stats_spectrum(const double *xd, uint32_t n, uint32_t dim, uint32_t k
         total += w[i] > 0 ? w[i] : 0.0;
     for (uint32_t i = 0; i < k && i < m; i++)
         top += w[m - 1 - i] > 0 ? w[m - 1 - i] : 0.0;
-    *out = total > 0 ? top / total : 0.0;
+    *out = total > 0 ? fmin(1.0, top / total) : 0.0;
 out:
     free(xc);
     free(mean);

@@ -14,14 +14,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "datasets/bundle.h"
 #include "datasets/generate.h"
 #include "datasets/stats.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "tests/support/testutil.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,6 +269,191 @@ static void test_generate_bad_params(void **state)
     assert_null(g);
 }
 
+
+/* A generated bundle opens, verifies, holds exactly the generator's rows, and
+ * is byte-identical when generated again (the base spans several chunks). */
+static void test_generate_bundle_end_to_end(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("gen");
+    char *dir2 = tu_tmpdir("gen2");
+    const uint32_t dim = 16, nq = 40, nw = 30;
+    const uint64_t n = 40000;
+    ann_gen_params p = {.n = n, .dim = dim, .metric = ANN_METRIC_COSINE, .queries = nq,
+                        .warmup = nw, .seed = 9, .gt_k = 10, .name = "t-gen"};
+    assert_int_equal(ann_generate_bundle(&p, dir), 0);
+    ann_bundle b;
+    assert_int_equal(ann_bundle_open(dir, &b), 0);
+    assert_int_equal(b.n, n);
+    assert_int_equal(b.dim, dim);
+    assert_int_equal(b.nq, nq);
+    assert_int_equal(b.n_warmup, nw);
+    assert_int_equal(b.gt_k, 10);
+    assert_int_equal(b.metric, ANN_METRIC_COSINE);
+    assert_string_equal(b.name, "t-gen");
+    json_t *st = json_object_get(b.manifest, "statistics");
+    assert_non_null(st);
+    assert_true(json_is_real(json_object_get(st, "pairwise_cosine_median")));
+    assert_int_equal(json_integer_value(json_object_get(st, "sample_n")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(b.manifest, "generator"), "shape"),
+                         "rank")),
+                     dim); /* the effective rank, clamped to dim */
+
+    /* the files hold exactly the generator's rows */
+    float *want = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    ann_vecsrc *base = NULL;
+    assert_int_equal(ann_bundle_base(&b, &base), 0);
+    float *got = malloc((size_t)n * dim * sizeof *got);
+    assert_int_equal(ann_vecsrc_read(base, 0, n, got), 0);
+    assert_memory_equal(want, got, (size_t)n * dim * sizeof *got);
+    ann_vecsrc_destroy(base);
+    free(want);
+    want = gen_rows(&p, ANN_GEN_QUERY, 0, nq);
+    float *q = NULL;
+    assert_int_equal(ann_bundle_queries(&b, &q), 0);
+    assert_memory_equal(want, q, (size_t)nq * dim * sizeof *q);
+    free(q);
+    free(want);
+    want = gen_rows(&p, ANN_GEN_WARMUP, 0, nw);
+    uint32_t got_nw = 0;
+    assert_int_equal(ann_bundle_warmup(&b, &q, &got_nw), 0);
+    assert_int_equal(got_nw, nw);
+    assert_memory_equal(want, q, (size_t)nw * dim * sizeof *q);
+    free(q);
+    free(want);
+    free(got);
+
+    json_t *report = NULL;
+    int rc = ann_bundle_verify(dir, 20, &report);
+    json_decref(report);
+    assert_int_equal(rc, 0);
+
+    /* generated again elsewhere: the same checksum */
+    assert_int_equal(ann_generate_bundle(&p, dir2), 0);
+    ann_bundle b2;
+    assert_int_equal(ann_bundle_open(dir2, &b2), 0);
+    assert_string_equal(b.checksum, b2.checksum);
+    ann_bundle_close(&b2);
+    ann_bundle_close(&b);
+    tu_rmdir(dir2);
+    tu_rmdir(dir);
+}
+
+/* Bad parameters fail before anything is written; no stale manifest survives. */
+static void test_generate_bundle_bad(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("genbad");
+    char sub[4096], path[4096];
+    snprintf(sub, sizeof sub, "%s/out", dir);
+    ann_gen_params p = {.n = 0, .dim = 8, .metric = ANN_METRIC_L2, .seed = 1};
+    assert_int_equal(ann_generate_bundle(&p, sub), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), "generate: n must be >= 1");
+    struct stat stbuf;
+    assert_int_not_equal(stat(sub, &stbuf), 0); /* nothing created */
+
+    /* output under a regular file: an error naming the path */
+    snprintf(path, sizeof path, "%s/file", dir);
+    assert_int_equal(tu_write_file(path, "x", 1), 0);
+    snprintf(sub, sizeof sub, "%s/file/out", dir);
+    p.n = 100;
+    int rc = ann_generate_bundle(&p, sub);
+    assert_int_equal(rc, -ENOTDIR);
+    assert_non_null(strstr(ann_errmsg(rc), "/file/out: cannot create directory"));
+    tu_rmdir(dir);
+}
+
+static void test_generate_presets(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        uint64_t n;
+        uint32_t dim;
+        ann_metric metric;
+    } want[] = {
+        {"synth-768-cosine-10k", 10000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-100k", 100000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-1m", 1000000, 768, ANN_METRIC_COSINE},
+        {"synth-960-l2-10k", 10000, 960, ANN_METRIC_L2},
+        {"synth-960-l2-100k", 100000, 960, ANN_METRIC_L2},
+        {"synth-960-l2-1m", 1000000, 960, ANN_METRIC_L2},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        ann_gen_params p;
+        assert_int_equal(ann_generate_preset(want[i].name, &p), 0);
+        assert_int_equal(p.n, want[i].n);
+        assert_int_equal(p.dim, want[i].dim);
+        assert_int_equal(p.metric, want[i].metric);
+        assert_int_equal(p.queries, 1000);
+        assert_int_equal(p.warmup, 2000);
+        assert_int_equal(p.gt_k, 100);
+        assert_string_equal(p.name, want[i].name);
+    }
+    ann_gen_params p;
+    assert_int_equal(ann_generate_preset("synth-768-cosine-2k", &p), ANN_ENOTFOUND);
+    assert_string_equal(ann_errmsg(ANN_ENOTFOUND),
+                        "synth-768-cosine-2k: no such generator preset "
+                        "(synth-768-cosine-{10k,100k,1m}, synth-960-l2-{10k,100k,1m})");
+}
+
+/* Run a shell command, capture stdout+stderr into out; return the exit code. */
+static int run_capture(const char *cmd, char *out, size_t len)
+{
+    FILE *fp = popen(cmd, "r");
+    assert_non_null(fp);
+    size_t got = fread(out, 1, len - 1, fp);
+    out[got] = '\0';
+    int st = pclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_generate_cli(void **state)
+{
+    (void)state;
+    const char *bin = getenv("ANNLAB_BIN");
+    if (!bin)
+        skip();
+    char *dir = tu_tmpdir("gencli");
+    char cmd[8192], out[8192];
+
+    snprintf(cmd, sizeof cmd, "%s dataset generate --n 10 --dim 8 --metric ip --out %s/a 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--metric: 'ip' is not l2 or cosine"));
+
+    snprintf(cmd, sizeof cmd, "%s dataset generate --n 1e3 --dim 8 --metric l2 --out %s/a 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--n: '1e3' is not an integer in [1, 2147483647]"));
+
+    snprintf(cmd, sizeof cmd, "%s dataset generate --dim 8 --metric l2 --out %s/a 2>&1", bin,
+             dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--n is required"));
+
+    snprintf(cmd, sizeof cmd, "%s dataset generate --preset nope 2>&1", bin);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "nope: no such generator preset"));
+
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 2000 --dim 24 --metric l2 --queries 20 --warmup 10 "
+             "--seed 5 --out %s/ok 2>&1 && %s dataset verify %s/ok >/dev/null 2>&1",
+             bin, dir, bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ok", dir);
+    ann_bundle b;
+    assert_int_equal(ann_bundle_open(path, &b), 0);
+    assert_int_equal(b.n, 2000);
+    assert_int_equal(b.nq, 20);
+    assert_int_equal(b.n_warmup, 10);
+    assert_int_equal(b.metric, ANN_METRIC_L2);
+    ann_bundle_close(&b);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +465,10 @@ int main(void)
         cmocka_unit_test(test_generate_queries_not_copies),
         cmocka_unit_test(test_generate_l2_gist_like),
         cmocka_unit_test(test_generate_bad_params),
+        cmocka_unit_test(test_generate_bundle_end_to_end),
+        cmocka_unit_test(test_generate_bundle_bad),
+        cmocka_unit_test(test_generate_presets),
+        cmocka_unit_test(test_generate_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
