@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 static const char *node_dir(void)
 {
@@ -335,6 +336,45 @@ static void test_parquet_real_neighbors(void **state)
         skip();
 }
 
+
+/* `annlab dataset import *.parquet --out DIR --metric M` */
+static void test_parquet_cli_import(void **state)
+{
+    (void)state;
+    const char *bin = getenv("ANNLAB_BIN");
+    if (!bin)
+        skip();
+    char *dir = tu_tmpdir("pqcli");
+    char cmd[16384], out[8192];
+    make_fixture(dir, "--n 500 --nq 8 --dim 6 --k 4 --seed 3");
+    snprintf(cmd, sizeof cmd,
+             "%s dataset import %s/shuffle_train.parquet %s/test.parquet %s/neighbors.parquet "
+             "--out %s/b 2>&1",
+             bin, dir, dir, dir, dir);
+    FILE *fp = popen(cmd, "r");
+    size_t got = fread(out, 1, sizeof out - 1, fp);
+    out[got] = '\0';
+    int st = pclose(fp);
+    assert_int_equal(WEXITSTATUS(st), 2);
+    assert_non_null(strstr(out, "parquet files carry no metric: give --metric l2, ip or cosine"));
+
+    snprintf(cmd, sizeof cmd,
+             "%s dataset import %s/shuffle_train.parquet %s/test.parquet %s/neighbors.parquet "
+             "--out %s/b --metric cosine --name cli-pq >/dev/null 2>&1",
+             bin, dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/b", dir);
+    ann_bundle b;
+    assert_int_equal(ann_bundle_open(path, &b), 0);
+    assert_string_equal(b.name, "cli-pq");
+    assert_int_equal(b.metric, ANN_METRIC_COSINE);
+    assert_int_equal(b.n, 500);
+    assert_int_equal(b.nq, 8);
+    ann_bundle_close(&b);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_parquet_bad_inputs),
         cmocka_unit_test(test_parquet_missing_file),
         cmocka_unit_test(test_parquet_real_neighbors),
+        cmocka_unit_test(test_parquet_cli_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
