@@ -27,9 +27,9 @@
 // index (Polars and hyparquet-writer write one).  The default, 1024 rows,
 // keeps the process near 300 MB for 768-d rows (measured: 60,000 x 768 in
 // one row group, peak RSS 0.30 GB at 1,000 rows, 0.90 GB at 8,192, 1.8 GB
-// for the whole group): decoded rows cost far more in JS than their floats.  A chunk
-// without one would be fetched whole for every window, so for those this
-// converter builds the offset index itself: it walks the chunk's page
+// for the whole group): decoded rows cost far more in JS than their floats.
+// A chunk without an offset index would be fetched whole for every window,
+// so for those this converter builds the offset index itself: it walks the chunk's page
 // headers (a few bytes each, read one at a time), counts each data page's
 // rows (DataPageV2 says so in its header; for a V1 page of a list column the
 // repetition levels are decoded and the record starts counted), and hands
