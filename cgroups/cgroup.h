@@ -11,7 +11,7 @@
  *
  *   cg_gate gate;  cg_gate_init(&gate);
  *   pid = fork();
- *   child:  if (cg_gate_wait(&gate) != 0) _exit(...);   blocks on a pipe
+ *   child:  if (cg_gate_wait(&gate) != 0) _exit(...);   blocks until moved
  *           ... open the index, run the cell ...
  *   parent: cg_group_create(&sys, "cell-17", cap_bytes, &g);
  *           cg_group_add_pid(g, pid);
@@ -185,21 +185,27 @@ json_t *cg_counters_json(const cg_counters *c);
 
 /*
  * A start gate: the parent forks a child that blocks in cg_gate_wait until
- * the parent has moved it into its group and calls cg_gate_release.
+ * the parent has moved it into its group and calls cg_gate_release (a
+ * one-byte message on a socket pair).
  * Embedded object: cg_gate_init before fork, each side closes the end it
  * does not use inside wait/release; cg_gate_fini closes what is left.
  */
 typedef struct cg_gate {
-    int fds[2]; /* pipe: [0] read (child), [1] write (parent); -1 when closed */
+    int fds[2]; /* socket pair: [0] the child's end, [1] the parent's; -1 when closed */
 } cg_gate;
 
-/* Create the pipe (O_CLOEXEC).  -errno on failure. */
+/* Create the channel (close-on-exec).  -errno on failure. */
 int cg_gate_init(cg_gate *gate);
 /* Child: wait for the parent's word.  0 when released with go != 0;
- * ANN_ESTATE when the parent said no or closed the pipe (parent died, or
+ * ANN_ESTATE when the parent said no or closed its end (parent died, or
  * the group could not be set up): the child must then exit without running. */
 int cg_gate_wait(cg_gate *gate);
-/* Parent: let the child run (go != 0) or tell it to quit (go == 0). */
+/* Child after fork+exec: the same on an inherited read end fd (the
+ * parent clears FD_CLOEXEC on fds[0] for that child and passes the
+ * number); fd is closed on return. */
+int cg_gate_wait_fd(int fd);
+/* Parent: let the child run (go != 0) or tell it to quit (go == 0).
+ * Never raises SIGPIPE; ANN_ESTATE when the child has already gone. */
 int cg_gate_release(cg_gate *gate, int go);
 /* Close both ends if still open.  Accepts a gate whose fds are -1. */
 void cg_gate_fini(cg_gate *gate);
