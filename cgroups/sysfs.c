@@ -54,7 +54,7 @@ int sysfs_write(const char *path, const char *text)
 {
     int rc = 0;
     size_t len = strlen(text);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     if (fd < 0) {
         rc = ann_fail_errno("%s", path);
         goto out;
