@@ -40,6 +40,8 @@
 
 struct cg_group {
     cg_version version;
+    bool owned;   /* created here: destroy removes the directories */
+    int peak_fd;  /* v2: memory.peak kept open after a reset, else -1 */
     uint64_t cap_bytes;
     char mem_parent[CG_PATH_BYTES];
     char mem_dir[CG_PATH_BYTES];
@@ -455,6 +457,8 @@ int cg_group_create(const cg_system *sys, const char *name, uint64_t cap_bytes, 
         goto out;
     }
     g->version = sys->version;
+    g->owned = true;
+    g->peak_fd = -1;
     g->cap_bytes = cap_bytes;
     memcpy(g->mem_parent, sys->memory_parent, sizeof g->mem_parent);
     rc = sysfs_path(g->mem_dir, sizeof g->mem_dir, "%s/%s", sys->memory_parent, name);
@@ -522,6 +526,78 @@ int cg_group_add_pid(cg_group *g, pid_t pid)
     if (g->version == CG_V1 && g->io_dir[0])
         rc = write_in(g->io_dir, "cgroup.procs", text);
     return rc;
+}
+
+int cg_group_open_self(const cg_system *sys, cg_group **out)
+{
+    cg_group *g = NULL;
+    int rc = 0;
+    *out = NULL;
+    if (!sys || sys->version == CG_NONE) {
+        rc = ann_fail(ANN_EUNSUPPORTED, "no usable cgroup: %s", sys ? sys->reason : "not detected");
+        goto out;
+    }
+    g = calloc(1, sizeof *g);
+    if (!g) {
+        rc = ann_fail(-ENOMEM, "cg_group_open_self: out of memory");
+        goto out;
+    }
+    g->version = sys->version;
+    g->owned = false;
+    g->peak_fd = -1;
+    memcpy(g->mem_dir, sys->memory_parent, sizeof g->mem_dir);
+    if (sys->version == CG_V1) {
+        memcpy(g->io_dir, sys->io_parent, sizeof g->io_dir);
+    } else if (exists_in(g->mem_dir, "io.stat")) {
+        memcpy(g->io_dir, g->mem_dir, sizeof g->io_dir);
+    }
+    uint64_t limit = 0;
+    char path[CG_PATH_BYTES];
+    rc = sysfs_path(path, sizeof path, "%s/%s", g->mem_dir,
+                    sys->version == CG_V1 ? "memory.limit_in_bytes" : "memory.max");
+    if (rc)
+        goto out;
+    if (sysfs_exists(path)) {
+        rc = sysfs_read_u64(path, &limit);
+        if (rc)
+            goto out;
+    }
+    /* v1 reports "unlimited" as the largest page-aligned signed value. */
+    g->cap_bytes = limit >= ((uint64_t)1 << 62) ? 0 : limit;
+    *out = g;
+    g = NULL;
+out:
+    free(g);
+    return rc;
+}
+
+int cg_group_reset_peak(cg_group *g)
+{
+    char path[CG_PATH_BYTES];
+    int rc = 0;
+    if (g->version == CG_V1) {
+        rc = write_in(g->mem_dir, "memory.max_usage_in_bytes", "0");
+        if (rc)
+            rc = ann_fail_wrap(ANN_EUNSUPPORTED, "cannot reset the peak");
+        return rc;
+    }
+    if (g->peak_fd >= 0) {
+        close(g->peak_fd);
+        g->peak_fd = -1;
+    }
+    rc = sysfs_path(path, sizeof path, "%s/memory.peak", g->mem_dir);
+    if (rc)
+        return rc;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return ann_fail(ANN_EUNSUPPORTED, "cannot reset the peak: %s: %s", path, strerror(errno));
+    if (write(fd, "0", 1) != 1) {
+        int e = errno;
+        close(fd);
+        return ann_fail(ANN_EUNSUPPORTED, "cannot reset the peak: %s: %s", path, strerror(e));
+    }
+    g->peak_fd = fd;
+    return 0;
 }
 
 /* ---- counters ----------------------------------------------------------- */
@@ -703,12 +779,32 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
     return 0;
 }
 
+/* The peak through the descriptor that reset it (v2 per-open-file peak). */
+static int read_peak_fd(const cg_group *g, cg_counters *c)
+{
+    char text[64];
+    ssize_t got = pread(g->peak_fd, text, sizeof text - 1, 0);
+    if (got < 0)
+        return ann_fail_errno("%s/memory.peak", g->mem_dir);
+    text[got] = '\0';
+    char *e = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &e, 10);
+    if (errno || e == text || (*e != '\n' && *e != '\0'))
+        return ann_fail(ANN_EFORMAT, "%s/memory.peak: expected one number, found \"%.32s\"", g->mem_dir, text);
+    c->peak_bytes = v;
+    c->peak_known = true;
+    return 0;
+}
+
 static int read_v2(const cg_group *g, dev_t dev, char *text, cg_counters *c)
 {
     char path[CG_PATH_BYTES];
     bool known = false;
     int rc = read_opt_u64(g->mem_dir, "memory.current", &c->usage_bytes, &known);
-    if (!rc)
+    if (!rc && g->peak_fd >= 0)
+        rc = read_peak_fd(g, c);
+    else if (!rc)
         rc = read_opt_u64(g->mem_dir, "memory.peak", &c->peak_bytes, &c->peak_known);
     if (rc)
         return rc;
@@ -812,6 +908,12 @@ int cg_group_destroy(cg_group *g)
     int rc = 0;
     if (!g)
         return 0;
+    if (g->peak_fd >= 0)
+        close(g->peak_fd);
+    if (!g->owned) {
+        free(g);
+        return 0;
+    }
     const char *dirs[2] = { g->mem_dir, g->version == CG_V1 ? g->io_dir : "" };
     const char *parents[2] = { g->mem_parent, g->io_parent };
     for (int i = 0; i < 2; i++) {

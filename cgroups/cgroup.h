@@ -121,6 +121,26 @@ uint64_t cg_group_cap_bytes(const cg_group *g);
  */
 int cg_group_add_pid(cg_group *g, pid_t pid);
 
+/*
+ * Attach to the group this process itself is in, as found by cg_detect (a
+ * cell process reads its own group's counters around the measured phase).
+ * The directories are not owned: cg_group_destroy only frees g.  The cap
+ * reported is the group's current limit (0 when unlimited).
+ * Errors: ANN_EUNSUPPORTED when sys has no usable cgroup; -errno naming a
+ * file that cannot be read.  *out is owned by the caller.
+ */
+int cg_group_open_self(const cg_system *sys, cg_group **out);
+
+/*
+ * Restart the peak-memory counter from the current usage, so the peak
+ * covers one phase.  v1: writes 0 to memory.max_usage_in_bytes.  v2: writes
+ * to memory.peak through a descriptor g keeps open, which later reads of
+ * the peak use (the reset is per open file, kernel 6.12 and later).
+ * ANN_EUNSUPPORTED when the kernel refuses (the peak then covers the
+ * group's whole life; callers record that).
+ */
+int cg_group_reset_peak(cg_group *g);
+
 /* Counters of a group; fields whose file is absent stay 0 / false. */
 typedef struct cg_counters {
     uint64_t cap_bytes;       /* as set (0 = none) */
@@ -147,7 +167,8 @@ typedef struct cg_counters {
 int cg_group_read(const cg_group *g, dev_t dev, cg_counters *out);
 
 /*
- * Remove the group: processes still in it are moved to the parent group
+ * Remove the group (unless it was attached by cg_group_open_self, which
+ * is only freed): processes still in it are moved to the parent group
  * (v1) or killed (v2, where a parent with controllers enabled cannot hold
  * processes), then the directories are removed (retrying briefly while the
  * kernel finishes releasing them), then g is freed.  Accepts NULL.

@@ -459,6 +459,46 @@ static void test_v2_corrupt_counters(void **state)
     cg_group_destroy(g);
 }
 
+static void test_open_self_on_fake_trees(void **state)
+{
+    (void)state;
+    char root[4096], proc[4096], want[4096];
+    cg_detect_params p;
+    cg_system sys;
+    cg_group *g = NULL;
+    cg_counters c;
+    fake_v1_tree();
+    fake_params(&p, root, proc);
+    assert_int_equal(cg_detect(&p, &sys), 0);
+    assert_int_equal(cg_group_open_self(&sys, &g), 0);
+    snprintf(want, sizeof want, "%s/sys/memory/process_api/abc", tmp);
+    assert_string_equal(cg_group_path(g), want);
+    assert_int_equal(cg_group_cap_bytes(g), 0); /* v1's "unlimited" */
+    put("sys/memory/process_api/abc/memory.max_usage_in_bytes", "777\n");
+    assert_int_equal(cg_group_reset_peak(g), 0);
+    assert_string_equal(get("sys/memory/process_api/abc/memory.max_usage_in_bytes"), "0");
+    put("sys/blkio/blkio.throttle.io_serviced", "254:0 Read 4\nTotal 4\n");
+    put("sys/blkio/blkio.throttle.io_service_bytes", "254:0 Read 16384\nTotal 16384\n");
+    assert_int_equal(cg_group_read(g, 0, &c), 0);
+    assert_int_equal(c.read_bytes, 16384);
+    assert_int_equal(c.read_ios, 4);
+    assert_int_equal(cg_group_destroy(g), 0); /* not owned: only freed */
+    struct stat st;
+    assert_int_equal(stat(want, &st), 0);
+
+    fake_v2_tree("sys");
+    put("proc_cgroup", "0::/user.slice/annlab\n");
+    put("sys/user.slice/annlab/memory.max", "50331648\n");
+    assert_int_equal(cg_detect(&p, &sys), 0);
+    assert_int_equal(cg_group_open_self(&sys, &g), 0);
+    assert_int_equal(cg_group_cap_bytes(g), 48 * MIB);
+    assert_int_equal(cg_group_reset_peak(g), 0);
+    assert_int_equal(cg_group_read(g, 0, &c), 0);
+    assert_true(c.peak_known);
+    assert_int_equal(c.peak_bytes, 0); /* "1000" with its first byte overwritten by the reset's "0" */
+    cg_group_destroy(g);
+}
+
 static void test_classify(void **state)
 {
     (void)state;
@@ -544,6 +584,15 @@ static void test_real_create_and_remove(void **state)
     assert_int_equal(errno, ENOENT);
 }
 
+/* Write every page of p through a volatile pointer, so the compiler
+ * cannot drop an allocation that is never read. */
+static void touch(char *p, uint64_t bytes)
+{
+    volatile char *v = p;
+    for (uint64_t i = 0; i < bytes; i += 4096)
+        v[i] = (char)(i >> 12);
+}
+
 /* Runs in the child: allocate and touch `bytes`, then exit 0. */
 static void child_hog(cg_gate *gate, uint64_t bytes)
 {
@@ -553,7 +602,7 @@ static void child_hog(cg_gate *gate, uint64_t bytes)
         char *p = malloc(MIB);
         if (!p)
             _exit(8);
-        memset(p, 0x5a, MIB);
+        touch(p, MIB);
     }
     _exit(0);
 }
@@ -619,6 +668,74 @@ static void test_real_child_under_cap_is_ok(void **state)
         assert_true(c.peak_bytes >= 16 * MIB);
 }
 
+/* In the child: attach to its own group, reset the peak after freeing a
+ * large allocation, and check the peak then covers only the second phase.
+ * Exit codes: 0 pass, 2.. which check failed. */
+static void child_phases(cg_gate *gate, uint64_t cap)
+{
+    cg_system sys;
+    cg_group *g = NULL;
+    cg_counters c;
+    if (cg_gate_wait(gate) != 0)
+        _exit(7);
+    if (cg_detect(NULL, &sys) != 0 || cg_group_open_self(&sys, &g) != 0)
+        _exit(2);
+    if (cg_group_cap_bytes(g) != cap)
+        _exit(3);
+    char *big = malloc(48 * MIB);
+    if (!big)
+        _exit(4);
+    touch(big, 48 * MIB);
+    free(big);
+    if (cg_group_reset_peak(g) != 0)
+        _exit(5);
+    char *small = malloc(8 * MIB);
+    if (!small)
+        _exit(4);
+    touch(small, 8 * MIB);
+    if (cg_group_read(g, 0, &c) != 0 || !c.peak_known)
+        _exit(6);
+    if (c.peak_bytes < 8 * MIB)
+        _exit(8);
+    if (c.peak_bytes > 32 * MIB)
+        _exit(9);
+    free(small);
+    cg_group_destroy(g);
+    _exit(0);
+}
+
+static void test_real_self_peak_reset(void **state)
+{
+    (void)state;
+    cg_system sys;
+    cg_group *g = NULL;
+    cg_gate gate;
+    char name[64];
+    if (!real_system(&sys)) {
+        skip();
+        return;
+    }
+    group_name(name, sizeof name, "self");
+    assert_int_equal(cg_gate_init(&gate), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        child_phases(&gate, 128 * MIB);
+    assert_int_equal(cg_group_create(&sys, name, 128 * MIB, &g), 0);
+    assert_int_equal(cg_group_add_pid(g, pid), 0);
+    assert_int_equal(cg_gate_release(&gate, 1), 0);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    cg_counters c;
+    assert_int_equal(cg_group_read(g, 0, &c), 0);
+    assert_int_equal(cg_group_destroy(g), 0);
+    cg_gate_fini(&gate);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    if (c.peak_known) /* the parent's view: the group's peak saw the reset too */
+        assert_true(c.peak_bytes <= 32 * MIB);
+}
+
 static void test_gate_cancel(void **state)
 {
     (void)state;
@@ -670,11 +787,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v1_group_on_fake_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_group_on_fake_tree, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_corrupt_counters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_self_on_fake_trees, setup, teardown),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_gate_cancel),
         cmocka_unit_test(test_real_create_and_remove),
         cmocka_unit_test(test_real_child_past_cap_is_oom),
         cmocka_unit_test(test_real_child_under_cap_is_ok),
+        cmocka_unit_test(test_real_self_peak_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
