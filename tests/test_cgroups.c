@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -682,15 +683,17 @@ static void child_phases(cg_gate *gate, uint64_t cap)
         _exit(2);
     if (cg_group_cap_bytes(g) != cap)
         _exit(3);
-    char *big = malloc(48 * MIB);
-    if (!big)
+    /* mmap, not malloc: freed memory must really leave (ASan's allocator
+     * keeps freed blocks in quarantine). */
+    char *big = mmap(NULL, 48 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (big == MAP_FAILED)
         _exit(4);
     touch(big, 48 * MIB);
-    free(big);
+    munmap(big, 48 * MIB);
     if (cg_group_reset_peak(g) != 0)
         _exit(5);
-    char *small = malloc(8 * MIB);
-    if (!small)
+    char *small = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (small == MAP_FAILED)
         _exit(4);
     touch(small, 8 * MIB);
     if (cg_group_read(g, 0, &c) != 0 || !c.peak_known)
@@ -699,7 +702,7 @@ static void child_phases(cg_gate *gate, uint64_t cap)
         _exit(8);
     if (c.peak_bytes > 32 * MIB)
         _exit(9);
-    free(small);
+    munmap(small, 8 * MIB);
     cg_group_destroy(g);
     _exit(0);
 }
