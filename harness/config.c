@@ -171,14 +171,15 @@ static void param_report_fn(void *user, const char *msg)
     harness_problem(r->probs, "%.*s[%d]%s", (int)r->prefix_len, msg, r->index, msg + r->prefix_len);
 }
 
-static void check_engine_params(const json_t *obj, const ann_param_spec *specs, const char *path,
+int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const char *path,
                                 harness_problems *probs)
 {
+    int before = probs->n;
     if (obj == NULL)
-        return;
+        return 0;
     if (!json_is_object(obj)) {
         harness_problem(probs, "%s: expected an object of parameters", path);
-        return;
+        return 1;
     }
     const char *key;
     json_t *v;
@@ -204,15 +205,17 @@ static void check_engine_params(const json_t *obj, const ann_param_spec *specs, 
                 continue;
             }
             json_t *one = json_pack("{sO}", key, e);
-            r.index = (int)i;
-            int before = probs->n;
+            int known = 0;
+            for (const ann_param_spec *sp = specs; sp && sp->name; sp++)
+                known |= !strcmp(sp->name, key);
+            r.index = known ? (int)i : -1; /* an unknown key: said once, without an index */
             ann_params_check(one, specs, path, param_report_fn, &r);
             json_decref(one);
-            if (probs->n > before && i + 1 < json_array_size(v) &&
-                strstr(probs->msgs[probs->n - 1], "unknown parameter"))
-                break; /* an unknown key: say so once, not per element */
+            if (!known)
+                break;
         }
     }
+    return probs->n - before;
 }
 
 /* ---- the document ------------------------------------------------------ */
@@ -322,7 +325,7 @@ static void check_engines(const json_t *cfg, harness_problems *probs)
                                                    : ops->search_params;
             char spath[96];
             snprintf(spath, sizeof spath, "%s.%s", path, sections[s]);
-            check_engine_params(json_object_get(e, sections[s]), specs, spath, probs);
+            harness_check_engine_params(json_object_get(e, sections[s]), specs, spath, probs);
         }
     }
     /* Labels name rows of tables: two entries may not share one. */

@@ -371,7 +371,18 @@ json_t *harness_machine_describe(const char *index_dir)
                                       rot[0] ? rot : "unknown", "stat_source", dev.source,
                                       "filesystem", fs));
     }
-    FILE *g = popen("git rev-parse HEAD 2>/dev/null && git status --porcelain 2>/dev/null | head -1", "r");
+    /* the commit of the source tree the binary was built in (build/annlab -> ..) */
+    char exe[PATH_MAX], cmd[PATH_MAX + 200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' 2>/dev/null && git rev-parse HEAD 2>/dev/null && git status --porcelain "
+             "--untracked-files=no 2>/dev/null | head -1",
+             exe[0] ? exe : ".");
+    FILE *g = strchr(exe, '\'') ? NULL : popen(cmd, "r");
     if (g) {
         char commit[128] = "", dirty[256] = "";
         if (fgets(commit, sizeof commit, g))

@@ -181,23 +181,35 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f)
     int logx = wants_log(f, 0), logy = wants_log(f, 1);
     for (int t = 0; t < 2; t++) {
         if (t == 0)
-            fprintf(g, "set terminal pngcairo size 1000,700 font 'Sans,12'\nset output '%s/%s.png'\n", dir, ps->name);
+            fprintf(g, "set terminal pngcairo noenhanced size 1000,750 font 'Sans,12'\nset output '%s/%s.png'\n", dir, ps->name);
         else
-            fprintf(g, "set terminal svg size 1000,700 font 'Sans,12' dynamic\nset output '%s/%s.svg'\n", dir, ps->name);
+            fprintf(g, "set terminal svg noenhanced size 1000,750 font 'Sans,12' dynamic\nset output '%s/%s.svg'\n", dir, ps->name);
         fprintf(g, "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"%s\"\n", ps->title, ps->xlabel, ps->ylabel);
-        fprintf(g, "set grid\nset key outside right top box\nset format y '%%g'\n");
+        fprintf(g, "set grid\nset key outside right top vertical box\nset format y '%%g'\n");
         fprintf(g, logx ? "set logscale x\n" : "unset logscale x\n");
         fprintf(g, logy ? "set logscale y\n" : "unset logscale y\n");
-        if (ps->xrange_recall)
-            fprintf(g, "set xrange [*:1.02]\n");
-        fprintf(g, "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1\nplot ");
+        if (ps->xrange_recall) {
+            /* recall axis: from a round value below the lowest point to 1 */
+            double lo = 1;
+            for (size_t i = 0; i < f->n; i++)
+                for (size_t j = 0; j < f->s[i].n; j++)
+                    lo = fmin(lo, f->s[i].p[j].x);
+            lo = fmax(0, floor((lo - 0.02) * 20) / 20);
+            fprintf(g, "set xrange [%g:1.01]\n", lo);
+            fprintf(g, "set offsets 0, 0, graph 0.1, graph 0.1\n");
+        } else {
+            fprintf(g, "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1\n");
+        }
+        fprintf(g, "plot ");
         for (size_t i = 0; i < f->n; i++) {
             const char *n = f->s[i].name;
             fprintf(g, "%s'%s' index %zu using 1:2 with points pt %zu ps 1.5 lc %zu title \"%s\"", i ? ", \\\n  " : "",
                     dat, 2 * i, 5 + 2 * (i % 4), i + 1, n);
-            if (ps->frontier || ps->lines)
-                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu title \"%s%s\"", dat,
-                        2 * i + 1, i + 1, n, ps->frontier ? " (Pareto frontier)" : "");
+            if (ps->frontier)
+                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu title \"%s (Pareto frontier)\"",
+                        dat, 2 * i + 1, i + 1, n);
+            else if (ps->lines)
+                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu notitle", dat, 2 * i + 1, i + 1);
         }
         fprintf(g, "\n");
     }
