@@ -235,8 +235,12 @@ static void log_tail(const char *path, char *buf, size_t len)
     char line[1024];
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
-        if (line[0])
-            snprintf(buf, len, "%s", line);
+        /* the child's own "annlab cell: " prefix says nothing here */
+        const char *msg = line;
+        if (!strncmp(msg, "annlab cell: ", 13) || !strncmp(msg, "annlab build: ", 14))
+            msg = strchr(msg, ':') + 2;
+        if (msg[0])
+            snprintf(buf, len, "%s", msg);
     }
     fclose(f);
 }
