@@ -8,7 +8,7 @@
 
 #include "engines/core/status.h"
 #include "engines/engine.h"
-#include "harness/dataset.h"
+#include "datasets/bundle.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ int harness_build_main(const char *spec_path)
 {
     int rc = 0;
     json_error_t jerr;
-    harness_dataset ds;
+    ann_bundle ds = { 0 };
     ann_vecsrc *src = NULL;
     json_t *spec = json_load_file(spec_path, 0, &jerr);
     if (!spec) {
@@ -33,10 +33,10 @@ int harness_build_main(const char *spec_path)
                       spec_path);
         goto out;
     }
-    rc = harness_dataset_open(dataset_dir, &ds);
+    rc = ann_bundle_open(dataset_dir, &ds);
     if (rc)
         goto out;
-    rc = harness_dataset_base(&ds, &src);
+    rc = ann_bundle_base(&ds, &src);
     if (rc)
         goto out;
     rc = ann_engine_build(ops, src, json_object_get(spec, "build"), index_dir, NULL);
@@ -44,6 +44,7 @@ out:
     if (rc)
         fprintf(stderr, "annlab build: %s\n", ann_errmsg(rc));
     ann_vecsrc_destroy(src);
+    ann_bundle_close(&ds);
     json_decref(spec);
     return rc ? 1 : 0;
 }

@@ -26,7 +26,7 @@
 
 #include "engines/core/status.h"
 #include "engines/engine.h"
-#include "harness/dataset.h"
+#include "datasets/bundle.h"
 #include "harness/measure.h"
 #include "harness/metrics.h"
 
@@ -151,7 +151,7 @@ typedef struct cell_state {
     ann_engine *eng;
     ann_ctx **ctxs;
     unsigned nctx;
-    harness_dataset ds;
+    ann_bundle ds;
     float *queries, *warmup;
     ann_gt gt;
     ann_vecsrc *base;
@@ -169,6 +169,7 @@ static void cell_state_fini(cell_state *s)
     free(s->ctxs);
     if (s->ops && s->eng)
         s->ops->close(s->eng);
+    ann_bundle_close(&s->ds);
     free(s->queries);
     free(s->warmup);
     ann_gt_free(&s->gt);
@@ -253,8 +254,8 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     }
 
     /* inputs, loaded before anything is measured */
-    if ((rc = harness_dataset_open(dataset_dir, &s.ds)) || (rc = harness_dataset_queries(&s.ds, &s.queries)) ||
-        (rc = harness_dataset_gt(&s.ds, &s.gt)))
+    if ((rc = ann_bundle_open(dataset_dir, &s.ds)) || (rc = ann_bundle_queries(&s.ds, &s.queries)) ||
+        (rc = ann_bundle_gt(&s.ds, &s.gt)))
         goto out;
     uint32_t nq = want_q && want_q < s.ds.nq ? want_q : s.ds.nq;
     uint32_t dim = s.ds.dim;
@@ -294,8 +295,12 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     ann_stats st;
     uint32_t n_warm = 0;
     if (!cold) {
-        if ((rc = harness_dataset_warmup(&s.ds, want_warm, &s.warmup, &n_warm)))
-            goto out;
+        if (s.ds.n_warmup && want_warm) {
+            if ((rc = ann_bundle_warmup(&s.ds, &s.warmup, &n_warm)))
+                goto out;
+            if (n_warm > want_warm)
+                n_warm = want_warm;
+        }
         for (uint32_t i = 0; i < n_warm; i++) {
             memset(&st, 0, sizeof st);
             int r = s.ops->search(s.ctxs[0], s.warmup + (size_t)i * dim, k, s.ids, s.dists, &st);
@@ -401,7 +406,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     harness_mem_read(&mem);
 
     /* recall, after measuring */
-    if ((rc = harness_dataset_base(&s.ds, &s.base)))
+    if ((rc = ann_bundle_base(&s.ds, &s.base)))
         goto out;
     harness_recall_in rin = { .base = s.base, .queries = s.queries, .nq = nq, .k = k, .ids = s.ids,
                               .counts = s.counts, .gt = &s.gt };

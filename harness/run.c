@@ -18,7 +18,8 @@
 #include "engines/core/status.h"
 #include "engines/engine.h"
 #include "harness/config.h"
-#include "harness/dataset.h"
+#include "datasets/bundle.h"
+#include "datasets/prepare.h"
 #include "harness/measure.h"
 
 #include <dirent.h>
@@ -263,7 +264,7 @@ typedef struct run_ctx {
     char dataset_dir[4096];
     char index_root[4096];
     char exe[4096];
-    harness_dataset ds;
+    ann_bundle ds;
     json_t *builds; /* hash -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
     int tty;
     double t_start;
@@ -605,17 +606,29 @@ int harness_run_main(int argc, char **argv)
     int ds_ok = 0;
     if (json_is_string(dsv)) {
         snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s/%s", ds_root, json_string_value(dsv));
-        rc = harness_dataset_open(x.dataset_dir, &x.ds);
+        rc = ann_bundle_open(x.dataset_dir, &x.ds);
         if (rc == 0)
             ds_ok = 1;
-        else if (rc == ANN_ENOTFOUND)
-            prepare_name = json_string_value(dsv); /* prepared after validation */
-        else
+        else if (rc == ANN_ENOTFOUND) {
+            /* a registry name: prepared after validation */
+            ds_registry reg = { 0 };
+            int lrc = ds_registry_load(NULL, &reg);
+            if (lrc)
+                harness_problem(&probs, "dataset: %s", ann_errmsg(lrc));
+            else if (!ds_registry_find(&reg, json_string_value(dsv)))
+                harness_problem(&probs,
+                                "dataset: \"%s\" is neither prepared under %s/ nor in the registry "
+                                "(annlab dataset list)",
+                                json_string_value(dsv), ds_root);
+            else
+                prepare_name = json_string_value(dsv);
+            ds_registry_free(&reg);
+        } else
             harness_problem(&probs, "dataset: %s", ann_errmsg(rc));
     } else if (json_is_string(json_object_get(dsv, "path"))) {
         snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s",
                  json_string_value(json_object_get(dsv, "path")));
-        rc = harness_dataset_open(x.dataset_dir, &x.ds);
+        rc = ann_bundle_open(x.dataset_dir, &x.ds);
         if (rc)
             harness_problem(&probs, "dataset.path: %s", ann_errmsg(rc));
         else
@@ -685,7 +698,7 @@ int harness_run_main(int argc, char **argv)
     if (prepare_name) {
         rc = prepare_dataset(&x, prepare_name, ds_root);
         if (!rc)
-            rc = harness_dataset_open(x.dataset_dir, &x.ds);
+            rc = ann_bundle_open(x.dataset_dir, &x.ds);
         if (rc) {
             fprintf(stderr, "annlab run: %s: %s\n", x.config_path, ann_errmsg(rc));
             exit_code = 2;
@@ -827,5 +840,6 @@ out:
     json_decref(machine);
     json_decref(x.builds);
     json_decref(x.cfg);
+    ann_bundle_close(&x.ds);
     return exit_code;
 }
