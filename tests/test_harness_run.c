@@ -166,9 +166,16 @@ static void test_schema_and_flat_recall(void **state)
     }
     const json_t *cold = cell_by(cells, "cold", 1);
     assert_non_null(cold);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(cold, "cache_eviction"), "drop_caches")),
-                        "not requested");
+    const json_t *ev = json_object_get(cold, "cache_eviction");
+    assert_string_equal(json_string_value(json_object_get(ev, "mode")), "cold");
+    assert_true(json_is_false(json_object_get(ev, "drop_caches")));
+    assert_string_equal(json_string_value(json_object_get(ev, "drop_caches_reason")), "disabled");
+    /* nothing of the index resident when the measured pass starts */
+    assert_int_equal(json_integer_value(json_object_get(ev, "resident_at_measure_start_bytes")), 0);
     const json_t *warm = cell_by(cells, "warm", 1);
+    const json_t *wev = json_object_get(warm, "cache_eviction");
+    assert_string_equal(json_string_value(json_object_get(wev, "mode")), "warm");
+    assert_true(json_number_value(json_object_get(wev, "resident_fraction")) == 1.0);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(warm, "warm"), "warmup_queries")), 20);
     /* run-level files */
     static const char *const files[] = { "config.json", "machine.json", "tables.md", "recall_qps.png",
