@@ -10,8 +10,10 @@ DEB_PACKAGES=(
   liburing-dev libaio-dev librocksdb-dev liblmdb-dev
   libopenblas-dev libhwloc-dev gnuplot-nox
   libhnswlib-dev libfaiss-dev
-  dataset-fashion-mnist nodejs npm
+  dataset-fashion-mnist
 )
+# Node.js with npm (the image may carry its own build; Debian's otherwise).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -1,0 +1,118 @@
+/*
+ * testutil.c: helpers for tests (see testutil.h).
+ */
+#include "tests/support/testutil.h"
+
+#include "engines/engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *tu_tmpdir(const char *tag)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/annlab-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(tmpl))
+        return NULL;
+    return strdup(tmpl);
+}
+
+void tu_rmdir(char *dir)
+{
+    if (!dir)
+        return;
+    ann_dir_remove(dir);
+    free(dir);
+}
+
+uint64_t tu_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+float tu_uniform(uint64_t *s)
+{
+    return (float)((tu_rand(s) >> 40) * (1.0 / (1ULL << 24)));
+}
+
+float tu_gauss(uint64_t *s)
+{
+    float u1 = tu_uniform(s), u2 = tu_uniform(s);
+    if (u1 < 1e-12f)
+        u1 = 1e-12f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+float *tu_clustered(uint64_t n, uint32_t dim, uint32_t clusters, uint64_t seed, int normalize)
+{
+    uint64_t s = seed;
+    float *centres = malloc((size_t)clusters * dim * sizeof(float));
+    float *x = malloc((size_t)n * dim * sizeof(float));
+    if (!centres || !x) {
+        free(centres);
+        free(x);
+        return NULL;
+    }
+    for (size_t i = 0; i < (size_t)clusters * dim; i++)
+        centres[i] = tu_gauss(&s);
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t c = (uint32_t)(tu_rand(&s) % clusters);
+        float *row = x + i * dim;
+        double norm = 0;
+        for (uint32_t j = 0; j < dim; j++) {
+            row[j] = centres[(size_t)c * dim + j] + 0.3f * tu_gauss(&s);
+            norm += (double)row[j] * row[j];
+        }
+        if (normalize && norm > 0)
+            for (uint32_t j = 0; j < dim; j++)
+                row[j] = (float)(row[j] / sqrt(norm));
+    }
+    free(centres);
+    return x;
+}
+
+int tu_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return -1;
+    size_t w = fwrite(data, 1, len, fp);
+    int rc = fclose(fp);
+    return w == len && rc == 0 ? 0 : -1;
+}
+
+void *tu_read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long sz = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    void *buf = malloc(sz > 0 ? (size_t)sz : 1);
+    if (buf && fread(buf, 1, (size_t)sz, fp) != (size_t)sz) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(fp);
+    if (buf && len)
+        *len = (size_t)sz;
+    return buf;
+}
+
+const char *tu_shared_data(void)
+{
+    static char path[4096];
+    const char *env = getenv("ANNLAB_SHARED");
+    snprintf(path, sizeof path, "%s/data", env && *env ? env : "../shared");
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? path : NULL;
+}

@@ -1,0 +1,32 @@
+/*
+ * testutil.h: small helpers shared by the cmocka tests: temporary
+ * directories, seeded clustered data, file helpers.
+ */
+#ifndef ANNLAB_TESTS_TESTUTIL_H
+#define ANNLAB_TESTS_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Create a fresh temporary directory (mkdtemp under $TMPDIR or /tmp);
+ * returns a malloc'd path.  tu_rmdir removes it recursively and frees. */
+char *tu_tmpdir(const char *tag);
+void tu_rmdir(char *dir);
+
+/* Deterministic PRNG (splitmix64) for tests. */
+uint64_t tu_rand(uint64_t *state);
+float tu_uniform(uint64_t *state);  /* [0, 1) */
+float tu_gauss(uint64_t *state);    /* N(0, 1) */
+
+/* n x dim floats: `clusters` Gaussian clusters (centre spread 1, member
+ * spread 0.3), seeded; normalised rows when normalize != 0.  malloc'd. */
+float *tu_clustered(uint64_t n, uint32_t dim, uint32_t clusters, uint64_t seed, int normalize);
+
+/* Write/read a whole file. */
+int tu_write_file(const char *path, const void *data, size_t len);
+void *tu_read_file(const char *path, size_t *len);
+
+/* Path of the shared real-data folder, or NULL when absent. */
+const char *tu_shared_data(void);
+
+#endif
