@@ -3,6 +3,7 @@
  */
 #include "datasets/cli.h"
 #include "engines/core/status.h"
+#include "harness/compare.h"
 #include "engines/engine.h"
 
 #include <stdio.h>
@@ -19,7 +20,7 @@ static int cmd_engines(void)
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: annlab engines | dataset ...\n");
+    fprintf(fp, "usage: annlab engines | dataset ... | compare BASE_RUN NEW_RUN\n");
 }
 
 int main(int argc, char **argv)
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "dataset"))
         return ann_dataset_cli(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "compare"))
+        return cmp_cli(argc - 1, argv + 1);
     if (!strcmp(argv[1], "engines"))
         return cmd_engines();
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

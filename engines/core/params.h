@@ -1,0 +1,65 @@
+/*
+ * params.h: declared engine parameters, validated in one place.
+ *
+ * Each engine declares its build, open and search parameters as a table of
+ * ann_param_spec.  The harness validates a whole config against those tables
+ * before anything runs (every problem reported, each with its JSON path);
+ * engines read values through ann_param_* getters, which apply defaults.
+ * Unknown keys and out-of-range values are errors, never ignored.
+ */
+#ifndef ANNLAB_CORE_PARAMS_H
+#define ANNLAB_CORE_PARAMS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef enum {
+    ANN_PARAM_INT,  /* JSON integer in [min, max] */
+    ANN_PARAM_REAL, /* JSON number in [min, max] */
+    ANN_PARAM_ENUM, /* JSON string, one of choices */
+    ANN_PARAM_BOOL, /* JSON true/false */
+} ann_param_type;
+
+typedef struct ann_param_spec {
+    const char *name;
+    ann_param_type type;
+    double min, max;             /* INT and REAL: inclusive bounds */
+    double def;                  /* INT, REAL, BOOL (0/1): default value */
+    const char *const *choices;  /* ENUM: NULL-terminated list */
+    const char *def_str;         /* ENUM: default choice */
+    const char *help;            /* one line, shown by `annlab engines` */
+} ann_param_spec;
+
+/* A spec table ends with an entry whose name is NULL. */
+#define ANN_PARAM_END { .name = NULL }
+
+/* Callback receiving one human-readable problem (already prefixed by path). */
+typedef void (*ann_param_report_fn)(void *user, const char *msg);
+
+/*
+ * Check obj (a JSON object, or NULL meaning {}) against specs.
+ * path: JSON path used as the prefix of each message ("engines[1].search").
+ * Every problem goes to report(user, msg); returns the number of problems.
+ * Thread-safe.
+ */
+int ann_params_check(const json_t *obj, const ann_param_spec *specs, const char *path,
+                     ann_param_report_fn report, void *user);
+
+/*
+ * Like ann_params_check but stops at the first problem: returns ANN_EPARAM
+ * with the detail message set (see status.h), or 0.  Engines call this in
+ * build/open/ctx_new so a direct caller gets the same errors as the harness.
+ */
+int ann_params_validate(const json_t *obj, const ann_param_spec *specs, const char *path);
+
+/* Getters: the value in obj, or the spec's default when absent.  The name
+ * must be in specs (a programming error otherwise: returns the default 0). */
+int64_t ann_param_int(const json_t *obj, const ann_param_spec *specs, const char *name);
+double ann_param_real(const json_t *obj, const ann_param_spec *specs, const char *name);
+int ann_param_bool(const json_t *obj, const ann_param_spec *specs, const char *name);
+const char *ann_param_enum(const json_t *obj, const ann_param_spec *specs, const char *name);
+
+/* True when obj sets name explicitly (as opposed to taking the default). */
+int ann_param_is_set(const json_t *obj, const char *name);
+
+#endif

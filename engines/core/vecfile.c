@@ -1,0 +1,363 @@
+/*
+ * vecfile.c: reading and writing big-ann .fbin/.u8bin/.i8bin/.ibin files
+ * and ground truth, with size checks against the header and atomic writes.
+ */
+#include "engines/core/vecfile.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+int ann_elem_from_path(const char *path, ann_elem *out)
+{
+    if (ends_with(path, ".fbin"))
+        *out = ANN_ELEM_F32;
+    else if (ends_with(path, ".u8bin"))
+        *out = ANN_ELEM_U8;
+    else if (ends_with(path, ".i8bin"))
+        *out = ANN_ELEM_I8;
+    else if (ends_with(path, ".ibin"))
+        *out = ANN_ELEM_I32;
+    else
+        return ann_fail(ANN_EFORMAT, "%s: unknown vector file extension (want .fbin, .u8bin, "
+                                     ".i8bin or .ibin)", path);
+    return 0;
+}
+
+size_t ann_elem_size(ann_elem e)
+{
+    return e == ANN_ELEM_U8 || e == ANN_ELEM_I8 ? 1 : 4;
+}
+
+const char *ann_elem_name(ann_elem e)
+{
+    switch (e) {
+    case ANN_ELEM_F32: return "float32";
+    case ANN_ELEM_U8: return "uint8";
+    case ANN_ELEM_I8: return "int8";
+    case ANN_ELEM_I32: return "int32";
+    }
+    return "?";
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+    p[2] = (unsigned char)(v >> 16);
+    p[3] = (unsigned char)(v >> 24);
+}
+
+/* pread exactly len bytes or fail naming the file. */
+static int pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return ann_fail_errno("%s: read at offset %llu", path, (unsigned long long)off);
+        }
+        if (r == 0)
+            return ann_fail(ANN_EFORMAT, "%s: unexpected end of file at offset %llu", path,
+                            (unsigned long long)off);
+        p += r;
+        len -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+int ann_vecfile_open(const char *path, ann_vecfile *vf)
+{
+    int rc = 0;
+    memset(vf, 0, sizeof *vf);
+    vf->fd = -1;
+    snprintf(vf->path, sizeof vf->path, "%s", path);
+    rc = ann_elem_from_path(path, &vf->elem);
+    if (rc)
+        return rc;
+    vf->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (vf->fd < 0)
+        return ann_fail_errno("%s: open", path);
+    struct stat st;
+    if (fstat(vf->fd, &st) != 0) {
+        rc = ann_fail_errno("%s: stat", path);
+        goto out;
+    }
+    if (st.st_size < 8) {
+        rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
+                      (long long)st.st_size);
+        goto out;
+    }
+    unsigned char hdr[8];
+    rc = pread_full(vf->fd, hdr, sizeof hdr, 0, path);
+    if (rc)
+        goto out;
+    vf->n = le32(hdr);
+    vf->dim = le32(hdr + 4);
+    if (vf->dim == 0) {
+        rc = ann_fail(ANN_EFORMAT, "%s: header says dim 0", path);
+        goto out;
+    }
+    uint64_t want = 8 + vf->n * (uint64_t)vf->dim * ann_elem_size(vf->elem);
+    if ((uint64_t)st.st_size != want) {
+        rc = ann_fail(ANN_EFORMAT,
+                      "%s: size %lld bytes does not match header n=%llu dim=%u (%s): expected "
+                      "%llu bytes",
+                      path, (long long)st.st_size, (unsigned long long)vf->n, vf->dim,
+                      ann_elem_name(vf->elem), (unsigned long long)want);
+        goto out;
+    }
+out:
+    if (rc) {
+        close(vf->fd);
+        vf->fd = -1;
+    }
+    return rc;
+}
+
+int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, float *out)
+{
+    if (first > vf->n || count > vf->n - first)
+        return ann_fail(ANN_EPARAM, "%s: rows [%llu, %llu) beyond n=%llu", vf->path,
+                        (unsigned long long)first, (unsigned long long)(first + count),
+                        (unsigned long long)vf->n);
+    size_t isz = ann_elem_size(vf->elem);
+    uint64_t total = count * vf->dim;
+    uint64_t off = 8 + first * vf->dim * isz;
+    int rc;
+    if (vf->elem == ANN_ELEM_F32) {
+        rc = pread_full(vf->fd, out, total * 4, off, vf->path);
+        if (rc)
+            return rc;
+    } else if (vf->elem == ANN_ELEM_U8 || vf->elem == ANN_ELEM_I8) {
+        /* Read into the tail of out, then widen front to back in place:
+         * element i (1 byte at offset 3*total + i) is consumed before
+         * float i (4 bytes at offset 4*i) overwrites it. */
+        unsigned char *raw = (unsigned char *)out + total * 3;
+        rc = pread_full(vf->fd, raw, total, off, vf->path);
+        if (rc)
+            return rc;
+        for (uint64_t i = 0; i < total; i++)
+            out[i] = vf->elem == ANN_ELEM_U8 ? (float)raw[i] : (float)(int8_t)raw[i];
+        return 0;
+    } else {
+        return ann_fail(ANN_EFORMAT, "%s: int32 file is not a vector file", vf->path);
+    }
+    for (uint64_t i = 0; i < total; i++)
+        if (!isfinite(out[i]))
+            return ann_fail(ANN_EDATA, "%s: row %llu, component %u is %s", vf->path,
+                            (unsigned long long)(first + i / vf->dim), (unsigned)(i % vf->dim),
+                            isnan(out[i]) ? "NaN" : "Inf");
+    return 0;
+}
+
+void ann_vecfile_close(ann_vecfile *vf)
+{
+    if (vf && vf->fd >= 0) {
+        close(vf->fd);
+        vf->fd = -1;
+    }
+}
+
+int ann_vecwriter_open(ann_vecwriter *w, const char *path, uint32_t dim, ann_elem elem)
+{
+    memset(w, 0, sizeof *w);
+    w->dim = dim;
+    w->elem = elem;
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", path, (int)getpid());
+    w->fp = fopen(w->tmp, "wb");
+    if (!w->fp)
+        return ann_fail_errno("%s: create", w->tmp);
+    unsigned char hdr[8] = { 0 };
+    put_le32(hdr + 4, dim);
+    if (fwrite(hdr, 1, 8, w->fp) != 8) {
+        int rc = ann_fail_errno("%s: write header", w->tmp);
+        ann_vecwriter_abort(w);
+        return rc;
+    }
+    return 0;
+}
+
+int ann_vecwriter_append(ann_vecwriter *w, const void *rows, uint64_t count)
+{
+    if (w->n + count > UINT32_MAX)
+        return ann_fail(ANN_EPARAM, "%s: more than 2^32-1 rows", w->path);
+    size_t bytes = (size_t)(count * w->dim * ann_elem_size(w->elem));
+    if (bytes && fwrite(rows, 1, bytes, w->fp) != bytes)
+        return ann_fail_errno("%s: write", w->tmp);
+    w->n += count;
+    return 0;
+}
+
+int ann_vecwriter_finish(ann_vecwriter *w)
+{
+    int rc = 0;
+    unsigned char n4[4];
+    put_le32(n4, (uint32_t)w->n);
+    if (fseek(w->fp, 0, SEEK_SET) != 0 || fwrite(n4, 1, 4, w->fp) != 4 || fflush(w->fp) != 0 ||
+        fsync(fileno(w->fp)) != 0) {
+        rc = ann_fail_errno("%s: finish", w->tmp);
+        ann_vecwriter_abort(w);
+        return rc;
+    }
+    if (fclose(w->fp) != 0) {
+        w->fp = NULL;
+        rc = ann_fail_errno("%s: close", w->tmp);
+        unlink(w->tmp);
+        return rc;
+    }
+    w->fp = NULL;
+    if (rename(w->tmp, w->path) != 0) {
+        rc = ann_fail_errno("%s: rename to %s", w->tmp, w->path);
+        unlink(w->tmp);
+    }
+    return rc;
+}
+
+void ann_vecwriter_abort(ann_vecwriter *w)
+{
+    if (w->fp) {
+        fclose(w->fp);
+        w->fp = NULL;
+    }
+    if (w->tmp[0])
+        unlink(w->tmp);
+}
+
+int ann_gt_load(const char *path, uint64_t n_base, ann_gt *gt)
+{
+    int rc = 0;
+    int fd = -1;
+    memset(gt, 0, sizeof *gt);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ann_fail_errno("%s: open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = ann_fail_errno("%s: stat", path);
+        goto out;
+    }
+    unsigned char hdr[8];
+    if (st.st_size < 8) {
+        rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
+                      (long long)st.st_size);
+        goto out;
+    }
+    rc = pread_full(fd, hdr, 8, 0, path);
+    if (rc)
+        goto out;
+    gt->nq = le32(hdr);
+    gt->k = le32(hdr + 4);
+    uint64_t cells = (uint64_t)gt->nq * gt->k;
+    int with_dists;
+    if ((uint64_t)st.st_size == 8 + cells * 8)
+        with_dists = 1;
+    else if ((uint64_t)st.st_size == 8 + cells * 4)
+        with_dists = 0;
+    else {
+        rc = ann_fail(ANN_EFORMAT,
+                      "%s: size %lld bytes does not match header nq=%u k=%u (expected %llu with "
+                      "distances or %llu without)",
+                      path, (long long)st.st_size, gt->nq, gt->k,
+                      (unsigned long long)(8 + cells * 8), (unsigned long long)(8 + cells * 4));
+        goto out;
+    }
+    if (gt->k == 0) {
+        rc = ann_fail(ANN_EFORMAT, "%s: header says k 0", path);
+        goto out;
+    }
+    gt->ids = malloc(cells * 4 + 1);
+    if (with_dists)
+        gt->dists = malloc(cells * 4 + 1);
+    if (!gt->ids || (with_dists && !gt->dists)) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for %llu entries", path, (unsigned long long)cells);
+        goto out;
+    }
+    rc = pread_full(fd, gt->ids, cells * 4, 8, path);
+    if (!rc && with_dists)
+        rc = pread_full(fd, gt->dists, cells * 4, 8 + cells * 4, path);
+    if (rc)
+        goto out;
+    for (uint64_t i = 0; i < cells; i++) {
+        if (gt->ids[i] < 0 || (n_base > 0 && (uint64_t)gt->ids[i] >= n_base)) {
+            rc = ann_fail(ANN_EDATA, "%s: query %llu rank %llu: id %d out of range [0, %llu)",
+                          path, (unsigned long long)(i / gt->k), (unsigned long long)(i % gt->k),
+                          gt->ids[i], (unsigned long long)n_base);
+            goto out;
+        }
+        if (with_dists && !isfinite(gt->dists[i])) {
+            rc = ann_fail(ANN_EDATA, "%s: query %llu rank %llu: distance is not finite", path,
+                          (unsigned long long)(i / gt->k), (unsigned long long)(i % gt->k));
+            goto out;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc)
+        ann_gt_free(gt);
+    return rc;
+}
+
+int ann_gt_save(const char *path, const ann_gt *gt)
+{
+    char tmp[4096];
+    int rc = 0;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *fp = fopen(tmp, "wb");
+    if (!fp)
+        return ann_fail_errno("%s: create", tmp);
+    unsigned char hdr[8];
+    put_le32(hdr, gt->nq);
+    put_le32(hdr + 4, gt->k);
+    size_t cells = (size_t)gt->nq * gt->k;
+    if (fwrite(hdr, 1, 8, fp) != 8 || fwrite(gt->ids, 4, cells, fp) != cells ||
+        (gt->dists && fwrite(gt->dists, 4, cells, fp) != cells) || fflush(fp) != 0 ||
+        fsync(fileno(fp)) != 0) {
+        rc = ann_fail_errno("%s: write", tmp);
+        fclose(fp);
+        unlink(tmp);
+        return rc;
+    }
+    if (fclose(fp) != 0) {
+        rc = ann_fail_errno("%s: close", tmp);
+        unlink(tmp);
+        return rc;
+    }
+    if (rename(tmp, path) != 0) {
+        rc = ann_fail_errno("%s: rename", tmp);
+        unlink(tmp);
+    }
+    return rc;
+}
+
+void ann_gt_free(ann_gt *gt)
+{
+    if (!gt)
+        return;
+    free(gt->ids);
+    free(gt->dists);
+    gt->ids = NULL;
+    gt->dists = NULL;
+}

@@ -1,0 +1,188 @@
+/*
+ * test_compare.c: the regression gate flags an injected recall drop, an
+ * injected 2x slowdown, a failed cell and a missing cell, and does not flag
+ * a rerun whose figures differ only by the noise of its repeats.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "harness/compare.h"
+#include "tests/support/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* A run: 2 engines x 2 efforts x 3 repeats, with seeded noise of about +-8%. */
+static json_t *make_run(uint64_t seed, double recall_delta, double slowdown, const char *fail_engine,
+                        int drop_last)
+{
+    json_t *cells = json_array();
+    uint64_t s = seed;
+    const char *engines[2] = { "flat", "diskann-sector" };
+    for (int e = 0; e < 2; e++)
+        for (int L = 50; L <= 100; L += 50) {
+            if (drop_last && e == 1 && L == 100)
+                continue;
+            for (int rep = 0; rep < 3; rep++) {
+                double noise = 1.0 + 0.16 * (tu_uniform(&s) - 0.5);
+                double p50 = (e ? 800.0 : 3000.0) * (L / 50.0) * noise * slowdown;
+                double recall = (e ? 0.90 + L / 1000.0 : 1.0) + recall_delta;
+                json_t *c = json_pack(
+                    "{s:s, s:s, s:{s:i}, s:{}, s:{}, s:s, s:i, s:n, s:i, s:s, s:f, s:{s:f, s:f},"
+                    " s:f, s:{s:f}, s:{s:I}, s:{s:f}, s:i}",
+                    "dataset", "synth", "engine", engines[e], "search", "L", L, "build", "open",
+                    "mode", "warm", "threads", 1, "memory_cap_bytes", "k", 10, "status",
+                    fail_engine && !strcmp(fail_engine, engines[e]) ? "error" : "ok", "recall",
+                    recall, "latency_us", "p50", p50, "p99", 2.5 * p50, "qps", 1e6 / p50,
+                    "engine_stats", "reads", e ? (double)L + 3 : 0.0, "memory", "peak_rss_bytes",
+                    (json_int_t)100 << 20, "index", "build_seconds", e ? 12.0 * noise : 0.5,
+                    "repeat", rep);
+                assert_non_null(c);
+                json_array_append_new(cells, c);
+            }
+        }
+    return cells;
+}
+
+static cmp_result compare(json_t *a, json_t *b, char **report)
+{
+    cmp_options o;
+    cmp_options_default(&o);
+    cmp_result r;
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *rep = open_memstream(&buf, &len);
+    assert_int_equal(cmp_cells(a, b, &o, "base", "new", NULL, rep, &r), 0);
+    fclose(rep);
+    if (report)
+        *report = buf;
+    else
+        free(buf);
+    return r;
+}
+
+static void test_rerun_is_not_flagged(void **state)
+{
+    (void)state;
+    json_t *a = make_run(1, 0, 1.0, NULL, 0), *b = make_run(2, 0, 1.0, NULL, 0);
+    cmp_result r = compare(a, b, NULL);
+    assert_int_equal(r.matched, 4);
+    assert_int_equal(r.regressions, 0);
+    assert_int_equal(r.missing, 0);
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_recall_drop_is_flagged(void **state)
+{
+    (void)state;
+    json_t *a = make_run(1, 0, 1.0, NULL, 0), *b = make_run(2, -0.02, 1.0, NULL, 0);
+    char *rep;
+    cmp_result r = compare(a, b, &rep);
+    assert_int_equal(r.regressions, 4); /* recall in every cell */
+    assert_non_null(strstr(rep, "| recall | 0.95 | 0.93 | -0.0200 | 0.0050 | **regression** |"));
+    free(rep);
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_slowdown_is_flagged(void **state)
+{
+    (void)state;
+    json_t *a = make_run(1, 0, 1.0, NULL, 0), *b = make_run(2, 0, 2.0, NULL, 0);
+    char *rep;
+    cmp_result r = compare(a, b, &rep);
+    /* p50, p99 and QPS of each of the 4 cells */
+    assert_int_equal(r.regressions, 12);
+    assert_non_null(strstr(rep, "| QPS |"));
+    assert_non_null(strstr(rep, "(spread "));
+    free(rep);
+    json_decref(a);
+    json_decref(b);
+}
+
+static void test_failed_and_missing_cells_are_flagged(void **state)
+{
+    (void)state;
+    json_t *a = make_run(1, 0, 1.0, NULL, 0);
+    json_t *b = make_run(2, 0, 1.0, "flat", 1);
+    char *rep;
+    cmp_result r = compare(a, b, &rep);
+    assert_int_equal(r.regressions, 2); /* both flat cells now error */
+    assert_int_equal(r.missing, 1);
+    assert_non_null(strstr(rep, "| status | ok | error |"));
+    assert_non_null(strstr(rep, "| cell | present | missing |"));
+    free(rep);
+    json_decref(a);
+    json_decref(b);
+}
+
+static int write_run(const char *dir, const char *name, json_t *cells)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.jsonl", dir, name);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return -1;
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        char *s = json_dumps(c, JSON_COMPACT);
+        fprintf(fp, "%s\n", s);
+        free(s);
+    }
+    return fclose(fp);
+}
+
+static int run_cli(const char *dir, const char *a, const char *b)
+{
+    const char *bin = getenv("ANNLAB_BIN");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s compare %s/%s.jsonl %s/%s.jsonl >/dev/null 2>&1", bin, dir, a,
+             dir, b);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_cli_exit_codes(void **state)
+{
+    (void)state;
+    if (!getenv("ANNLAB_BIN")) {
+        skip();
+        return;
+    }
+    char *dir = tu_tmpdir("compare");
+    json_t *a = make_run(1, 0, 1.0, NULL, 0), *b = make_run(2, 0, 1.0, NULL, 0),
+           *c = make_run(3, 0, 2.0, NULL, 0);
+    assert_int_equal(write_run(dir, "a", a), 0);
+    assert_int_equal(write_run(dir, "b", b), 0);
+    assert_int_equal(write_run(dir, "c", c), 0);
+    assert_int_equal(run_cli(dir, "a", "b"), 0);
+    assert_int_equal(run_cli(dir, "a", "c"), 1);
+    assert_int_equal(run_cli(dir, "a", "nope"), 2);
+    char bad[4096];
+    snprintf(bad, sizeof bad, "%s/bad.jsonl", dir);
+    assert_int_equal(tu_write_file(bad, "{\"engine\": 1}\n[1]\n", 18), 0);
+    assert_int_equal(run_cli(dir, "a", "bad"), 2);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    tu_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rerun_is_not_flagged),
+        cmocka_unit_test(test_recall_drop_is_flagged),
+        cmocka_unit_test(test_slowdown_is_flagged),
+        cmocka_unit_test(test_failed_and_missing_cells_are_flagged),
+        cmocka_unit_test(test_cli_exit_codes),
+    };
+    return cmocka_run_group_tests_name("compare", tests, NULL, NULL);
+}
