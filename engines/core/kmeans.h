@@ -28,7 +28,7 @@ typedef enum {
 typedef struct kmeans_params {
     uint32_t k;         /* clusters, >= 1 and <= n */
     uint32_t iters;     /* Lloyd iterations (default 12) */
-    uint64_t seed;      /* initialisation and empty-cluster repair (default 1) */
+    uint64_t seed;      /* initialisation (default 1) */
     int threads;        /* <= 0: all online cores (default 0) */
     kmeans_init init;   /* default KMEANS_INIT_SAMPLE */
     int spherical;      /* 1: renormalise centroids to unit length each step */
@@ -47,12 +47,12 @@ typedef struct kmeans_stats {
  * Train k centroids on x (n rows of dim floats, row-major, caller-owned).
  * centroids: caller-allocated k*dim floats, written on success.
  * stats: may be NULL.
- * Empty clusters are repaired each iteration by splitting the largest
- * cluster: the empty centroid takes a copy of the largest one, and the two
- * are nudged apart symmetrically (the Faiss rule), so no cluster stays empty.
+ * Empty clusters are repaired after each update: an empty centroid moves
+ * onto the row farthest from its own centroid (each row used once), so no
+ * cluster stays empty unless there are fewer distinct rows than k.
  * Thread-safe (no shared state); uses `threads` worker threads and single-
  * threaded BLAS calls inside them.
- * Errors: ANN_EPARAM (k == 0, k > n, dim == 0), -ENOMEM.
+ * Errors: ANN_EPARAM (k == 0, k > n, n >= 2^32, dim == 0), -ENOMEM.
  */
 int kmeans_train(const float *x, uint64_t n, uint32_t dim, const kmeans_params *p,
                  float *centroids, kmeans_stats *stats);
@@ -66,6 +66,24 @@ int kmeans_train(const float *x, uint64_t n, uint32_t dim, const kmeans_params *
  */
 int kmeans_assign(const float *x, uint64_t n, uint32_t dim, const float *centroids,
                   uint32_t k, int threads, uint32_t *assign, float *dist);
+
+/* |c|^2 of each of k centroids of dim floats into cnorm (k floats). */
+void kmeans_centroid_norms(const float *centroids, uint32_t k, uint32_t dim, float *cnorm);
+
+/* Floats of scratch kmeans_assign_serial needs for k centroids. */
+size_t kmeans_scratch_floats(uint32_t k);
+
+/*
+ * kmeans_assign on the calling thread only, with caller scratch (for code
+ * that runs its own workers, e.g. PQ encoding): cnorm from
+ * kmeans_centroid_norms, scratch of kmeans_scratch_floats(k) floats.
+ * Same blocks, same results as kmeans_assign.  Allocates nothing.  The
+ * caller should hold ann_blas_serial_begin() (parallel.h) while several
+ * threads call it.
+ */
+void kmeans_assign_serial(const float *x, uint64_t n, uint32_t dim, const float *centroids,
+                          const float *cnorm, uint32_t k, float *scratch, uint32_t *assign,
+                          float *dist);
 
 /* Online cores, at least 1 (the meaning of threads <= 0 everywhere in core/). */
 int ann_default_threads(void);
