@@ -13,10 +13,12 @@
  * write (both by default, so `kv` can be swept at open without a rebuild).
  * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb.
  * Search: L (candidate list size) and rerank: how many of the best
- * candidates by PQ distance get a full-vector read and an exact distance;
- * default 50 (at least k is always used): deep enough that the true top-10
- * is rarely lost to PQ error at 96-byte codes, while the vector reads stay
- * about half of L=100's node reads.
+ * candidates by PQ distance get a full-vector read and an exact distance.
+ * The default, 0, means all of the final list (L candidates), which is what
+ * DiskANN does (every candidate it ranks has its full vector at hand): PQ
+ * error then costs no recall, at one vector-record read per candidate.
+ * Smaller values (never fewer than k) trade recall for reads; the
+ * benchmark reports the trade (bench/bench_diskann_record.c).
  */
 #include "engines/diskann_record/drec.h"
 
@@ -58,8 +60,8 @@ const ann_param_spec drec_open_params[] = {
 const ann_param_spec drec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
       .help = "candidate list size" },
-    { .name = "rerank", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 50,
-      .help = "best candidates re-ranked with full vectors (at least k)" },
+    { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
+      .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
     ANN_PARAM_END,
 };
 

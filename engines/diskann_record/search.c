@@ -10,8 +10,9 @@
  * read; diskann-resident looks the codes up in the in-memory array by id.
  * The walk ends when every candidate in the list has been expanded, or
  * after max(4 L, 32) expansions, a bound that keeps a walk's cost fixed at
- * any corpus size.  Then the best max(rerank, k) candidates (by PQ
- * distance) are read as full-vector records and ranked exactly.
+ * any corpus size.  Then the best candidates by PQ distance (all L by
+ * default; `rerank` of them, at least k, when set) are read as full-vector
+ * records and ranked exactly.
  *
  * Departure from DiskANN: full vectors are separate records read only for
  * the re-rank (a sector engine gets them with the node for free), so the
@@ -187,7 +188,7 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
             return rc;
     }
 
-    uint32_t depth = c->rerank > k ? c->rerank : k;
+    uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
     if (depth > c->cand.n)
         depth = c->cand.n;
     for (uint32_t i = 0; i < depth; i++) {
