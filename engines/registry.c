@@ -7,6 +7,7 @@
 
 extern const ann_engine_ops flat_engine_ops;
 extern const ann_engine_ops hnsw_record_engine_ops;
+extern const ann_engine_ops ivfpq_record_engine_ops;
 #ifdef ANNLAB_HAVE_HNSWLIB
 extern const ann_engine_ops ref_hnswlib_engine_ops;
 #endif
@@ -18,6 +19,7 @@ extern const ann_engine_ops ref_faiss_hnsw_engine_ops;
 static const ann_engine_ops *const registry[] = {
     &flat_engine_ops,
     &hnsw_record_engine_ops,
+    &ivfpq_record_engine_ops,
 #ifdef ANNLAB_HAVE_HNSWLIB
     &ref_hnswlib_engine_ops,
 #endif

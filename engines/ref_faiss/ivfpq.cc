@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "engines/core/ivf_defaults.h"
+#include "engines/core/pq.h"
 #include "engines/core/topk.h"
 }
 
@@ -52,7 +53,7 @@ const int RFI_VERSION = 1;
 const ann_param_spec rfi_build_params[] = {
     ann_cxx_param_int("nlist", 0, 1 << 24, 0, "inverted lists (0 = round(4 sqrt(n)))"),
     ann_cxx_param_int("pq_bytes", 0, 4096, 0,
-                      "PQ sub-quantizers of 8 bits, must divide dim (0 = engines/core/ivf_defaults.h)"),
+                      "PQ sub-quantizers of 8 bits, must divide dim (0 = pq.h default, dim/8)"),
     ann_cxx_param_end(),
 };
 const ann_param_spec rfi_no_params[] = { ann_cxx_param_end() };
@@ -92,10 +93,10 @@ int rfi_build_body(const ann_vecsrc *src, const json_t *params, const char *dir,
     if (nlist_auto)
         nlist = src->n ? ann_ivf_default_nlist(src->n) : 1;
     if (pq_bytes == 0)
-        pq_bytes = ann_pq_default_bytes(src->dim);
+        pq_bytes = pq_default_bytes(src->dim);
     if (src->dim % pq_bytes != 0)
-        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u does not divide dim %u", pq_bytes,
-                        src->dim);
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u does not divide dim %u (FAISS needs it)",
+                        pq_bytes, src->dim);
     if (src->n == 1)
         return ann_fail(ANN_EDATA, "ref-faiss-ivfpq: FAISS cannot train PQ on a single vector");
     /* Fewer vectors than lists or than PQ centroids: shrink to what can be
