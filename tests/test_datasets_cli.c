@@ -283,6 +283,7 @@ static void test_list_and_download_entries(void **state)
     snprintf(args, sizeof args, "dataset prepare cohere-768-cosine-1m --root '%s'", dir);
     assert_int_equal(run(args), 1);
     assert_captured("err", "needs a network this machine does not have");
+    assert_captured("err", "--from DIR");
     snprintf(args, sizeof args, "dataset prepare no-such-set --root '%s'", dir);
     assert_int_equal(run(args), 1);
     assert_captured("err", "no-such-set: no such dataset");
@@ -402,6 +403,72 @@ static void test_prepare_from_a_registry(void **state)
     assert_int_equal(access(mp, F_OK), -1);
 }
 
+static void test_prepare_parquet_from_dir(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char fix[4096], reg[4096], root[4096], cmd[20000], nodedir[4096];
+    const char *nd = getenv("ANNLAB_NODE_DIR");
+    snprintf(nodedir, sizeof nodedir, "%s", nd && *nd ? nd : "datasets/node");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/node_modules/hyparquet-writer", nodedir);
+    if (system("node --version >/dev/null 2>&1") != 0 || access(probe, R_OK) != 0) {
+        print_message("node or hyparquet-writer absent: skipping\n");
+        skip();
+    }
+    path_of(fix, "vdb");
+    path_of(reg, "registry-pq.json");
+    path_of(root, "prepared-pq");
+    snprintf(cmd, sizeof cmd,
+             "node %s/make_test_parquet.mjs '%s' --n 300 --nq 10 --dim 8 --k 100 --seed 3 "
+             ">/dev/null",
+             nodedir, fix);
+    assert_int_equal(system(cmd), 0);
+
+    /* The real entry: the shape check refuses a file that is not the 1M set. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' dataset prepare cohere-768-cosine-1m --root '%s' --from '%s' >'%s/out.txt' "
+             "2>'%s/err.txt'",
+             bin, root, fix, dir, dir);
+    int st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_captured("err", "base holds 300 x 8, but cohere-768-cosine-1m is 1000000 x 768");
+    char gone[4200];
+    snprintf(gone, sizeof gone, "%s/cohere-768-cosine-1m", root);
+    assert_int_equal(access(gone, F_OK), -1);
+
+    /* An entry of the fixture's shape: prepared, with warm-up, and it verifies. */
+    FILE *fp = fopen(reg, "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"datasets\": [{\"name\": \"vdb-mini\", \"description\": \"t\", \"kind\": "
+                "\"download-parquet\", \"metric\": \"l2\", \"n\": 300, \"dim\": 8, "
+                "\"gt_k\": 100, \"source\": {\"vectordbbench_case\": \"mini\"}, \"warmup\": "
+                "{\"rule\": \"base-sample\", \"count\": 11, \"seed\": 7}}]}");
+    fclose(fp);
+    snprintf(cmd, sizeof cmd,
+             "env ANNLAB_REGISTRY='%s' '%s' dataset prepare vdb-mini --root '%s' --from '%s' "
+             ">'%s/out.txt' 2>'%s/err.txt'",
+             reg, bin, root, fix, dir, dir);
+    st = system(cmd);
+    if (WEXITSTATUS(st) != 0) {
+        char *e = captured("err");
+        fail_msg("prepare vdb-mini failed: %s", e);
+    }
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/vdb-mini/manifest.json", root);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_non_null(m);
+    assert_int_equal(json_integer_value(json_object_get(m, "n_warmup")), 11);
+    assert_string_equal(json_string_value(json_object_get(m, "metric")), "l2");
+    json_t *gi = json_object_get(json_object_get(m, "gt_check_at_import"), "verdict");
+    assert_non_null(gi);
+    assert_string_equal(json_string_value(gi), "pass"); /* the fixture's exact L2 neighbours */
+    json_decref(m);
+    char args[8192];
+    snprintf(args, sizeof args, "dataset verify '%s/vdb-mini'", root);
+    assert_int_equal(run(args), 0);
+}
+
 static void test_prepare_bigann_10k_gt_verifies(void **state)
 {
     (void)state;
@@ -445,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_usage_errors_exit_2),
         cmocka_unit_test(test_list_and_download_entries),
         cmocka_unit_test(test_prepare_from_a_registry),
+        cmocka_unit_test(test_prepare_parquet_from_dir),
         cmocka_unit_test(test_prepare_bigann_10k_gt_verifies),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
