@@ -187,6 +187,27 @@ static void test_parquet_one_row_group_without_index(void **state)
     assert_same_file(out, "query.fbin", dir, "expect_query.fbin");
     assert_same_file(out, "gt.ibin", dir, "expect_gt.ibin");
     json_decref(summary);
+
+    /* gt_k keeps the first neighbours of every row; more than the file has fails */
+    char path[4096];
+    ann_gt want, got;
+    snprintf(path, sizeof path, "%s/expect_gt.ibin", dir);
+    assert_int_equal(ann_gt_load(path, 2500, &want), 0);
+    o.gt_k = 3;
+    assert_int_equal(ann_parquet_convert(&f, out, ANN_METRIC_L2, &o, NULL), 0);
+    snprintf(path, sizeof path, "%s/gt.ibin", out);
+    assert_int_equal(ann_gt_load(path, 2500, &got), 0);
+    assert_int_equal(got.nq, 12);
+    assert_int_equal(got.k, 3);
+    for (uint32_t q = 0; q < 12; q++)
+        assert_memory_equal(got.ids + q * 3, want.ids + q * 5, 3 * sizeof *got.ids);
+    ann_gt_free(&got);
+    ann_gt_free(&want);
+    o.gt_k = 6;
+    int rc6 = ann_parquet_convert(&f, out, ANN_METRIC_L2, &o, NULL);
+    assert_int_equal(rc6, ANN_EFORMAT);
+    assert_non_null(strstr(ann_errmsg(rc6), "neighbors.parquet: row 0: neighbors_id has 5 ids, "
+                                            "expected 6"));
     tu_rmdir(dir);
 }
 
