@@ -278,6 +278,34 @@ static void test_parquet_bad_inputs(void **state)
     }
 }
 
+/* A file without offset indexes whose first page header is garbage: the
+ * page walk refuses it, naming the file, column and byte. */
+static void test_parquet_corrupt_page_header(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pqhdr");
+    char out[4096], paths[3][4096], want[4096];
+    const char *files[3];
+    make_fixture(dir, "--n 200 --nq 3 --dim 4 --k 2 --no-offset-index");
+    fixture_files(dir, paths, files);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(files[0], &len);
+    assert_non_null(bytes);
+    for (size_t i = 4; i < 30; i += 2) { /* a run of list headers with no end */
+        bytes[i] = 0x19;
+        bytes[i + 1] = 0x1c;
+    }
+    assert_int_equal(tu_write_file(files[0], bytes, len), 0);
+    free(bytes);
+    snprintf(out, sizeof out, "%s/out", dir);
+    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0);
+    assert_int_equal(rc, ANN_EFORMAT);
+    snprintf(want, sizeof want, "%s: column id: unreadable page header at byte 4", files[0]);
+    assert_string_equal(ann_errmsg(rc), want);
+    assert_no_outputs(out);
+    tu_rmdir(dir);
+}
+
 /* Missing converter inputs and files are clear errors too. */
 static void test_parquet_missing_file(void **state)
 {
@@ -404,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_parquet_one_row_group_without_index),
         cmocka_unit_test(test_parquet_cosine_normalised),
         cmocka_unit_test(test_parquet_bad_inputs),
+        cmocka_unit_test(test_parquet_corrupt_page_header),
         cmocka_unit_test(test_parquet_missing_file),
         cmocka_unit_test(test_parquet_real_neighbors),
         cmocka_unit_test(test_parquet_cli_import),
