@@ -49,7 +49,7 @@ endif
 ifneq ($(HAVE_FAISS),)
   CPPFLAGS += -DANNLAB_HAVE_FAISS
   CXX_SRCS += $(wildcard engines/ref_faiss/*.cc)
-  LDLIBS   += -lfaiss
+  LDLIBS   += -lfaiss -lopenblas -lgomp
 endif
 ifneq ($(CXX_SRCS),)
   LDLIBS += -lstdc++
@@ -66,6 +66,8 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz
 .DEFAULT_GOAL := all
+# Keep intermediate objects of tests and benchmarks (no rebuild on every run).
+.SECONDARY:
 
 all: $(BIN) annlab
 
