@@ -1,0 +1,205 @@
+/*
+ * binio.c: atomic checksummed writer and checksumming reader for core's
+ * binary formats (see binio.h).  The crc is zlib's crc32.
+ */
+#include "engines/core/binio.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define BINIO_CHUNK 4096
+
+int ann_awriter_open(ann_awriter *w, const char *path)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->path, sizeof w->path, "%s", path);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%ld", path, (long)getpid());
+    w->crc = crc32(0L, Z_NULL, 0);
+    w->fp = fopen(w->tmp, "wb");
+    if (!w->fp)
+        return ann_fail_errno("%s: cannot create", w->tmp);
+    return 0;
+}
+
+int ann_awriter_write(ann_awriter *w, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    size_t left = len;
+    while (left > 0) {
+        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        w->crc = crc32(w->crc, p, part);
+        p += part;
+        left -= part;
+    }
+    if (len && fwrite(data, 1, len, w->fp) != len)
+        return ann_fail_errno("%s: write failed", w->tmp);
+    return 0;
+}
+
+int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
+{
+    if (ann_host_le())
+        return ann_awriter_write(w, v, count * 4);
+    uint8_t buf[BINIO_CHUNK];
+    size_t i = 0;
+    while (i < count) {
+        size_t c = 0;
+        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
+            ann_put_u32(buf + c * 4, v[i]);
+        int rc = ann_awriter_write(w, buf, c * 4);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int ann_awriter_write_f32s(ann_awriter *w, const float *v, size_t count)
+{
+    if (ann_host_le())
+        return ann_awriter_write(w, v, count * 4);
+    uint8_t buf[BINIO_CHUNK];
+    size_t i = 0;
+    while (i < count) {
+        size_t c = 0;
+        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
+            ann_put_f32(buf + c * 4, v[i]);
+        int rc = ann_awriter_write(w, buf, c * 4);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int ann_awriter_finish(ann_awriter *w)
+{
+    int rc = 0;
+    uint8_t t[4];
+    ann_put_u32(t, (uint32_t)w->crc);
+    if (fwrite(t, 1, 4, w->fp) != 4 || fflush(w->fp) != 0) {
+        rc = ann_fail_errno("%s: write failed", w->tmp);
+        goto out;
+    }
+    if (fsync(fileno(w->fp)) != 0) {
+        rc = ann_fail_errno("%s: fsync failed", w->tmp);
+        goto out;
+    }
+    if (fclose(w->fp) != 0) {
+        w->fp = NULL;
+        rc = ann_fail_errno("%s: close failed", w->tmp);
+        goto out;
+    }
+    w->fp = NULL;
+    if (rename(w->tmp, w->path) != 0) {
+        rc = ann_fail_errno("%s: cannot rename to %s", w->tmp, w->path);
+        goto out;
+    }
+    w->tmp[0] = '\0';
+out:
+    if (rc)
+        ann_awriter_abort(w);
+    return rc;
+}
+
+void ann_awriter_abort(ann_awriter *w)
+{
+    if (w->fp)
+        fclose(w->fp);
+    w->fp = NULL;
+    if (w->tmp[0])
+        unlink(w->tmp);
+    w->tmp[0] = '\0';
+}
+
+int ann_rfile_open(ann_rfile *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    r->crc = crc32(0L, Z_NULL, 0);
+    r->fp = fopen(path, "rb");
+    if (!r->fp)
+        return ann_fail_errno("%s: cannot open", path);
+    struct stat st;
+    if (fstat(fileno(r->fp), &st) != 0) {
+        int rc = ann_fail_errno("%s: cannot stat", path);
+        ann_rfile_close(r);
+        return rc;
+    }
+    r->size = (uint64_t)st.st_size;
+    return 0;
+}
+
+int ann_rfile_read(ann_rfile *r, void *buf, size_t len, const char *what)
+{
+    size_t got = len ? fread(buf, 1, len, r->fp) : 0;
+    if (got != len) {
+        if (ferror(r->fp))
+            return ann_fail_errno("%s: read failed at offset %llu (%s)", r->path,
+                                  (unsigned long long)r->offset, what);
+        return ann_fail(ANN_EFORMAT, "%s: truncated reading %s at offset %llu", r->path, what,
+                        (unsigned long long)r->offset);
+    }
+    const uint8_t *p = buf;
+    size_t left = len;
+    while (left > 0) {
+        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
+        r->crc = crc32(r->crc, p, part);
+        p += part;
+        left -= part;
+    }
+    r->offset += len;
+    return 0;
+}
+
+int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what)
+{
+    int rc = ann_rfile_read(r, v, count * 4, what);
+    if (rc == 0 && !ann_host_le())
+        for (size_t i = 0; i < count; i++) {
+            uint8_t b[4];
+            memcpy(b, &v[i], 4);
+            v[i] = ann_get_u32(b);
+        }
+    return rc;
+}
+
+int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what)
+{
+    int rc = ann_rfile_read(r, v, count * 4, what);
+    if (rc == 0 && !ann_host_le())
+        for (size_t i = 0; i < count; i++) {
+            uint8_t b[4];
+            memcpy(b, &v[i], 4);
+            v[i] = ann_get_f32(b);
+        }
+    return rc;
+}
+
+int ann_rfile_check_trailer(ann_rfile *r)
+{
+    uint8_t t[4];
+    unsigned long want = r->crc;
+    if (fread(t, 1, 4, r->fp) != 4)
+        return ann_fail(ANN_EFORMAT, "%s: truncated: missing checksum at offset %llu", r->path,
+                        (unsigned long long)r->offset);
+    r->offset += 4;
+    if (r->offset != r->size)
+        return ann_fail(ANN_EFORMAT, "%s: %llu unexpected bytes after the checksum", r->path,
+                        (unsigned long long)(r->size - r->offset));
+    if (ann_get_u32(t) != (uint32_t)want)
+        return ann_fail(ANN_ECORRUPT, "%s: checksum mismatch (stored %08x, computed %08x)",
+                        r->path, ann_get_u32(t), (uint32_t)want);
+    return 0;
+}
+
+void ann_rfile_close(ann_rfile *r)
+{
+    if (r && r->fp)
+        fclose(r->fp);
+    if (r)
+        r->fp = NULL;
+}

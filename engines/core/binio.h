@@ -1,0 +1,102 @@
+/*
+ * binio.h: small binary-file helpers for core's own formats (PQ codebook,
+ * Vamana graph): little-endian field encoding, an atomic checksummed
+ * writer and a checksumming reader.
+ *
+ * Files written with ann_awriter end in a u32 crc32 (zlib) of every byte
+ * before it; ann_rfile checks it.  The writer goes to "<path>.tmp.<pid>",
+ * fsyncs and renames over path on finish, and removes the temporary on
+ * abort, so a crash never leaves a half-written file under the final name.
+ */
+#ifndef ANNLAB_CORE_BINIO_H
+#define ANNLAB_CORE_BINIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+static inline void ann_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void ann_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void ann_put_f32(uint8_t *p, float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    ann_put_u32(p, v);
+}
+static inline uint32_t ann_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t ann_get_u64(const uint8_t *p)
+{
+    return (uint64_t)ann_get_u32(p) | (uint64_t)ann_get_u32(p + 4) << 32;
+}
+static inline float ann_get_f32(const uint8_t *p)
+{
+    uint32_t v = ann_get_u32(p);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* True on a little-endian host (arrays of u32/f32 are then copied as is). */
+static inline int ann_host_le(void)
+{
+    const uint16_t one = 1;
+    uint8_t b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+typedef struct ann_awriter {
+    FILE *fp;
+    unsigned long crc;
+    char path[4096];
+    char tmp[4200];
+} ann_awriter;
+
+/* Open "<path>.tmp.<pid>" for writing.  Errors: -errno naming the file. */
+int ann_awriter_open(ann_awriter *w, const char *path);
+/* Append bytes (checksummed).  Errors: -errno naming the file. */
+int ann_awriter_write(ann_awriter *w, const void *data, size_t len);
+/* Append u32 values little-endian (checksummed). */
+int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count);
+/* Append floats little-endian (checksummed). */
+int ann_awriter_write_f32s(ann_awriter *w, const float *v, size_t count);
+/* Append the crc32 trailer, fsync, rename over path.  On failure the
+ * temporary is removed.  Errors: -errno naming the file. */
+int ann_awriter_finish(ann_awriter *w);
+/* Remove the temporary (safe after a failed finish or on a zeroed writer). */
+void ann_awriter_abort(ann_awriter *w);
+
+typedef struct ann_rfile {
+    FILE *fp;
+    unsigned long crc;
+    uint64_t size;    /* file size in bytes */
+    uint64_t offset;  /* bytes consumed */
+    const char *path; /* borrowed, for messages */
+} ann_rfile;
+
+/* Open path for reading.  Errors: -errno naming the file. */
+int ann_rfile_open(ann_rfile *r, const char *path);
+/* Read exactly len bytes (checksummed).  A short file is ANN_EFORMAT
+ * "<path>: truncated reading <what> at offset N". */
+int ann_rfile_read(ann_rfile *r, void *buf, size_t len, const char *what);
+/* Read count little-endian u32 / f32 values. */
+int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what);
+int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what);
+/* Read the u32 crc trailer, compare with the running crc, and require the
+ * end of file.  ANN_ECORRUPT "<path>: checksum mismatch" or ANN_EFORMAT. */
+int ann_rfile_check_trailer(ann_rfile *r);
+void ann_rfile_close(ann_rfile *r);
+
+#endif

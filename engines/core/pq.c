@@ -1,0 +1,513 @@
+/*
+ * pq.c: product quantization (Jegou, Douze, Schmid, "Product Quantization
+ * for Nearest Neighbor Search", TPAMI 2011): training on a seeded sample,
+ * batch encoding, decoding, asymmetric distance tables and code scans.
+ *
+ * Each of the m sub-quantizers is a 256-centroid k-means (kmeans.c) on its
+ * slice of the sample; slices are trained in parallel, one thread each,
+ * with single-threaded BLAS.  Encoding runs row blocks in parallel, each
+ * block through all m sub-quantizers (sgemm assignment).
+ *
+ * Departures: no rotation (OPQ) and no mean-centring before training (as
+ * in the paper; Microsoft DiskANN subtracts the data centroid first, which
+ * matters little once every slice has its own codebook).  The dimension is
+ * zero-padded to a multiple of m rather than split into uneven chunks, so
+ * every sub-quantizer has the same width (see pq.h).
+ */
+#include "engines/core/pq.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/kmeans.h"
+#include "engines/core/parallel.h"
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PQ_MAGIC "ANNPQCB"
+#define PQ_HEADER_BYTES 48
+#define PQ_ENCODE_BLOCK 1024
+
+uint32_t pq_default_bytes(uint32_t dim)
+{
+    uint32_t b = (dim + 7) / 8;
+    return b ? b : 1;
+}
+
+void pq_params_default(pq_params *p, uint32_t dim)
+{
+    *p = (pq_params){ .pq_bytes = pq_default_bytes(dim),
+                      .sample_max_rows = 200000,
+                      .sample_max_bytes = 128ull << 20,
+                      .iters = 12,
+                      .seed = 1,
+                      .threads = 0 };
+}
+
+uint64_t pq_sample_rows(const pq_params *p, uint64_t n, uint32_t dim)
+{
+    uint64_t rows = n;
+    if (p->sample_max_rows && rows > p->sample_max_rows)
+        rows = p->sample_max_rows;
+    if (p->sample_max_bytes && dim) {
+        uint64_t by_bytes = p->sample_max_bytes / ((uint64_t)dim * sizeof(float));
+        if (by_bytes < 1)
+            by_bytes = 1;
+        if (rows > by_bytes)
+            rows = by_bytes;
+    }
+    return rows;
+}
+
+static uint64_t pq_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static pq_codebook *pq_alloc(uint32_t dim, uint32_t m, ann_metric metric)
+{
+    pq_codebook *cb = calloc(1, sizeof *cb);
+    if (!cb)
+        return NULL;
+    cb->dim = dim;
+    cb->m = m;
+    cb->dsub = (dim + m - 1) / m;
+    cb->dim_padded = cb->m * cb->dsub;
+    cb->metric = metric;
+    cb->centroids = calloc((size_t)m * PQ_KSUB * cb->dsub, sizeof(float));
+    if (!cb->centroids) {
+        free(cb);
+        return NULL;
+    }
+    return cb;
+}
+
+void pq_codebook_destroy(pq_codebook *cb)
+{
+    if (!cb)
+        return;
+    free(cb->centroids);
+    free(cb);
+}
+
+/* Copy slice j of rows [0, rows) of x (dim wide) into sub (rows x dsub), zero-padded. */
+static void pq_slice(const pq_codebook *cb, const float *x, uint64_t rows, uint32_t j, float *sub)
+{
+    uint32_t d0 = j * cb->dsub;
+    uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+    for (uint64_t i = 0; i < rows; i++) {
+        float *o = sub + i * cb->dsub;
+        if (w)
+            memcpy(o, x + i * cb->dim + d0, w * sizeof(float));
+        for (uint32_t d = w; d < cb->dsub; d++)
+            o[d] = 0.0f;
+    }
+}
+
+typedef struct train_job {
+    pq_codebook *cb;
+    const float *sample;
+    uint64_t rows;
+    uint32_t iters;
+    uint64_t seed;
+    float *sub;        /* per worker: rows * dsub */
+} train_job;
+
+static int train_run(void *arg, uint64_t b, uint64_t e, int worker)
+{
+    const train_job *t = arg;
+    pq_codebook *cb = t->cb;
+    float *sub = t->sub + (size_t)worker * t->rows * cb->dsub;
+    uint32_t k = t->rows < PQ_KSUB ? (uint32_t)t->rows : PQ_KSUB;
+    for (uint64_t j = b; j < e; j++) {
+        pq_slice(cb, t->sample, t->rows, (uint32_t)j, sub);
+        kmeans_params kp;
+        kmeans_params_default(&kp, k);
+        kp.iters = t->iters;
+        kp.threads = 1;
+        kp.seed = t->seed * 0x100000001b3ull + j;
+        float *c = cb->centroids + j * PQ_KSUB * cb->dsub;
+        int rc = kmeans_train(sub, t->rows, cb->dsub, &kp, c, NULL);
+        if (rc)
+            return rc;
+        for (uint32_t r = k; r < PQ_KSUB; r++)
+            memcpy(c + (size_t)r * cb->dsub, c + (size_t)(k - 1) * cb->dsub,
+                   cb->dsub * sizeof(float));
+    }
+    return 0;
+}
+
+int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
+{
+    int rc = 0;
+    pq_codebook *cb = NULL;
+    uint64_t *pick = NULL;
+    float *sample = NULL, *sub = NULL;
+    *out = NULL;
+    const uint32_t dim = src->dim, m = p->pq_bytes;
+    if (m == 0 || m > dim)
+        return ann_fail(ANN_EPARAM, "pq_bytes: %u is out of range [1, %u] for dimension %u", m,
+                        dim, dim);
+    if (src->n == 0)
+        return ann_fail(ANN_EPARAM, "pq: cannot train on an empty source (%s)", src->id);
+    int threads = p->threads <= 0 ? ann_ncores() : p->threads;
+    if ((uint32_t)threads > m)
+        threads = (int)m;
+    const uint64_t rows = pq_sample_rows(p, src->n, dim);
+
+    cb = pq_alloc(dim, m, src->metric);
+    pick = malloc(src->n * sizeof *pick);
+    sample = malloc(rows * dim * sizeof(float));
+    if (!cb || !pick || !sample) {
+        rc = ann_fail(-ENOMEM, "pq: no memory for a %llu x %u training sample",
+                      (unsigned long long)rows, dim);
+        goto out;
+    }
+    cb->seed = p->seed;
+    cb->n_train = rows;
+    sub = malloc((size_t)threads * rows * cb->dsub * sizeof(float));
+    if (!sub) {
+        rc = ann_fail(-ENOMEM, "pq: no memory for %d training slices", threads);
+        goto out;
+    }
+
+    /* seeded sample without replacement, read in ascending row order */
+    uint64_t rng = p->seed ^ 0x7071747261696eull; /* "pqtrain" */
+    for (uint64_t i = 0; i < src->n; i++)
+        pick[i] = i;
+    if (rows < src->n) {
+        for (uint64_t i = 0; i < rows; i++) {
+            uint64_t r = i + pq_rand(&rng) % (src->n - i);
+            uint64_t t = pick[i];
+            pick[i] = pick[r];
+            pick[r] = t;
+        }
+        qsort(pick, rows, sizeof *pick, cmp_u64);
+    }
+    for (uint64_t i = 0; i < rows;) {
+        uint64_t run = 1; /* read consecutive rows in one call */
+        while (i + run < rows && pick[i + run] == pick[i] + run && run < 4096)
+            run++;
+        rc = ann_vecsrc_read(src, pick[i], run, sample + i * dim);
+        if (rc)
+            goto out;
+        i += run;
+    }
+
+    train_job tj = { cb, sample, rows, p->iters ? p->iters : 12, p->seed, sub };
+    ann_blas_serial_begin();
+    rc = ann_parallel_for(threads, m, 1, train_run, &tj);
+    ann_blas_serial_end();
+    if (rc)
+        goto out;
+    *out = cb;
+    cb = NULL;
+out:
+    pq_codebook_destroy(cb);
+    free(pick);
+    free(sample);
+    free(sub);
+    return rc;
+}
+
+typedef struct encode_job {
+    const pq_codebook *cb;
+    const float *x;
+    uint64_t n;
+    uint8_t *codes;
+    const float *cnorm; /* m * 256 */
+    float *scratch;     /* per worker: scratch_floats + block*dsub + block (assign) */
+    size_t scratch_per_worker;
+    size_t score_floats;
+} encode_job;
+
+static int encode_run(void *arg, uint64_t b, uint64_t e, int worker)
+{
+    const encode_job *j = arg;
+    const pq_codebook *cb = j->cb;
+    float *scores = j->scratch + (size_t)worker * j->scratch_per_worker;
+    float *sub = scores + j->score_floats;
+    uint32_t *assign = (uint32_t *)(sub + (size_t)PQ_ENCODE_BLOCK * cb->dsub);
+    for (uint64_t blk = b; blk < e; blk++) {
+        uint64_t r0 = blk * PQ_ENCODE_BLOCK;
+        uint64_t rows = j->n - r0 < PQ_ENCODE_BLOCK ? j->n - r0 : PQ_ENCODE_BLOCK;
+        const float *xb = j->x + r0 * cb->dim;
+        for (uint32_t s = 0; s < cb->m; s++) {
+            pq_slice(cb, xb, rows, s, sub);
+            kmeans_assign_serial(sub, rows, cb->dsub,
+                                 cb->centroids + (size_t)s * PQ_KSUB * cb->dsub,
+                                 j->cnorm + (size_t)s * PQ_KSUB, PQ_KSUB, scores, assign, NULL);
+            for (uint64_t i = 0; i < rows; i++)
+                j->codes[(r0 + i) * cb->m + s] = (uint8_t)assign[i];
+        }
+    }
+    return 0;
+}
+
+int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, uint8_t *codes)
+{
+    int rc = 0;
+    float *cnorm = NULL, *scratch = NULL;
+    if (n == 0)
+        return 0;
+    if (threads <= 0)
+        threads = ann_ncores();
+    uint64_t nblocks = (n + PQ_ENCODE_BLOCK - 1) / PQ_ENCODE_BLOCK;
+    if ((uint64_t)threads > nblocks)
+        threads = (int)nblocks;
+    size_t score_floats = kmeans_scratch_floats(PQ_KSUB);
+    /* scores, one slice, and the assignment (uint32, same size as a float) */
+    size_t per = score_floats + (size_t)PQ_ENCODE_BLOCK * cb->dsub + PQ_ENCODE_BLOCK;
+    cnorm = malloc((size_t)cb->m * PQ_KSUB * sizeof *cnorm);
+    scratch = malloc((size_t)threads * per * sizeof(float));
+    if (!cnorm || !scratch) {
+        rc = ann_fail(-ENOMEM, "pq encode: no memory for %d workers", threads);
+        goto out;
+    }
+    for (uint32_t s = 0; s < cb->m; s++)
+        kmeans_centroid_norms(cb->centroids + (size_t)s * PQ_KSUB * cb->dsub, PQ_KSUB, cb->dsub,
+                              cnorm + (size_t)s * PQ_KSUB);
+    encode_job j = { cb, x, n, codes, cnorm, scratch, per, score_floats };
+    ann_blas_serial_begin();
+    rc = ann_parallel_for(threads, nblocks, 1, encode_run, &j);
+    ann_blas_serial_end();
+out:
+    free(cnorm);
+    free(scratch);
+    return rc;
+}
+
+int pq_encode_vecsrc(const pq_codebook *cb, const ann_vecsrc *src, int threads, uint8_t *codes)
+{
+    int rc = 0;
+    float *buf = NULL;
+    if (src->dim != cb->dim)
+        return ann_fail(ANN_EPARAM, "pq encode: source %s has dimension %u, codebook %u",
+                        src->id, src->dim, cb->dim);
+    const uint64_t chunk = 65536;
+    uint64_t rows = src->n < chunk ? src->n : chunk;
+    buf = malloc((rows ? rows : 1) * src->dim * sizeof(float));
+    if (!buf)
+        return ann_fail(-ENOMEM, "pq encode: no memory for %llu rows", (unsigned long long)rows);
+    for (uint64_t r0 = 0; r0 < src->n; r0 += chunk) {
+        uint64_t c = src->n - r0 < chunk ? src->n - r0 : chunk;
+        rc = ann_vecsrc_read(src, r0, c, buf);
+        if (rc)
+            goto out;
+        rc = pq_encode(cb, buf, c, threads, codes + r0 * cb->m);
+        if (rc)
+            goto out;
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+void pq_decode(const pq_codebook *cb, const uint8_t *code, float *out)
+{
+    for (uint32_t s = 0; s < cb->m; s++) {
+        const float *c = cb->centroids + ((size_t)s * PQ_KSUB + code[s]) * cb->dsub;
+        uint32_t d0 = s * cb->dsub;
+        for (uint32_t d = 0; d < cb->dsub && d0 + d < cb->dim; d++)
+            out[d0 + d] = c[d];
+    }
+}
+
+void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
+{
+    const uint32_t dsub = cb->dsub;
+    const int l2 = cb->metric == ANN_METRIC_L2;
+    for (uint32_t s = 0; s < cb->m; s++) {
+        uint32_t d0 = s * dsub;
+        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < dsub ? cb->dim - d0 : dsub);
+        const float *q = query + d0;
+        const float *c = cb->centroids + (size_t)s * PQ_KSUB * dsub;
+        float *t = table + (size_t)s * PQ_KSUB;
+        for (uint32_t k = 0; k < PQ_KSUB; k++, c += dsub) {
+            float acc = 0;
+            if (l2) {
+                for (uint32_t d = 0; d < w; d++) {
+                    float diff = q[d] - c[d];
+                    acc += diff * diff;
+                }
+                for (uint32_t d = w; d < dsub; d++)
+                    acc += c[d] * c[d];
+            } else {
+                for (uint32_t d = 0; d < w; d++)
+                    acc -= q[d] * c[d];
+            }
+            t[k] = acc;
+        }
+    }
+    if (cb->metric == ANN_METRIC_COSINE)
+        for (uint32_t k = 0; k < PQ_KSUB; k++)
+            table[k] += 1.0f;
+}
+
+void pq_adc_scan(const float *table, uint32_t m, const uint8_t *codes, uint64_t n, float *out)
+{
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint8_t *c0 = codes + i * m, *c1 = c0 + m, *c2 = c1 + m, *c3 = c2 + m;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (uint32_t j = 0; j < m; j++) {
+            const float *t = table + (size_t)j * PQ_KSUB;
+            s0 += t[c0[j]];
+            s1 += t[c1[j]];
+            s2 += t[c2[j]];
+            s3 += t[c3[j]];
+        }
+        out[i] = s0;
+        out[i + 1] = s1;
+        out[i + 2] = s2;
+        out[i + 3] = s3;
+    }
+    for (; i < n; i++)
+        out[i] = pq_adc_distance(table, codes + i * m, m);
+}
+
+void pq_adc_gather(const float *table, uint32_t m, const uint8_t *codes, const uint32_t *ids,
+                   uint32_t count, float *out)
+{
+    uint32_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        const uint8_t *c0 = codes + (size_t)ids[i] * m, *c1 = codes + (size_t)ids[i + 1] * m;
+        const uint8_t *c2 = codes + (size_t)ids[i + 2] * m, *c3 = codes + (size_t)ids[i + 3] * m;
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (uint32_t j = 0; j < m; j++) {
+            const float *t = table + (size_t)j * PQ_KSUB;
+            s0 += t[c0[j]];
+            s1 += t[c1[j]];
+            s2 += t[c2[j]];
+            s3 += t[c3[j]];
+        }
+        out[i] = s0;
+        out[i + 1] = s1;
+        out[i + 2] = s2;
+        out[i + 3] = s3;
+    }
+    for (; i < count; i++)
+        out[i] = pq_adc_distance(table, codes + (size_t)ids[i] * m, m);
+}
+
+int pq_codebook_save(const pq_codebook *cb, const char *path)
+{
+    int rc = 0;
+    ann_awriter w;
+    uint8_t h[PQ_HEADER_BYTES] = { 0 };
+    memcpy(h, PQ_MAGIC, 8);
+    ann_put_u32(h + 8, PQ_FILE_VERSION);
+    ann_put_u32(h + 12, cb->dim);
+    ann_put_u32(h + 16, cb->m);
+    ann_put_u32(h + 20, cb->dsub);
+    ann_put_u32(h + 24, PQ_KSUB);
+    ann_put_u32(h + 28, (uint32_t)cb->metric);
+    ann_put_u64(h + 32, cb->seed);
+    ann_put_u64(h + 40, cb->n_train);
+    rc = ann_awriter_open(&w, path);
+    if (rc)
+        return rc;
+    rc = ann_awriter_write(&w, h, sizeof h);
+    if (rc)
+        goto out;
+    rc = ann_awriter_write_f32s(&w, cb->centroids, (size_t)cb->m * PQ_KSUB * cb->dsub);
+    if (rc)
+        goto out;
+    rc = ann_awriter_finish(&w);
+out:
+    if (rc)
+        ann_awriter_abort(&w);
+    return rc;
+}
+
+int pq_codebook_load(const char *path, pq_codebook **out)
+{
+    int rc = 0;
+    ann_rfile r;
+    pq_codebook *cb = NULL;
+    uint8_t h[PQ_HEADER_BYTES];
+    *out = NULL;
+    rc = ann_rfile_open(&r, path);
+    if (rc)
+        return rc;
+    rc = ann_rfile_read(&r, h, sizeof h, "header");
+    if (rc)
+        goto out;
+    if (memcmp(h, PQ_MAGIC, 8) != 0) {
+        rc = ann_fail(ANN_EFORMAT, "%s: not a PQ codebook (bad magic)", path);
+        goto out;
+    }
+    uint32_t version = ann_get_u32(h + 8);
+    if (version != PQ_FILE_VERSION) {
+        rc = ann_fail(ANN_EVERSION, "%s: PQ codebook version %u, this build reads %u", path,
+                      version, PQ_FILE_VERSION);
+        goto out;
+    }
+    uint32_t dim = ann_get_u32(h + 12), m = ann_get_u32(h + 16), dsub = ann_get_u32(h + 20);
+    uint32_t ksub = ann_get_u32(h + 24), metric = ann_get_u32(h + 28);
+    if (dim == 0 || dim > (1u << 20)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field dim = %u out of range", path, dim);
+        goto out;
+    }
+    if (m == 0 || m > dim) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field m = %u out of range [1, dim %u]", path, m, dim);
+        goto out;
+    }
+    if (dsub != (dim + m - 1) / m) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field dsub = %u, expected %u for dim %u and m %u", path,
+                      dsub, (dim + m - 1) / m, dim, m);
+        goto out;
+    }
+    if (ksub != PQ_KSUB) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field ksub = %u, expected %u", path, ksub, PQ_KSUB);
+        goto out;
+    }
+    if (metric > ANN_METRIC_COSINE) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field metric = %u unknown", path, metric);
+        goto out;
+    }
+    size_t nf = (size_t)m * PQ_KSUB * dsub;
+    if (r.size != PQ_HEADER_BYTES + nf * 4 + 4) {
+        rc = ann_fail(ANN_EFORMAT, "%s: size %llu, expected %llu for m %u dsub %u", path,
+                      (unsigned long long)r.size,
+                      (unsigned long long)(PQ_HEADER_BYTES + nf * 4 + 4), m, dsub);
+        goto out;
+    }
+    cb = pq_alloc(dim, m, (ann_metric)metric);
+    if (!cb) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for the codebook", path);
+        goto out;
+    }
+    cb->seed = ann_get_u64(h + 32);
+    cb->n_train = ann_get_u64(h + 40);
+    rc = ann_rfile_read_f32s(&r, cb->centroids, nf, "centroids");
+    if (rc)
+        goto out;
+    rc = ann_rfile_check_trailer(&r);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < nf; i++)
+        if (!isfinite(cb->centroids[i])) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: sub-quantizer %zu centroid %zu is not finite",
+                          path, i / ((size_t)PQ_KSUB * dsub), (i / dsub) % PQ_KSUB);
+            goto out;
+        }
+    *out = cb;
+    cb = NULL;
+out:
+    ann_rfile_close(&r);
+    pq_codebook_destroy(cb);
+    return rc;
+}

@@ -1,0 +1,168 @@
+/*
+ * pq.h: product quantization (Jegou, Douze, Schmid, TPAMI 2011) with
+ * asymmetric distance computation (ADC), as DiskANN uses it to rank
+ * candidates before reading full vectors.
+ *
+ * A vector of dim floats is split into m sub-vectors of dsub floats; each
+ * is replaced by the index (one byte) of its nearest of 256 centroids, so a
+ * code is m bytes.  m is the byte budget `pq_bytes`.
+ *
+ * Dimension rule: dsub = ceil(dim / m) and the vector is zero-padded to
+ * dim_padded = m * dsub.  Zero padding changes neither squared L2 nor inner
+ * products, so distances are exact on the padded space; when m divides dim
+ * there is no padding.  m must satisfy 1 <= m <= dim, and the padding must
+ * stay below one sub-vector (always true by construction).  Example: 768-d,
+ * 96 bytes -> dsub 8, no padding; 100-d, 32 bytes -> dsub 4, 28 zero floats.
+ *
+ * Distance tables: for a query q, table[j*256 + c] is the contribution of
+ * sub-quantizer j choosing centroid c: |q_j - c|^2 for L2, -<q_j, c> for IP.
+ * For cosine (unit vectors, distance 1 - <q, x>) the table is the IP table
+ * with 1 added to every entry of sub-table 0, so for every metric
+ *     ADC(q, code) = sum_j table[j*256 + code[j]]
+ * equals ann_distance(metric, q, decode(code)) up to float rounding.
+ *
+ * Codebook file (`*.pqcb`), little-endian:
+ *     0  char[8]  magic "ANNPQCB\0"
+ *     8  u32      version (1)
+ *    12  u32      dim
+ *    16  u32      m (code bytes)
+ *    20  u32      dsub
+ *    24  u32      ksub (256)
+ *    28  u32      metric (ann_metric)
+ *    32  u64      seed used for training
+ *    40  u64      training rows
+ *    48  f32[m*256*dsub] centroids, sub-quantizer major
+ *   end  u32      crc32 (zlib) of every byte before it
+ * Version history: 1 (initial).
+ */
+#ifndef ANNLAB_CORE_PQ_H
+#define ANNLAB_CORE_PQ_H
+
+#include "engines/core/vecsrc.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PQ_KSUB 256
+#define PQ_FILE_VERSION 1u
+
+typedef struct pq_params {
+    uint32_t pq_bytes;          /* m: code bytes per vector, 1..dim (default dim/8, >= 1) */
+    uint64_t sample_max_rows;   /* training sample cap in rows (default 200000) */
+    uint64_t sample_max_bytes;  /* training sample cap in float32 bytes (default 128 MiB) */
+    uint32_t iters;             /* k-means iterations per sub-quantizer (default 12) */
+    uint64_t seed;              /* sample and k-means seed (default 1) */
+    int threads;                /* <= 0: all cores (default 0) */
+} pq_params;
+
+/* Defaults for data of dimension dim (pq_bytes = pq_default_bytes(dim)). */
+void pq_params_default(pq_params *p, uint32_t dim);
+
+/* The default byte budget: dim / 8 rounded up, at least 1 (768 -> 96). */
+uint32_t pq_default_bytes(uint32_t dim);
+
+/* Rows the training sample takes for n rows of dim: min(n, caps). */
+uint64_t pq_sample_rows(const pq_params *p, uint64_t n, uint32_t dim);
+
+typedef struct pq_codebook {
+    uint32_t dim;        /* input dimension */
+    uint32_t m;          /* sub-quantizers = code bytes */
+    uint32_t dsub;       /* floats per sub-vector */
+    uint32_t dim_padded; /* m * dsub >= dim */
+    ann_metric metric;
+    uint64_t seed;       /* training seed (recorded in the file) */
+    uint64_t n_train;    /* training rows */
+    float *centroids;    /* m * 256 * dsub floats: sub-quantizer j, centroid c at
+                            centroids[(j*256 + c) * dsub] */
+} pq_codebook;
+
+/*
+ * Train a codebook on a seeded sample of src (pq_sample_rows rows, drawn
+ * without replacement; the same seed gives the same sample and the same
+ * codebook, whatever the thread count).  Sub-quantizers are trained in
+ * parallel on `threads` threads.  *out is owned by the caller
+ * (pq_codebook_destroy).
+ * With fewer than 256 training rows a sub-quantizer trains min(rows, 256)
+ * centroids and repeats the last one (codes never use the repeats).
+ * Errors: ANN_EPARAM (pq_bytes 0 or > dim, empty source), read errors of
+ * src, -ENOMEM.
+ */
+int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out);
+
+/* Free a codebook (NULL is fine). */
+void pq_codebook_destroy(pq_codebook *cb);
+
+/*
+ * Encode n rows of x (n * cb->dim floats) into codes (n * cb->m bytes,
+ * caller-allocated).  threads <= 0: all cores.  Thread-safe on a shared
+ * codebook.  Errors: -ENOMEM.
+ */
+int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, uint8_t *codes);
+
+/*
+ * Encode every row of src in chunks into codes (src->n * cb->m bytes,
+ * caller-allocated).  Errors: ANN_EPARAM (dimension mismatch), read errors
+ * of src, -ENOMEM.
+ */
+int pq_encode_vecsrc(const pq_codebook *cb, const ann_vecsrc *src, int threads, uint8_t *codes);
+
+/* Decode one code (cb->m bytes) into out (cb->dim floats; padding dropped). */
+void pq_decode(const pq_codebook *cb, const uint8_t *code, float *out);
+
+/* Floats in one query's distance table: m * 256. */
+static inline size_t pq_table_floats(const pq_codebook *cb)
+{
+    return (size_t)cb->m * PQ_KSUB;
+}
+
+/*
+ * Fill table (pq_table_floats(cb) floats, caller-owned, e.g. in a search
+ * context) for query (cb->dim floats) under cb->metric; see the header
+ * comment.  Allocates nothing.  Thread-safe.
+ */
+void pq_table_compute(const pq_codebook *cb, const float *query, float *table);
+
+/* ADC distance of one code: sum of m table lookups, four accumulators. */
+static inline float pq_adc_distance(const float *table, const uint8_t *code, uint32_t m)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint32_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        s0 += table[(size_t)(j + 0) * PQ_KSUB + code[j + 0]];
+        s1 += table[(size_t)(j + 1) * PQ_KSUB + code[j + 1]];
+        s2 += table[(size_t)(j + 2) * PQ_KSUB + code[j + 2]];
+        s3 += table[(size_t)(j + 3) * PQ_KSUB + code[j + 3]];
+    }
+    for (; j < m; j++)
+        s0 += table[(size_t)j * PQ_KSUB + code[j]];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/*
+ * Batched scan: out[i] = ADC distance of codes[i*m .. i*m+m) for i < n.
+ * Several codes are summed at once with independent accumulators.
+ */
+void pq_adc_scan(const float *table, uint32_t m, const uint8_t *codes, uint64_t n, float *out);
+
+/*
+ * Gathered scan for graph search: out[i] = ADC distance of the code of node
+ * ids[i] in a contiguous code array (node v at codes + v*m).
+ */
+void pq_adc_gather(const float *table, uint32_t m, const uint8_t *codes, const uint32_t *ids,
+                   uint32_t count, float *out);
+
+/*
+ * Write the codebook to path atomically (path.tmp.<pid>, fsync, rename).
+ * Errors: -errno naming the file.
+ */
+int pq_codebook_save(const pq_codebook *cb, const char *path);
+
+/*
+ * Read a codebook file.  Checks magic (ANN_EFORMAT), version (ANN_EVERSION),
+ * header fields and size (ANN_EFORMAT), crc32 and non-finite centroids
+ * (ANN_ECORRUPT), each message naming the file and field.  *out owned by
+ * the caller.
+ */
+int pq_codebook_load(const char *path, pq_codebook **out);
+
+#endif
