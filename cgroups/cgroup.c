@@ -414,6 +414,7 @@ static int v1_set_cap(const cg_group *g, bool memsw)
      * start at zero, and kernels that refuse the reset lose nothing. */
     (void)write_in(g->mem_dir, "memory.max_usage_in_bytes", "0");
     (void)write_in(g->mem_dir, "memory.failcnt", "0");
+    (void)write_in(g->mem_dir, "memory.memsw.failcnt", "0");
     ann_err_clear();
     return 0;
 }
@@ -781,8 +782,15 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
         rc = read_opt_u64(g->mem_dir, "memory.max_usage_in_bytes", &c->peak_bytes, &c->peak_known);
     if (!rc)
         rc = read_opt_u64(g->mem_dir, "memory.failcnt", &c->limit_hits, &known);
+    /* With memsw.limit equal to the limit, the memory+swap counter is the
+     * one that hits first: its failures count as hits of the cap. */
+    uint64_t memsw_hits = 0;
+    if (!rc)
+        rc = read_opt_u64(g->mem_dir, "memory.memsw.failcnt", &memsw_hits, &known);
     if (rc)
         return rc;
+    if (memsw_hits > c->limit_hits)
+        c->limit_hits = memsw_hits;
     if (exists_in(g->mem_dir, "memory.oom_control")) {
         uint64_t under = 0;
         rc = read_in(g->mem_dir, "memory.oom_control", text, path);

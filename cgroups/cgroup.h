@@ -159,7 +159,8 @@ typedef struct cg_counters {
     uint64_t usage_bytes;     /* now: v1 usage_in_bytes, v2 memory.current */
     uint64_t peak_bytes;      /* v1 max_usage_in_bytes, v2 memory.peak */
     bool peak_known;
-    uint64_t limit_hits;      /* times usage hit the cap: v1 failcnt, v2 events "max" */
+    uint64_t limit_hits;      /* times usage hit the cap: v1 failcnt (the larger of memory
+                                 and memsw), v2 events "max" */
     uint64_t oom_events;      /* v2 events "oom"; v1 1 when under_oom was seen */
     uint64_t oom_kills;       /* processes killed by the OOM killer (v2 events
                                  "oom_kill", v1 oom_control "oom_kill") */

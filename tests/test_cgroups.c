@@ -685,6 +685,7 @@ static void test_real_child_past_cap_is_oom(void **state)
     assert_int_equal(o.status, CG_OOM);
     assert_non_null(strstr(o.reason, "killed by the OOM killer under memory cap 67108864 bytes"));
     assert_true(c.oom_kills >= 1 || !c.oom_kill_known);
+    printf("# oom: %s; limit hits %llu\n", o.reason, (unsigned long long)c.limit_hits);
     if (c.peak_known) {
         assert_true(c.peak_bytes <= 64 * MIB);
         assert_true(c.peak_bytes > 32 * MIB);
