@@ -572,7 +572,7 @@ static void figures_line(const json_t *r, char *buf, size_t len)
 
 static void usage_run(FILE *fp)
 {
-    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE]\n");
+    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]\n");
 }
 
 /* Newest run directory under results/<name>/ holding a config.json. */
@@ -630,7 +630,7 @@ int harness_run_main(int argc, char **argv)
     harness_problems probs = { 0 };
     json_t *cells = NULL, *done = NULL, *machine = NULL;
     const char *out_arg = NULL, *only = NULL;
-    int resume = 0;
+    int resume = 0, dry_run = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out_arg = argv[++i];
@@ -638,6 +638,8 @@ int harness_run_main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--resume"))
             resume = 1;
+        else if (!strcmp(argv[i], "--dry-run"))
+            dry_run = 1;
         else if (argv[i][0] == '-' || x.config_path) {
             fprintf(stderr, "annlab run: unexpected argument '%s'\n", argv[i]);
             usage_run(stderr);
@@ -756,6 +758,23 @@ int harness_run_main(int argc, char **argv)
             fprintf(stderr, "annlab run: %s: %s\n", x.config_path, probs.msgs[i]);
         fprintf(stderr, "annlab run: %d problem%s; nothing was run\n", probs.n, probs.n > 1 ? "s" : "");
         exit_code = 2;
+        goto out;
+    }
+
+    if (dry_run) {
+        /* validated: list the cells, touch nothing */
+        json_t *list = harness_config_expand(x.cfg);
+        size_t i;
+        json_t *c;
+        json_array_foreach(list, i, c) {
+            char desc[512];
+            describe_cell(c, desc, sizeof desc);
+            printf("%s %s\n", json_string_value(json_object_get(c, "id")), desc);
+        }
+        printf("%zu cells; dataset %s%s; output %s\n", json_array_size(list), x.dataset_dir,
+               prepare_name ? " (would be prepared)" : "", x.out_dir);
+        json_decref(list);
+        exit_code = 0;
         goto out;
     }
 
