@@ -326,6 +326,25 @@ static const char *signame(int sig)
     return s ? s : "?";
 }
 
+/* Remove "<hash>.tmp.*" beside an index that a killed build child left. */
+static void remove_build_temps(const char *parent, const char *hash)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s.tmp.", hash);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        ann_dir_remove(path);
+    }
+    closedir(d);
+}
+
 /* Make sure the index for cell exists; returns its build entry (borrowed). */
 static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
 {
@@ -385,6 +404,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
     rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
+    if (rc || res.interrupted || res.timed_out || res.signaled)
+        remove_build_temps(parent, hash); /* the child could not clean up after itself */
     char reason[1100];
     if (rc) {
         snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
