@@ -591,6 +591,13 @@ static void figures_line(const json_t *r, char *buf, size_t len)
              json_number_value(json_object_get(dev, "reads_per_query")));
 }
 
+/* Report a failure of the run itself (not of a cell); the exit code. */
+static int run_failed(int rc)
+{
+    fprintf(stderr, "annlab run: %s\n", ann_errmsg(rc));
+    return 1;
+}
+
 static void usage_run(FILE *fp)
 {
     fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]\n");
@@ -828,25 +835,35 @@ int harness_run_main(int argc, char **argv)
     static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
     for (size_t i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
-        if ((rc = mkdirs(path)))
-            goto fail;
+        if ((rc = mkdirs(path))) {
+            exit_code = run_failed(rc);
+            goto out;
+        }
     }
-    if ((rc = mkdirs(x.index_root)))
-        goto fail;
+    if ((rc = mkdirs(x.index_root))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     snprintf(path, sizeof path, "%s/config.json", x.out_dir);
-    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path)))
-        goto fail;
+    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     machine = harness_machine_describe(x.index_root);
     json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
                                                       "dir", x.dataset_dir, "checksum", x.ds.checksum,
                                                       "n", (json_int_t)x.ds.n, "dim", (int)x.ds.dim));
     snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path)))
-        goto fail;
+    if ((rc = write_json_atomic(machine, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     char cells_path[4400];
     snprintf(cells_path, sizeof cells_path, "%s/cells.jsonl", x.out_dir);
-    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done)))
-        goto fail;
+    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
 
     /* 4. the sweep */
     x.builds = json_object();
@@ -858,8 +875,10 @@ int harness_run_main(int argc, char **argv)
                         x.cg_ok ? json_pack("{s:i, s:s}", "version", (int)x.cgs.version, "parent", x.cgs.memory_parent)
                                 : json_pack("{s:s}", "unavailable", x.cgs.reason));
     snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path)))
-        goto fail;
+    if ((rc = write_json_atomic(machine, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     x.tty = isatty(2);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);
@@ -900,8 +919,10 @@ int harness_run_main(int argc, char **argv)
             fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, todo, mono_s() - x.t_start, desc,
                     last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
-        if ((rc = run_cell(&x, c, &rec)))
-            goto fail;
+        if ((rc = run_cell(&x, c, &rec))) {
+            exit_code = run_failed(rc);
+            goto out;
+        }
         if (!rec || run_interrupted) {
             json_decref(rec);
             fprintf(stderr, "%sinterrupted; %zu cells recorded.  Resume with:\n  annlab run %s --out %s --resume\n",
@@ -910,8 +931,10 @@ int harness_run_main(int argc, char **argv)
             goto out;
         }
         if ((rc = cells_append(cells_path, rec))) {
-            json_decref(rec);
-            goto fail;
+            json_decref(rec); {
+                exit_code = run_failed(rc);
+                goto out;
+            }
         }
         const char *st = json_string_value(json_object_get(rec, "status"));
         counts[!strcmp(st, "ok") ? 0 : !strcmp(st, "error") ? 1 : !strcmp(st, "timeout") ? 2 : !strcmp(st, "oom") ? 3 : 4]++;
@@ -929,13 +952,17 @@ int harness_run_main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/tables.md", x.out_dir);
     FILE *tf = fopen(path, "we");
     if (!tf) {
-        rc = ann_fail_errno("%s: create", path);
-        goto fail;
+        rc = ann_fail_errno("%s: create", path); {
+            exit_code = run_failed(rc);
+            goto out;
+        }
     }
     rc = harness_tables_render(x.out_dir, tf);
     fclose(tf);
-    if (rc)
-        goto fail;
+    if (rc) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     harness_tables_render(x.out_dir, stdout);
     int made = 0;
     rc = harness_plots_render(x.out_dir, &made);
@@ -944,10 +971,6 @@ int harness_run_main(int argc, char **argv)
     printf("\nresults: %s/cells.jsonl\ntables:  %s/tables.md\nplots:   %s/*.png (%d figures)\n",
            x.out_dir, x.out_dir, x.out_dir, made);
     exit_code = 0;
-    goto out;
-fail:
-    fprintf(stderr, "annlab run: %s\n", ann_errmsg(rc));
-    exit_code = 1;
 out:
     harness_problems_fini(&probs);
     json_decref(cells);
