@@ -15,6 +15,7 @@
 #include "datasets/bundle.h"
 #include "datasets/generate.h"
 #include "datasets/import.h"
+#include "datasets/parquet.h"
 #include "datasets/prepare.h"
 #include "engines/core/status.h"
 
@@ -143,6 +144,8 @@ static int cmd_import(int argc, char **argv)
 {
     ds_import_files f = { 0 };
     int n_vec = 0;
+    const char *parquet[3];
+    size_t n_parquet = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_val = i + 1 < argc;
@@ -172,7 +175,11 @@ static int cmd_import(int argc, char **argv)
                 f.warmup_sample = (uint32_t)v;
         } else if (a[0] == '-')
             return usage_error("import: unknown option or missing value '%s'", a);
-        else if (ends_with(a, ".hdf5") || ends_with(a, ".h5")) {
+        else if (ends_with(a, ".parquet")) {
+            if (n_parquet == 3)
+                return usage_error("import: more than three parquet files ('%s')", a);
+            parquet[n_parquet++] = a;
+        } else if (ends_with(a, ".hdf5") || ends_with(a, ".h5")) {
             if (f.hdf5)
                 return usage_error("import: more than one HDF5 file ('%s')", a);
             f.hdf5 = a;
@@ -190,11 +197,24 @@ static int cmd_import(int argc, char **argv)
             n_vec++;
         } else
             return usage_error("import: '%s': unknown extension (want .hdf5, .fvecs, .bvecs, "
-                               ".ivecs, .fbin, .u8bin, .i8bin, .ibin)",
+                               ".ivecs, .fbin, .u8bin, .i8bin, .ibin, .parquet)",
                                a);
     }
     if (!f.out_dir)
         return usage_error("import: --out DIR is required%s", "");
+    if (n_parquet) {
+        if (f.hdf5 || f.base || f.query || f.gt || f.warmup)
+            return usage_error("import: VectorDBBench parquet files cannot be mixed with other "
+                               "files%s", "");
+        if (!f.metric_set)
+            return usage_error("import: parquet files carry no metric: give --metric l2, ip "
+                               "or cosine%s", "");
+        int rc = ann_import_parquet(parquet, n_parquet, f.out_dir, f.name, f.metric, f.gt_k);
+        if (rc)
+            return fail(rc);
+        printf("imported into %s\n", f.out_dir);
+        return 0;
+    }
     if (f.hdf5 && (f.base || f.query || f.gt))
         return usage_error("import: an .hdf5 file carries base, queries and ground truth; give "
                            "no other files (%s)",

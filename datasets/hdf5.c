@@ -8,6 +8,8 @@
  * float32 (libhdf5 converts float64 files), so a 1M x 960 train set is
  * streamed, never loaded.  Debian's libhdf5 is built without thread
  * safety, so every HDF5 call in this file is serialised by one mutex.
+ * Opening a file turns off libhdf5's automatic error printing for the
+ * process (H5Eset_auto2): failures are reported through ann_fail instead.
  */
 #include "datasets/readers.h"
 

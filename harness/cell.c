@@ -3,7 +3,8 @@
  * DESIGN.md for one cell, in a fresh process.
  *
  *   prepare   cold: open the index, then evict its files from the page cache
- *             (harness_evict_dir records what the kernel allowed);
+ *             (cgroups/evict.h: fadvise, global drop when permitted, then
+ *             residency verified with mincore; the report is recorded);
  *             warm: read the index files once, open, run warm-up queries
  *             from warmup.fbin (never the test queries).
  *   latency   one thread, one query at a time, CLOCK_MONOTONIC around each
@@ -28,9 +29,14 @@
 #include "engines/engine.h"
 #include "datasets/bundle.h"
 #include "harness/measure.h"
+#include "cgroups/cgroup.h"
+#include "cgroups/devstat.h"
+#include "cgroups/evict.h"
 #include "harness/metrics.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <sched.h>
@@ -159,7 +165,38 @@ typedef struct cell_state {
     float *dists;
     uint64_t *lat_ns;
     double *rep_p[6], *rep_qps;
+    cg_group *cg; /* this process's own group when capped (attached, not owned) */
 } cell_state;
+
+/* Resident bytes of every file under dir (cgroups/evict.h's mincore). */
+static int resident_dir_bytes(const char *dir, uint64_t *resident, uint64_t *total, uint64_t *files)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return ann_fail_errno("%s: opendir", dir);
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = resident_dir_bytes(path, resident, total, files);
+        } else if (S_ISREG(st.st_mode)) {
+            uint64_t r = 0, b = 0;
+            rc = evict_residency(path, &r, &b);
+            *resident += r;
+            *total += b;
+            (*files)++;
+        }
+    }
+    closedir(d);
+    return rc;
+}
 
 static void cell_state_fini(cell_state *s)
 {
@@ -170,6 +207,7 @@ static void cell_state_fini(cell_state *s)
     if (s->ops && s->eng)
         s->ops->close(s->eng);
     ann_bundle_close(&s->ds);
+    cg_group_destroy(s->cg);
     free(s->queries);
     free(s->warmup);
     ann_gt_free(&s->gt);
@@ -227,6 +265,15 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     json_error_t jerr;
     cell_state s = { 0 };
     json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL;
+    /* a capped cell starts only once the runner has moved it into its group */
+    const char *gate_fd = getenv("ANNLAB_CG_GATE_FD");
+    if (gate_fd) {
+        unsetenv("ANNLAB_CG_GATE_FD");
+        if (cg_gate_wait_fd(atoi(gate_fd)) != 0) {
+            fprintf(stderr, "annlab cell: not started: its memory cgroup was not set up\n");
+            return 1;
+        }
+    }
     json_t *spec = json_load_file(spec_path, 0, &jerr);
     if (!spec) {
         fprintf(stderr, "annlab cell: %s: %s\n", spec_path, jerr.text);
@@ -275,12 +322,20 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         rc = ann_fail(-ENOMEM, "cell: no memory for %u queries", nq);
         goto out;
     }
-    harness_dev dev;
-    harness_dev_resolve(index_dir, &dev);
+    devstat_dev dev;
+    int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
+    evict_params ep = evict_params_default();
+    ep.drop_caches = drop;
+    /* under a memory cap this process sits in its own group: read its counters */
+    cg_system cgs;
+    int capped = !json_is_null(json_object_get(cell, "memory_cap_bytes"));
+    if (capped && cg_detect(NULL, &cgs) == 0 && cg_group_open_self(&cgs, &s.cg) != 0)
+        s.cg = NULL;
 
     /* prepare: warm reads the files before opening, cold evicts after */
-    uint64_t warm_bytes = 0;
-    if (!cold && (rc = harness_warm_dir(index_dir, &warm_bytes)))
+    evict_report prep;
+    memset(&prep, 0, sizeof prep);
+    if (!cold && (rc = evict_warm_dir(index_dir, &prep)))
         goto out;
     rc = s.ops->open(index_dir, json_object_get(cell, "open"), &s.eng);
     if (rc) {
@@ -309,27 +364,36 @@ int harness_cell_main(const char *spec_path, const char *out_path)
                 goto out;
             }
         }
-        warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache", (json_int_t)warm_bytes,
+        warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache", (json_int_t)prep.preload_bytes,
                          "warmup_queries", (int)n_warm, "warmup_source",
                          s.ds.n_warmup ? "warmup.fbin" : "none (dataset has no warmup.fbin)");
-    } else if ((rc = harness_evict_dir(index_dir, drop, &evict))) {
+    } else if ((rc = evict_cold_dir(index_dir, &ep, &prep))) {
         goto out;
     }
-    uint64_t res_before = 0, res_total = 0;
-    harness_resident_bytes(index_dir, &res_before, &res_total);
+    evict = evict_report_json(&prep);
+    /* what is resident as the measured phase starts (warm-up queries included) */
+    uint64_t res_now = 0, res_files = 0, res_total = 0;
+    rc = resident_dir_bytes(index_dir, &res_now, &res_total, &res_files);
+    if (rc)
+        goto out;
 
     /* latency passes */
     int rss_reset_rc = harness_rss_reset();
-    uint64_t dev_r0 = 0, dev_b0 = 0, dev_r1 = 0, dev_b1 = 0, pio_b0 = 0, pio_c0 = 0, pio_b1 = 0, pio_c1 = 0;
-    int dev_ok = harness_dev_read(&dev, &dev_r0, &dev_b0) == 0;
-    harness_proc_io(&pio_b0, &pio_c0);
+    int cg_peak_reset = s.cg ? cg_group_reset_peak(s.cg) == 0 : 0;
+    cg_counters cg0, cg1;
+    memset(&cg0, 0, sizeof cg0);
+    memset(&cg1, 0, sizeof cg1);
+    if (s.cg)
+        cg_group_read(s.cg, dev_ok ? devstat_devt(&dev) : 0, &cg0);
+    devstat_sample ds0, ds1;
+    if ((rc = devstat_sample_take(dev_ok ? &dev : NULL, 0, &ds0)))
+        goto out;
     ann_stats sum = { 0 };
     for (uint32_t r = 0; r < reps; r++) {
         if (cold && r > 0) {
-            json_t *again = NULL;
-            if ((rc = harness_evict_dir(index_dir, drop, &again)))
+            evict_report again;
+            if ((rc = evict_cold_dir(index_dir, &ep, &again)))
                 goto out;
-            json_decref(again);
         }
         for (uint32_t q = 0; q < nq; q++) {
             memset(&st, 0, sizeof st);
@@ -368,9 +432,10 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         s.rep_p[4][r] = lat.mean;
         s.rep_p[5][r] = lat.max;
     }
-    if (dev_ok)
-        dev_ok = harness_dev_read(&dev, &dev_r1, &dev_b1) == 0;
-    harness_proc_io(&pio_b1, &pio_c1);
+    if ((rc = devstat_sample_take(dev_ok ? &dev : NULL, 0, &ds1)))
+        goto out;
+    if (s.cg)
+        cg_group_read(s.cg, dev_ok ? devstat_devt(&dev) : 0, &cg1);
 
     /* QPS passes */
     qps_shared sh = { .ops = s.ops, .ctxs = s.ctxs, .queries = s.queries, .nq = nq, .dim = dim,
@@ -380,10 +445,11 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     int pinned = 0;
     for (uint32_t r = 0; r < reps; r++) {
         if (cold) {
-            json_decref(qps_evict);
-            qps_evict = NULL;
-            if ((rc = harness_evict_dir(index_dir, drop, &qps_evict)))
+            evict_report again;
+            if ((rc = evict_cold_dir(index_dir, &ep, &again)))
                 goto out;
+            json_decref(qps_evict);
+            qps_evict = evict_report_json(&again);
         }
         /* one pass first; warm runs more until qps_min_seconds is reached */
         double qps = 0, w = 0;
@@ -419,6 +485,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         goto out;
 
     double n = (double)nq, nall = (double)nq * reps;
+    (void)res_files;
     result = json_object();
     json_object_set_new(result, "recall", json_real(rout.recall));
     json_object_set_new(result, "recall_plain", json_real(rout.recall_plain));
@@ -442,22 +509,40 @@ int harness_cell_main(const char *spec_path, const char *out_path)
                   sum.bytes_read / n, "hops", sum.hops / n, "full_dists", sum.full_dists / n,
                   "code_dists", sum.code_dists / n, "cache_hits", sum.cache_hits / n, "io_wait_ns",
                   sum.io_wait_ns / n, "cpu_ns", sum.cpu_ns / n));
-    json_t *devj = json_pack("{s:s, s:f, s:f}", "source", dev.source, "process_read_bytes_per_query",
-                             (double)(pio_b1 - pio_b0) / nall, "process_read_syscalls_per_query",
-                             (double)(pio_c1 - pio_c0) / nall);
-    json_object_set_new(devj, "reads_per_query", dev_ok ? json_real((double)(dev_r1 - dev_r0) / nall) : json_null());
-    json_object_set_new(devj, "bytes_per_query", dev_ok ? json_real((double)(dev_b1 - dev_b0) / nall) : json_null());
-    json_object_set_new(devj, "scope", json_string("whole device during the latency passes (other processes' I/O included)"));
+    devstat_delta dd;
+    devstat_diff(&ds0, &ds1, &dd);
+    char source[400];
+    if (dev_ok)
+        snprintf(source, sizeof source, "device %s (%s), whole disk during the latency passes",
+                 dev.name, dev.chain[0] ? dev.chain : dev.stat_path);
+    else
+        snprintf(source, sizeof source, "unavailable: %s", dev.reason);
+    json_t *devj = devstat_delta_json(&dd, (uint64_t)nall, source);
+    if (s.cg && cg0.io_known && cg1.io_known)
+        json_object_set_new(devj, "cgroup",
+                            json_pack("{s:f, s:f}", "reads_per_query",
+                                      (double)(cg1.read_ios - cg0.read_ios) / nall, "bytes_per_query",
+                                      (double)(cg1.read_bytes - cg0.read_bytes) / nall));
     json_object_set_new(result, "device", devj);
-    json_t *memj = json_pack("{s:I, s:I, s:I, s:n}", "peak_rss_bytes", (json_int_t)mem.peak_rss_bytes,
+    json_t *memj = json_pack("{s:I, s:I, s:I}", "peak_rss_bytes", (json_int_t)mem.peak_rss_bytes,
                              "peak_anon_bytes", (json_int_t)mem.anon_bytes, "peak_file_bytes",
-                             (json_int_t)mem.file_bytes, "cgroup_peak_bytes");
+                             (json_int_t)mem.file_bytes);
+    cg_counters cg2;
+    memset(&cg2, 0, sizeof cg2);
+    if (s.cg)
+        cg_group_read(s.cg, 0, &cg2);
+    json_object_set_new(memj, "cgroup_peak_bytes",
+                        s.cg && cg2.peak_known ? json_integer((json_int_t)cg2.peak_bytes) : json_null());
+    if (s.cg)
+        json_object_set_new(memj, "cgroup_peak_scope",
+                            json_string(cg_peak_reset ? "measured phase (peak reset before it)"
+                                                      : "whole cell (the kernel refused a peak reset)"));
     json_object_set_new(memj, "peak_reset",
                         json_string(rss_reset_rc == 0 ? "clear_refs" : "refused: peak covers the whole process"));
     json_object_set_new(memj, "anon_file_split", json_string("RssAnon/RssFile at the end of the measured phase"));
     json_object_set_new(result, "memory", memj);
-    json_t *ce = cold ? json_incref(evict) : json_pack("{s:s}", "method", "none (warm)");
-    json_object_set_new(ce, "index_resident_bytes_at_start", json_integer((json_int_t)res_before));
+    json_t *ce = json_incref(evict);
+    json_object_set_new(ce, "resident_at_measure_start_bytes", json_integer((json_int_t)res_now));
     json_object_set_new(ce, "index_bytes", json_integer((json_int_t)res_total));
     if (qps_evict)
         json_object_set_new(ce, "before_qps", json_incref(qps_evict));

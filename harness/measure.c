@@ -1,15 +1,11 @@
 /*
- * measure.c: page-cache eviction and residency, process memory, device and
- * process I/O counters, thread pinning and the machine description.
- *
- * Eviction follows DESIGN.md's cold protocol: fsync (DONTNEED cannot drop
- * dirty pages), posix_fadvise(DONTNEED) on each file, a global drop of
- * caches when the kernel permits it, then mincore over a fresh mapping of
- * each file to report how much remains resident, since DONTNEED is advice
- * and pages mapped by another process stay.
+ * measure.c: process memory (peak RSS of a phase), thread pinning and the
+ * machine description.  Page-cache eviction, residency and device counters
+ * are cgroups/'s (evict.h, devstat.h).
  */
 #include "harness/measure.h"
 
+#include "cgroups/devstat.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 
@@ -27,148 +23,6 @@
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-
-typedef int (*file_fn)(const char *path, const struct stat *st, void *user);
-
-/* Apply fn to each regular file under dir, recursively. */
-static int walk_files(const char *dir, file_fn fn, void *user)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return ann_fail_errno("%s: opendir", dir);
-    int rc = 0;
-    struct dirent *e;
-    while (!rc && (e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            rc = walk_files(path, fn, user);
-        else if (S_ISREG(st.st_mode))
-            rc = fn(path, &st, user);
-    }
-    closedir(d);
-    return rc;
-}
-
-typedef struct evict_acc {
-    uint64_t files, bytes, resident, advise_failed;
-} evict_acc;
-
-static int evict_one(const char *path, const struct stat *st, void *user)
-{
-    evict_acc *a = user;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open for eviction", path);
-    fsync(fd); /* read-only files may refuse; DONTNEED still drops clean pages */
-    if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
-        a->advise_failed++;
-    close(fd);
-    a->files++;
-    a->bytes += (uint64_t)st->st_size;
-    return 0;
-}
-
-static int resident_one(const char *path, const struct stat *st, void *user)
-{
-    evict_acc *a = user;
-    a->files++;
-    a->bytes += (uint64_t)st->st_size;
-    if (st->st_size == 0)
-        return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open for mincore", path);
-    int rc = 0;
-    long page = sysconf(_SC_PAGESIZE);
-    size_t len = (size_t)st->st_size;
-    size_t pages = (len + (size_t)page - 1) / (size_t)page;
-    unsigned char *vec = malloc(pages);
-    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
-    if (!vec || map == MAP_FAILED) {
-        rc = vec ? ann_fail_errno("%s: mmap for mincore", path) : ann_fail(-ENOMEM, "mincore: no memory");
-        goto out;
-    }
-    if (mincore(map, len, vec) != 0) {
-        rc = ann_fail_errno("%s: mincore", path);
-        goto out;
-    }
-    for (size_t i = 0; i < pages; i++)
-        if (vec[i] & 1)
-            a->resident += (uint64_t)page;
-out:
-    if (map != MAP_FAILED)
-        munmap(map, len);
-    free(vec);
-    close(fd);
-    return rc;
-}
-
-int harness_resident_bytes(const char *dir, uint64_t *resident, uint64_t *total)
-{
-    evict_acc a = { 0 };
-    int rc = walk_files(dir, resident_one, &a);
-    *resident = a.resident;
-    *total = a.bytes;
-    return rc;
-}
-
-int harness_evict_dir(const char *dir, int drop_global, json_t **report)
-{
-    evict_acc a = { 0 };
-    int rc = walk_files(dir, evict_one, &a);
-    if (rc)
-        return rc;
-    char drop[256] = "not requested";
-    if (drop_global) {
-        sync();
-        int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write(fd, "1", 1) != 1)
-            snprintf(drop, sizeof drop, "not permitted: %s", strerror(errno));
-        else
-            snprintf(drop, sizeof drop, "done");
-        if (fd >= 0)
-            close(fd);
-    }
-    uint64_t resident = 0, total = 0;
-    rc = harness_resident_bytes(dir, &resident, &total);
-    if (rc)
-        return rc;
-    *report = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s}", "method",
-                        a.advise_failed ? "fsync+fadvise(DONTNEED) (advice refused on some files)"
-                                        : "fsync+fadvise(DONTNEED)",
-                        "files", (json_int_t)a.files, "bytes", (json_int_t)a.bytes,
-                        "resident_bytes_after", (json_int_t)resident, "advise_failed",
-                        (json_int_t)a.advise_failed, "drop_caches", drop);
-    return *report ? 0 : ann_fail(-ENOMEM, "eviction report: no memory");
-}
-
-static int warm_one(const char *path, const struct stat *st, void *user)
-{
-    (void)st;
-    uint64_t *bytes = user;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open for warming", path);
-    static __thread char buf[1 << 20];
-    ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0)
-        *bytes += (uint64_t)r;
-    int rc = r < 0 ? ann_fail_errno("%s: read", path) : 0;
-    close(fd);
-    return rc;
-}
-
-int harness_warm_dir(const char *dir, uint64_t *bytes)
-{
-    *bytes = 0;
-    return walk_files(dir, warm_one, bytes);
-}
 
 int harness_rss_reset(void)
 {
@@ -195,75 +49,6 @@ int harness_mem_read(harness_mem *m)
             m->anon_bytes = kb * 1024;
         else if (sscanf(line, "RssFile: %llu kB", &kb) == 1)
             m->file_bytes = kb * 1024;
-    }
-    fclose(f);
-    return 0;
-}
-
-int harness_dev_resolve(const char *path, harness_dev *dev)
-{
-    memset(dev, 0, sizeof *dev);
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(dev->source, sizeof dev->source, "unavailable: %s: %s", path, strerror(errno));
-        return 0;
-    }
-    unsigned maj = major(st.st_dev), min = minor(st.st_dev);
-    char sys[128], real[PATH_MAX];
-    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", maj, min);
-    if (!realpath(sys, real)) {
-        snprintf(dev->source, sizeof dev->source, "unavailable: %u:%u is not a block device", maj,
-                 min);
-        return 0;
-    }
-    char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s/partition", real);
-    if (access(probe, F_OK) == 0) { /* a partition: its disk is the parent directory */
-        char *slash = strrchr(real, '/');
-        if (slash)
-            *slash = '\0';
-    }
-    const char *base = strrchr(real, '/');
-    snprintf(dev->name, sizeof dev->name, "%s", base ? base + 1 : real);
-    snprintf(dev->source, sizeof dev->source, "/sys/block/%s/stat", dev->name);
-    dev->ok = access(dev->source, R_OK) == 0;
-    if (!dev->ok)
-        snprintf(dev->source, sizeof dev->source, "unavailable: /sys/block/%s/stat unreadable",
-                 dev->name);
-    return 0;
-}
-
-int harness_dev_read(const harness_dev *dev, uint64_t *reads, uint64_t *bytes)
-{
-    *reads = *bytes = 0;
-    if (!dev->ok)
-        return ANN_EUNSUPPORTED;
-    FILE *f = fopen(dev->source, "re");
-    if (!f)
-        return ann_fail_errno("%s: open", dev->source);
-    unsigned long long r = 0, merged = 0, sectors = 0;
-    int n = fscanf(f, "%llu %llu %llu", &r, &merged, &sectors);
-    fclose(f);
-    if (n != 3)
-        return ann_fail(ANN_EFORMAT, "%s: unexpected format", dev->source);
-    *reads = r;
-    *bytes = sectors * 512;
-    return 0;
-}
-
-int harness_proc_io(uint64_t *read_bytes, uint64_t *syscr)
-{
-    *read_bytes = *syscr = 0;
-    FILE *f = fopen("/proc/self/io", "re");
-    if (!f)
-        return -errno;
-    char line[128];
-    unsigned long long v;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "read_bytes: %llu", &v) == 1)
-            *read_bytes = v;
-        else if (sscanf(line, "syscr: %llu", &v) == 1)
-            *syscr = v;
     }
     fclose(f);
     return 0;
@@ -354,10 +139,10 @@ json_t *harness_machine_describe(const char *index_dir)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     json_object_set_new(m, "memory_bytes", json_integer((json_int_t)pages * page));
     if (index_dir) {
-        harness_dev dev;
-        harness_dev_resolve(index_dir, &dev);
+        devstat_dev dev;
+        int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
         char path[256], model[256] = "", rot[16] = "";
-        if (dev.ok) {
+        if (dev_ok) {
             snprintf(path, sizeof path, "/sys/block/%s/device/model", dev.name);
             read_line(path, model, sizeof model);
             snprintf(path, sizeof path, "/sys/block/%s/queue/rotational", dev.name);
@@ -366,10 +151,10 @@ json_t *harness_machine_describe(const char *index_dir)
         char fs[64];
         fs_type(index_dir, fs, sizeof fs);
         json_object_set_new(m, "disk",
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "device", dev.ok ? dev.name : "",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "device", dev_ok ? dev.name : "",
                                       "model", model[0] ? model : "unknown", "rotational",
-                                      rot[0] ? rot : "unknown", "stat_source", dev.source,
-                                      "filesystem", fs));
+                                      rot[0] ? rot : "unknown", "stat_source",
+                                      dev_ok ? dev.stat_path : dev.reason, "filesystem", fs));
     }
     /* the commit of the source tree the binary was built in (build/annlab -> ..) */
     char exe[PATH_MAX], cmd[PATH_MAX + 200];

@@ -21,6 +21,8 @@
 #include "datasets/bundle.h"
 #include "datasets/prepare.h"
 #include "harness/measure.h"
+#include "cgroups/cgroup.h"
+#include "cgroups/devstat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -166,26 +168,54 @@ static int cells_append(const char *path, const json_t *rec)
 
 typedef struct child_result {
     int exited, code, signaled, sig, timed_out, interrupted;
+    int wait_status;
     double seconds;
 } child_result;
+
+/* A memory-capped child: the group it runs in and what it counted. */
+typedef struct child_cg {
+    const cg_system *sys;
+    uint64_t cap_bytes;
+    char name[64];       /* group name */
+    dev_t dev;           /* disk whose reads the group counts (0 = all) */
+    int setup_failed;    /* the child was told to quit: reason in reason[] */
+    char reason[600];
+    cg_counters counters;
+    cg_outcome outcome;
+} child_cg;
 
 /*
  * Run argv in a child in its own process group with stdout and stderr to
  * log_path; wait for it, killing the group after timeout_s or on Ctrl-C.
  */
-static int child_run(char *const argv[], const char *log_path, double timeout_s, child_result *res)
+static int child_run(char *const argv[], const char *log_path, double timeout_s, child_cg *cg,
+                     child_result *res)
 {
     memset(res, 0, sizeof *res);
+    cg_gate gate = { { -1, -1 } };
+    cg_group *group = NULL;
     int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log_fd < 0)
         return ann_fail_errno("%s: create", log_path);
+    if (cg && cg_gate_init(&gate) != 0) {
+        close(log_fd);
+        return ann_fail_errno("cgroup gate");
+    }
     double t0 = mono_s();
     pid_t pid = fork();
     if (pid < 0) {
         close(log_fd);
+        cg_gate_fini(&gate);
         return ann_fail_errno("fork");
     }
     if (pid == 0) {
+        if (cg) {
+            /* the cell waits on this descriptor until it is in its group */
+            char fdbuf[16];
+            fcntl(gate.fds[0], F_SETFD, 0);
+            snprintf(fdbuf, sizeof fdbuf, "%d", gate.fds[0]);
+            setenv("ANNLAB_CG_GATE_FD", fdbuf, 1);
+        }
         setpgid(0, 0);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
@@ -197,6 +227,17 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     }
     close(log_fd);
     setpgid(pid, pid);
+    if (cg) {
+        int rc = cg_group_create(cg->sys, cg->name, cg->cap_bytes, &group);
+        if (!rc)
+            rc = cg_group_add_pid(group, pid);
+        if (rc) {
+            cg->setup_failed = 1;
+            snprintf(cg->reason, sizeof cg->reason, "memory cap not applied: %s", ann_errmsg(rc));
+        }
+        cg_gate_release(&gate, rc == 0);
+        cg_gate_fini(&gate);
+    }
     int status = 0, killed = 0;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -219,6 +260,12 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     if (killed)
         kill(-pid, SIGKILL); /* anything the child left in its group */
     res->seconds = mono_s() - t0;
+    res->wait_status = status;
+    if (group) {
+        cg_group_read(group, cg->dev, &cg->counters);
+        cg_classify(status, &cg->counters, &cg->outcome);
+        cg_group_destroy(group);
+    }
     res->exited = WIFEXITED(status);
     res->code = res->exited ? WEXITSTATUS(status) : -1;
     res->signaled = WIFSIGNALED(status);
@@ -268,6 +315,9 @@ typedef struct run_ctx {
     json_t *builds; /* hash -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
     int tty;
     double t_start;
+    cg_system cgs;   /* memory caps: usable when cg_ok */
+    int cg_ok;
+    dev_t index_dev; /* disk of the index root, for cgroup read counters */
 } run_ctx;
 
 static const char *signame(int sig)
@@ -334,7 +384,7 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         fprintf(stderr, "building %s index %s\n", engine, hash);
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
-    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), &res);
+    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
     char reason[1100];
     if (rc) {
         snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
@@ -394,10 +444,12 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     *rec = NULL;
     const char *id = json_string_value(json_object_get(cell, "id"));
     json_t *r = NULL;
-    if (!json_is_null(json_object_get(cell, "memory_cap_bytes"))) {
+    int capped = !json_is_null(json_object_get(cell, "memory_cap_bytes"));
+    if (capped && !x->cg_ok) {
+        /* never run uncapped in place of a capped cell */
         r = record_empty(cell);
         json_object_set_new(r, "status", json_string("skipped"));
-        json_object_set_new(r, "reason", json_string("memory caps need cgroups/ (not built yet)"));
+        json_object_set_new(r, "reason", json_sprintf("memory caps unavailable here: %s", x->cgs.reason));
         goto done;
     }
     json_t *b = ensure_build(x, cell);
@@ -432,8 +484,14 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     char *argv_plain[] = { x->exe, "cell", spec_path, out_path, NULL };
     char *argv_wrap[] = { (char *)wrapper, x->exe, "cell", spec_path, out_path, NULL };
     child_result res;
+    child_cg cg = { .sys = &x->cgs, .dev = x->index_dev };
+    if (capped) {
+        cg.cap_bytes = (uint64_t)json_integer_value(json_object_get(cell, "memory_cap_bytes"));
+        snprintf(cg.name, sizeof cg.name, "annlab-%s-%d", id, (int)getpid());
+    }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
-    rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s, &res);
+    rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
+                   capped ? &cg : NULL, &res);
     if (rc)
         return rc;
     if (res.interrupted)
@@ -443,14 +501,19 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     const char *status = "ok";
     json_error_t jerr;
     json_t *figures = NULL;
-    if (res.timed_out) {
+    if (capped && cg.setup_failed) {
+        status = "error";
+        snprintf(reason, sizeof reason, "%s", cg.reason);
+    } else if (res.timed_out) {
         status = "timeout";
         snprintf(reason, sizeof reason, "exceeded timeout_s=%g", timeout_s);
+    } else if (capped && cg.outcome.status == CG_OOM) {
+        status = "oom";
+        snprintf(reason, sizeof reason, "%s", cg.outcome.reason);
     } else if (res.signaled) {
-        int capped = !json_is_null(json_object_get(cell, "memory_cap_bytes"));
-        status = res.sig == SIGKILL && capped ? "oom" : "error";
+        status = "error";
         snprintf(reason, sizeof reason, "cell process killed by SIG%s%s", signame(res.sig),
-                 res.sig == SIGKILL ? " (not by the harness: the OOM killer or another process)" : "");
+                 res.sig == SIGKILL ? " (not by the harness)" : "");
     } else if (res.code != 0) {
         char tail[1024];
         log_tail(log_path, tail, sizeof tail);
@@ -468,6 +531,8 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(r, "status", json_string(status));
     json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(r, "cell_seconds", json_real(res.seconds));
+    if (capped && !cg.setup_failed)
+        json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
     set_index_fields(r, b);
 done:
     json_object_set_new(r, "k", json_integer(harness_cfg_int(x->cfg, "k")));
@@ -543,7 +608,7 @@ static int prepare_dataset(run_ctx *x, const char *name, const char *root)
     snprintf(log_path, sizeof log_path, "%s/.prepare-%s.log", root, name);
     char *argv[] = { x->exe, "dataset", "prepare", (char *)name, "--root", (char *)root, NULL };
     child_result res;
-    rc = child_run(argv, log_path, 1e7, &res);
+    rc = child_run(argv, log_path, 1e7, NULL, &res);
     if (rc)
         return rc;
     if (res.interrupted)
@@ -745,6 +810,16 @@ int harness_run_main(int argc, char **argv)
 
     /* 4. the sweep */
     x.builds = json_object();
+    x.cg_ok = cg_detect(NULL, &x.cgs) == 0;
+    devstat_dev idev;
+    if (devstat_resolve(x.index_root, NULL, &idev) == 0)
+        x.index_dev = devstat_devt(&idev);
+    json_object_set_new(machine, "cgroup",
+                        x.cg_ok ? json_pack("{s:i, s:s}", "version", (int)x.cgs.version, "parent", x.cgs.memory_parent)
+                                : json_pack("{s:s}", "unavailable", x.cgs.reason));
+    snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
+    if ((rc = write_json_atomic(machine, path)))
+        goto fail;
     x.tty = isatty(2);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);

@@ -177,9 +177,10 @@ int harness_tables_render(const char *run_dir, FILE *fp)
                 "percentile. QPS: warm, the largest thread count run. Device reads: whole device "
                 "during the latency pass, per query.\n\n");
     fprintf(fp, "| engine | build | open | search | recall@%lld | cold p50 (us) | cold p99 (us) | "
-                "warm p50 (us) | warm p99 (us) | QPS | threads | dev reads/q cold | dev reads/q warm | engine reads/q |\n",
+                "warm p50 (us) | warm p99 (us) | QPS | threads | dev reads/q cold | dev reads/q warm | "
+                "dev KiB/q cold | dev KiB/q warm | engine reads/q |\n",
             k);
-    fprintf(fp, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    fprintf(fp, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     json_t *keys = rows(cells, 0, 0, is_uncapped_ok);
     size_t i;
     json_t *kv;
@@ -190,7 +191,7 @@ int harness_tables_render(const char *run_dir, FILE *fp)
         const json_t *q = find(cells, key, 0, 0, "warm", is_uncapped_ok, 1);
         if (!q)
             q = find(cells, key, 0, 0, "cold", is_uncapped_ok, 1);
-        char r[32], c50[32], c99[32], w50[32], w99[32], qps[32], dc[32], dw[32], er[32];
+        char r[32], c50[32], c99[32], w50[32], w99[32], qps[32], dc[32], dw[32], er[32], bc[32], bw[32];
         fmt(r, sizeof r, num(any, "recall", NULL), "%.3f", 1);
         fmt(c50, sizeof c50, num(cold, "latency_us", "p50"), "%.0f", 1);
         fmt(c99, sizeof c99, num(cold, "latency_us", "p99"), "%.0f", 1);
@@ -200,12 +201,15 @@ int harness_tables_render(const char *run_dir, FILE *fp)
         fmt(dc, sizeof dc, num(cold, "device", "reads_per_query"), "%.2f", 1);
         fmt(dw, sizeof dw, num(warm, "device", "reads_per_query"), "%.2f", 1);
         fmt(er, sizeof er, num(any, "engine_stats", "reads"), "%.2f", 1);
+        fmt(bc, sizeof bc, num(cold, "device", "bytes_per_query"), "%.1f", 1.0 / 1024);
+        fmt(bw, sizeof bw, num(warm, "device", "bytes_per_query"), "%.1f", 1.0 / 1024);
         engine_cols(fp, any);
-        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %lld | %s | %s | %s |\n", r, c50, c99, w50, w99,
-                qps, q ? (long long)json_integer_value(json_object_get(q, "threads")) : 0LL, dc, dw, er);
+        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", r, c50, c99, w50,
+                w99, qps, q ? (long long)json_integer_value(json_object_get(q, "threads")) : 0LL, dc, dw,
+                bc, bw, er);
     }
     if (json_array_size(keys) == 0)
-        fprintf(fp, "| (no finished uncapped cells) |||||||||||||\n");
+        fprintf(fp, "| (no finished uncapped cells) |||||||||||||||\n");
     json_decref(keys);
 
     /* (b) */

@@ -271,6 +271,7 @@ static void test_verify_catches_tampering(void **state)
     char want[4300];
     snprintf(want, sizeof want, "%s: sha256 sha256:", p);
     assert_msg(ann_bundle_verify(d, 100, &rep), want);
+    json_decref(rep);
     assert_msg(ann_bundle_verify(d, 100, &rep), "differs from manifest.json");
     assert_string_equal(json_string_value(json_object_get(rep, "verdict")), "fail");
     json_decref(rep);

@@ -14,6 +14,9 @@
 //                --train and --test.  Alone, the file is only checked (shape,
 //                ids parse as non-negative integers) and summarised.
 //   --metric cosine normalises base and query rows to unit length.
+//   --own-offset-index  build the page index from the page headers even where
+//                the file has one, and check it against the file's (a test of
+//                the fallback path on real files).
 //
 // Prints one JSON summary line on stdout.  Exit 0 on success, 1 on bad input
 // (the message names the file, row and field), 2 on usage errors.
@@ -32,7 +35,7 @@
 
 import fs from 'node:fs'
 import path from 'node:path'
-import { parquetMetadataAsync, parquetRead, parquetSchema, snappyUncompress } from 'hyparquet'
+import { parquetMetadataAsync, parquetRead, parquetSchema, readOffsetIndex, snappyUncompress } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
 
 const DEFAULT_WINDOW_ROWS = 8192
@@ -44,14 +47,15 @@ const fail = (msg) => { throw new InputError(msg) }
 // ---- command line -------------------------------------------------------
 
 function parseArgs(argv) {
-  const opts = { window: DEFAULT_WINDOW_ROWS, metric: 'l2' }
+  const opts = { window: DEFAULT_WINDOW_ROWS, metric: 'l2', own_offset_index: false }
   const valued = new Set(['--out', '--metric', '--train', '--test', '--neighbors', '--gt-k', '--window'])
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--help' || a === '-h') { opts.help = true; continue }
+    if (a === '--own-offset-index') { opts.own_offset_index = true; continue }
     if (!valued.has(a)) throw new UsageError(`unknown argument ${a}`)
     if (i + 1 >= argv.length) throw new UsageError(`${a}: missing value`)
-    opts[a.slice(2).replace('-', '_')] = argv[++i]
+    opts[a.slice(2).replaceAll('-', '_')] = argv[++i]
   }
   if (opts.help) return opts
   if (!['l2', 'ip', 'cosine'].includes(opts.metric)) throw new UsageError(`--metric: '${opts.metric}' is not l2, ip or cosine`)
@@ -290,7 +294,16 @@ function buildPageLocations(fb, meta, maxRep) {
   return { locations, rows: row }
 }
 
-async function openParquet(p, needed) {
+// The file's own offset index of a chunk, as PageLocations with numbers.
+function fileOffsetIndex(fb, chunk) {
+  const start = Number(chunk.offset_index_offset)
+  const bytes = fb.slice(start, start + chunk.offset_index_length)
+  return readOffsetIndex({ view: new DataView(bytes), offset: 0 }).page_locations.map(l => ({
+    offset: Number(l.offset), compressed_page_size: l.compressed_page_size, first_row_index: Number(l.first_row_index),
+  }))
+}
+
+async function openParquet(p, needed, ownIndex = false) {
   if (!fs.existsSync(p)) fail(`${p}: no such file`)
   const fb = new FileBuffer(p)
   let metadata
@@ -306,9 +319,18 @@ async function openParquet(p, needed) {
   for (const [g, rg] of metadata.row_groups.entries()) {
     for (const chunk of rg.columns) {
       const meta = chunk.meta_data
-      if (!needed.includes(meta.path_in_schema[0]) || (chunk.offset_index_offset && chunk.offset_index_length)) continue
+      const hasIndex = !!(chunk.offset_index_offset && chunk.offset_index_length)
+      if (!needed.includes(meta.path_in_schema[0]) || (hasIndex && !ownIndex)) continue
+      const column = meta.path_in_schema.join('.')
       const { locations, rows } = buildPageLocations(fb, meta, maxRepetitionLevel(schemaTree, meta.path_in_schema))
-      if (rows !== Number(rg.num_rows)) fail(`${p}: row group ${g} column ${meta.path_in_schema.join('.')} has ${rows} rows in its pages but ${rg.num_rows} in the footer`)
+      if (rows !== Number(rg.num_rows)) fail(`${p}: row group ${g} column ${column} has ${rows} rows in its pages but ${rg.num_rows} in the footer`)
+      if (hasIndex) {
+        const theirs = fileOffsetIndex(fb, chunk)
+        const same = theirs.length === locations.length && theirs.every((l, i) =>
+          l.offset === locations[i].offset && l.compressed_page_size === locations[i].compressed_page_size &&
+          l.first_row_index === locations[i].first_row_index)
+        if (!same) fail(`${p}: row group ${g} column ${column}: the page index built from page headers (${locations.length} pages) differs from the file's (${theirs.length} pages)`)
+      }
       const bytes = encodeOffsetIndex(locations)
       chunk.offset_index_offset = BigInt(fb.appendVirtual(bytes))
       chunk.offset_index_length = bytes.length
@@ -359,12 +381,12 @@ class AtomicFile {
     this.pos += buf.length
   }
   pwrite(buf, at) { fs.writeSync(this.fd, buf, 0, buf.length, at) }
-  finish() {
+  close() {
     fs.fsyncSync(this.fd)
     fs.closeSync(this.fd)
     this.fd = -1
-    fs.renameSync(this.tmp, this.path)
   }
+  commit() { fs.renameSync(this.tmp, this.path) }
   abort() {
     if (this.fd >= 0) fs.closeSync(this.fd)
     this.fd = -1
@@ -372,9 +394,12 @@ class AtomicFile {
   }
 }
 
+// Outputs are renamed into place only when every input has converted, so a
+// failure in a later file leaves none of the earlier ones behind.
 const pending = new Set()
 function atomic(p) { const f = new AtomicFile(p); pending.add(f); return f }
-function done(f) { f.finish(); pending.delete(f) }
+function done(f) { f.close() }
+function commitAll() { for (const f of pending) f.commit(); pending.clear() }
 
 // A column of integer ids (INT32/INT64, bigint or number) as a JS number.
 function toId(v, where) {
@@ -387,8 +412,8 @@ function toId(v, where) {
 }
 
 // Convert `emb` rows of one file to DIR/<stem>.fbin and DIR/<stem>_ids.i64bin.
-async function convertVectors(file, outDir, stem, metric, windowRows) {
-  const pq = await openParquet(file, ['id', 'emb'])
+async function convertVectors(file, outDir, stem, metric, windowRows, ownIndex) {
+  const pq = await openParquet(file, ['id', 'emb'], ownIndex)
   const vec = atomic(path.join(outDir, `${stem}.fbin`))
   const idf = atomic(path.join(outDir, `${stem}_ids.i64bin`))
   vec.write(Buffer.alloc(8))
@@ -455,12 +480,13 @@ function idIndex(ids, file) {
   return (id) => { const r = dense ? (id < table.length ? table[id] : -1) : table.get(id); return r === undefined ? -1 : r }
 }
 
-async function convertNeighbors(file, outDir, base, query, gtK, windowRows) {
-  const pq = await openParquet(file, ['id', 'neighbors_id'])
-  const baseRow = base ? idIndex(base.ids, base.file) : null
-  const queryRow = query ? idIndex(query.ids, query.file) : null
+async function convertNeighbors(file, outDir, base, query, gtK, windowRows, ownIndex) {
+  const pq = await openParquet(file, ['id', 'neighbors_id'], ownIndex)
+  const baseRow = base ? base.row : null
+  const queryRow = query ? query.row : null
   const nq = query ? query.rows : pq.rows
   let k = gtK ?? 0, gt = null, minId = Infinity, maxId = -Infinity
+  let fingerprint = 0xcbf29ce484222325n // FNV-1a over the ids in file order
   const seen = query ? new Uint8Array(nq) : null
   for await (const { rowStart, rows } of readWindows(pq, ['id', 'neighbors_id'], windowRows)) {
     for (let i = 0; i < rows.length; i++) {
@@ -485,6 +511,7 @@ async function convertNeighbors(file, outDir, base, query, gtK, windowRows) {
       }
       for (let j = 0; j < k; j++) {
         const id = toId(list[j], `${where}: neighbors_id[${j}]`)
+        fingerprint = ((fingerprint ^ BigInt(id)) * 0x100000001b3n) & 0xffffffffffffffffn
         if (id < minId) minId = id
         if (id > maxId) maxId = id
         if (baseRow) {
@@ -502,7 +529,7 @@ async function convertNeighbors(file, outDir, base, query, gtK, windowRows) {
     const missing = seen.indexOf(0)
     if (missing >= 0) fail(`${file}: no neighbours row for query id ${query.ids[missing]} (query row ${missing})`)
   }
-  const summary = { file, rows: pq.rows, k, min_id: minId, max_id: maxId, row_groups: pq.metadata.row_groups.length, synthetic_offset_indexes: pq.syntheticIndexes }
+  const summary = { file, rows: pq.rows, k, min_id: minId, max_id: maxId, id_fingerprint: fingerprint.toString(16), row_groups: pq.metadata.row_groups.length, synthetic_offset_indexes: pq.syntheticIndexes }
   if (baseRow) {
     const f = atomic(path.join(outDir, 'gt.ibin'))
     const h = Buffer.alloc(8)
@@ -524,19 +551,22 @@ async function main() {
     return 2
   }
   if (opts.help) {
-    process.stdout.write('usage: parquet2fbin.mjs --out DIR [--metric l2|ip|cosine] [--train FILE] [--test FILE] [--neighbors FILE] [--gt-k K] [--window ROWS]\n')
+    process.stdout.write('usage: parquet2fbin.mjs --out DIR [--metric l2|ip|cosine] [--train FILE] [--test FILE] [--neighbors FILE] [--gt-k K] [--window ROWS] [--own-offset-index]\n')
     return 0
   }
   try {
     if (opts.out) fs.mkdirSync(opts.out, { recursive: true })
     const summary = { metric: opts.metric, normalized: opts.metric === 'cosine', window_rows: opts.window }
     let base = null, query = null
-    if (opts.train) base = await convertVectors(opts.train, opts.out, 'base', opts.metric, opts.window)
-    if (opts.test) query = await convertVectors(opts.test, opts.out, 'query', opts.metric, opts.window)
+    if (opts.train) base = await convertVectors(opts.train, opts.out, 'base', opts.metric, opts.window, opts.own_offset_index)
+    if (opts.test) query = await convertVectors(opts.test, opts.out, 'query', opts.metric, opts.window, opts.own_offset_index)
     if (base && query && base.dim !== query.dim) fail(`${opts.test}: emb has ${query.dim} values but ${opts.train} has ${base.dim}`)
-    if (opts.neighbors) summary.neighbors = await convertNeighbors(opts.neighbors, opts.out, base, query, opts.gt_k, opts.window)
+    if (base) base.row = idIndex(base.ids, base.file)
+    if (query) query.row = idIndex(query.ids, query.file)
+    if (opts.neighbors) summary.neighbors = await convertNeighbors(opts.neighbors, opts.out, base, query, opts.gt_k, opts.window, opts.own_offset_index)
+    commitAll()
     for (const [key, v] of [['base', base], ['query', query]]) {
-      if (v) { delete v.ids; summary[key] = v }
+      if (v) { delete v.ids; delete v.row; summary[key] = v }
     }
     summary.peak_rss_bytes = process.resourceUsage().maxRSS * 1024
     process.stdout.write(JSON.stringify(summary) + '\n')

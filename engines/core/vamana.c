@@ -55,7 +55,6 @@
 #define VAMANA_HEADER_BYTES 48
 #define VAMANA_STRIPES 4096u
 #define VAMANA_MAX_POOL 750u /* RobustPrune candidate cap (Microsoft DiskANN's maxc) */
-#define VAMANA_PREFETCH_LINES 4
 
 void vamana_params_default(vamana_params *p)
 {
@@ -121,12 +120,13 @@ typedef struct vm_data {
     uint32_t dim;
     ann_metric metric;
     ann_dist_fn l2sq, ip;
+    uint32_t lines; /* cache lines of one vector (prefetch) */
 } vm_data;
 
 static void vm_data_init(vm_data *d, const float *x, uint32_t dim, ann_metric metric)
 {
     const ann_dist_kernels *k = ann_dist_active();
-    *d = (vm_data){ x, dim, metric, k->l2sq, k->ip };
+    *d = (vm_data){ x, dim, metric, k->l2sq, k->ip, (uint32_t)(((size_t)dim * 4 + 63) / 64) };
 }
 
 static inline const float *vm_vec(const vm_data *d, uint32_t id)
@@ -148,10 +148,12 @@ static inline float vm_dist(const vm_data *d, const float *q, uint32_t id)
     }
 }
 
+/* Prefetch a whole vector: a 768-d row is 48 lines, and a random row is
+ * a DRAM miss the hardware prefetcher cannot predict. */
 static inline void vm_prefetch(const vm_data *d, uint32_t id)
 {
     const char *p = (const char *)vm_vec(d, id);
-    for (int i = 0; i < VAMANA_PREFETCH_LINES; i++)
+    for (uint32_t i = 0; i < d->lines; i++)
         __builtin_prefetch(p + 64 * i, 0, 3);
 }
 
@@ -298,9 +300,18 @@ static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t 
             occl[i] = INFINITY; /* selected */
             out[nout++] = pool[i].id;
             const float *vi = vm_vec(d, pool[i].id);
+            uint32_t ahead = i + 1;
             for (uint32_t t = i + 1; t < m; t++) {
                 if (occl[t] > alpha)
                     continue;
+                /* prefetch the next live candidate two ahead of use */
+                if (ahead <= t)
+                    ahead = t + 1;
+                for (int got = 0; ahead < m && got < 1; ahead++)
+                    if (occl[ahead] <= alpha) {
+                        vm_prefetch(d, pool[ahead].id);
+                        got = 1;
+                    }
                 float djk = d->l2sq(vi, vm_vec(d, pool[t].id), d->dim);
                 (*evals)++;
                 float f = djk == 0.0f ? INFINITY : pool[t].dist / djk;
