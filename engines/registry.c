@@ -6,9 +6,11 @@
 #include <string.h>
 
 extern const ann_engine_ops flat_engine_ops;
+extern const ann_engine_ops diskann_sector_engine_ops;
 
 static const ann_engine_ops *const registry[] = {
     &flat_engine_ops,
+    &diskann_sector_engine_ops,
 };
 
 const ann_engine_ops *ann_engine_at(size_t i)
