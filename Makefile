@@ -49,7 +49,7 @@ endif
 ifneq ($(HAVE_FAISS),)
   CPPFLAGS += -DANNLAB_HAVE_FAISS
   CXX_SRCS += $(wildcard engines/ref_faiss/*.cc)
-  LDLIBS   += -lfaiss
+  LDLIBS   += -lfaiss -lopenblas -lgomp
 endif
 ifneq ($(CXX_SRCS),)
   LDLIBS += -lstdc++

@@ -1,0 +1,546 @@
+/*
+ * kv.c: the backend-independent half of the record store (kv.h): backend
+ * and profile names, the big-endian key helpers, argument and state checks,
+ * per-reader and per-store counters, and write batches buffered in memory
+ * so that both backends apply them all-or-nothing at commit (LMDB may have
+ * to grow its map and retry a batch, which needs the batch kept).  The
+ * backends, kv_rocksdb.c and kv_lmdb.c, implement kv_backend_ops.
+ */
+#include "engines/core/kv_impl.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const kv_backend_choices[] = { "rocksdb", "lmdb", NULL };
+const char *const kv_profile_choices[] = { "server", "embedded", NULL };
+
+const char *kv_backend_name(kv_backend b)
+{
+    return b == KV_BACKEND_LMDB ? "lmdb" : b == KV_BACKEND_ROCKSDB ? "rocksdb" : NULL;
+}
+
+const char *kv_profile_name(kv_profile p)
+{
+    return p == KV_PROFILE_EMBEDDED ? "embedded" : p == KV_PROFILE_SERVER ? "server" : NULL;
+}
+
+int kv_backend_parse(const char *name, kv_backend *out)
+{
+    if (name && !strcmp(name, "rocksdb"))
+        *out = KV_BACKEND_ROCKSDB;
+    else if (name && !strcmp(name, "lmdb"))
+        *out = KV_BACKEND_LMDB;
+    else
+        return ann_fail(ANN_EPARAM, "kv: unknown backend \"%s\" (rocksdb|lmdb)",
+                        name ? name : "(null)");
+    return 0;
+}
+
+int kv_profile_parse(const char *name, kv_profile *out)
+{
+    if (name && !strcmp(name, "server"))
+        *out = KV_PROFILE_SERVER;
+    else if (name && !strcmp(name, "embedded"))
+        *out = KV_PROFILE_EMBEDDED;
+    else
+        return ann_fail(ANN_EPARAM, "kv: unknown profile \"%s\" (server|embedded)",
+                        name ? name : "(null)");
+    return 0;
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+size_t kv_key_u32(uint8_t out[KV_KEY_U32_BYTES], uint8_t table, uint32_t id)
+{
+    out[0] = table;
+    for (int i = 0; i < 4; i++)
+        out[1 + i] = (uint8_t)(id >> (24 - 8 * i));
+    return KV_KEY_U32_BYTES;
+}
+
+size_t kv_key_u64(uint8_t out[KV_KEY_U64_BYTES], uint8_t table, uint64_t id)
+{
+    out[0] = table;
+    for (int i = 0; i < 8; i++)
+        out[1 + i] = (uint8_t)(id >> (56 - 8 * i));
+    return KV_KEY_U64_BYTES;
+}
+
+int kv_key_parse_u32(const void *key, size_t len, uint8_t *table, uint32_t *id)
+{
+    const uint8_t *k = key;
+    if (len != KV_KEY_U32_BYTES)
+        return ANN_ECORRUPT;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = v << 8 | k[1 + i];
+    if (table)
+        *table = k[0];
+    if (id)
+        *id = v;
+    return 0;
+}
+
+int kv_key_parse_u64(const void *key, size_t len, uint8_t *table, uint64_t *id)
+{
+    const uint8_t *k = key;
+    if (len != KV_KEY_U64_BYTES)
+        return ANN_ECORRUPT;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | k[1 + i];
+    if (table)
+        *table = k[0];
+    if (id)
+        *id = v;
+    return 0;
+}
+
+static int check_key(const kv_store *s, size_t key_len)
+{
+    if (key_len == 0 || key_len > KV_KEY_MAX_BYTES)
+        return ann_fail(ANN_EPARAM, "%s: key length %zu (1..%d)", s->dir, key_len,
+                        KV_KEY_MAX_BYTES);
+    return 0;
+}
+
+int kv_fail_backend(const kv_store *s, const char *what, const char *msg)
+{
+    return ann_fail(-EIO, "%s: %s %s: %s", s->dir, kv_backend_name(s->opt.backend), what,
+                    msg ? msg : "failed");
+}
+
+/* ---- store ------------------------------------------------------------- */
+
+int kv_open(const char *dir, const kv_options *opt, kv_store **out)
+{
+    int rc = 0;
+    kv_store *s = NULL;
+    if (!dir || !*dir || !opt || !out)
+        return ann_fail(ANN_EPARAM, "kv_open: missing argument");
+    if (!kv_backend_name(opt->backend))
+        return ann_fail(ANN_EUNSUPPORTED, "%s: kv backend %d unknown", dir, (int)opt->backend);
+    if (!kv_profile_name(opt->profile))
+        return ann_fail(ANN_EPARAM, "%s: kv profile %d unknown", dir, (int)opt->profile);
+    if (strlen(dir) >= sizeof s->dir - 32)
+        return ann_fail(ANN_EPARAM, "%s: path too long", dir);
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return ann_fail(-ENOMEM, "%s: no memory for the store", dir);
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->opt = *opt;
+    if (s->opt.block_cache_mb == 0)
+        s->opt.block_cache_mb = KV_DEFAULT_BLOCK_CACHE_MB;
+    s->ops = opt->backend == KV_BACKEND_LMDB ? &kv_lmdb_ops : &kv_rocksdb_ops;
+    rc = s->ops->open(s);
+    if (rc)
+        goto out;
+    *out = s;
+    s = NULL;
+out:
+    free(s);
+    return rc;
+}
+
+int kv_close(kv_store *s)
+{
+    if (!s)
+        return 0;
+    int rc = s->ops->close(s);
+    free(s);
+    return rc;
+}
+
+kv_backend kv_store_backend(const kv_store *s)
+{
+    return s->opt.backend;
+}
+
+kv_profile kv_store_profile(const kv_store *s)
+{
+    return s->opt.profile;
+}
+
+const char *kv_store_dir(const kv_store *s)
+{
+    return s->dir;
+}
+
+#define LOAD(f) atomic_load_explicit(&s->tot.f, memory_order_relaxed)
+#define ADD(f, v) atomic_fetch_add_explicit(&s->tot.f, (v), memory_order_relaxed)
+
+void kv_store_stats(kv_store *s, kv_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->gets = LOAD(gets);
+    out->get_bytes = LOAD(get_bytes);
+    out->not_found = LOAD(not_found);
+    out->iter_items = LOAD(iter_items);
+    out->iter_bytes = LOAD(iter_bytes);
+    out->puts = LOAD(puts);
+    out->put_bytes = LOAD(put_bytes);
+    out->deletes = LOAD(deletes);
+    out->has_cache_stats = s->opt.backend == KV_BACKEND_ROCKSDB;
+    out->cache_hits = LOAD(cache_hits);
+    out->cache_misses = LOAD(cache_misses);
+    out->block_read_bytes = LOAD(block_read_bytes);
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+int kv_reader_create(kv_store *s, kv_reader **out)
+{
+    kv_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return ann_fail(-ENOMEM, "%s: no memory for a reader", s->dir);
+    r->s = s;
+    r->st.has_cache_stats = s->opt.backend == KV_BACKEND_ROCKSDB;
+    int rc = s->ops->reader_init(r);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void kv_reader_destroy(kv_reader *r)
+{
+    if (!r)
+        return;
+    kv_reader_end(r);
+    r->s->ops->reader_fini(r);
+    free(r);
+}
+
+int kv_reader_begin(kv_reader *r)
+{
+    if (r->begun)
+        return ann_fail(ANN_ESTATE, "%s: kv_reader_begin twice", r->s->dir);
+    atomic_fetch_add(&r->s->readers_begun, 1);
+    int rc = r->s->ops->reader_begin(r);
+    if (rc) {
+        atomic_fetch_sub(&r->s->readers_begun, 1);
+        return rc;
+    }
+    r->begun = 1;
+    r->at_begin = r->st;
+    return 0;
+}
+
+void kv_reader_end(kv_reader *r)
+{
+    if (!r || !r->begun)
+        return;
+    kv_store *s = r->s;
+    s->ops->reader_end(r);
+    r->begun = 0;
+    atomic_fetch_sub(&s->readers_begun, 1);
+    const kv_stats *a = &r->at_begin, *b = &r->st;
+    ADD(gets, b->gets - a->gets);
+    ADD(get_bytes, b->get_bytes - a->get_bytes);
+    ADD(not_found, b->not_found - a->not_found);
+    ADD(iter_items, b->iter_items - a->iter_items);
+    ADD(iter_bytes, b->iter_bytes - a->iter_bytes);
+    ADD(cache_hits, b->cache_hits - a->cache_hits);
+    ADD(cache_misses, b->cache_misses - a->cache_misses);
+    ADD(block_read_bytes, b->block_read_bytes - a->block_read_bytes);
+}
+
+int kv_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
+{
+    kv_store *s = r->s;
+    val->data = NULL;
+    val->len = 0;
+    val->pin = NULL;
+    if (!r->begun)
+        return ann_fail(ANN_ESTATE, "%s: kv_get outside kv_reader_begin/end", s->dir);
+    int rc = check_key(s, key_len);
+    if (rc)
+        return rc;
+    rc = s->ops->get(r, key, key_len, val);
+    if (rc == 0) {
+        r->st.gets++;
+        r->st.get_bytes += val->len;
+    } else if (rc == ANN_ENOTFOUND) {
+        r->st.not_found++;
+    }
+    return rc;
+}
+
+void kv_val_release(kv_val *val)
+{
+    if (val && val->pin) {
+        kv_rocksdb_unpin(val->pin);
+        val->pin = NULL;
+    }
+}
+
+void kv_reader_stats(const kv_reader *r, kv_stats *out)
+{
+    *out = r->st;
+}
+
+/* ---- iteration --------------------------------------------------------- */
+
+int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out)
+{
+    kv_store *s = r->s;
+    if (!r->begun)
+        return ann_fail(ANN_ESTATE, "%s: kv_iter_create outside kv_reader_begin/end", s->dir);
+    if (prefix_len > KV_KEY_MAX_BYTES)
+        return ann_fail(ANN_EPARAM, "%s: prefix length %zu > %d", s->dir, prefix_len,
+                        KV_KEY_MAX_BYTES);
+    kv_iter *it = calloc(1, sizeof *it);
+    if (!it)
+        return ann_fail(-ENOMEM, "%s: no memory for an iterator", s->dir);
+    it->r = r;
+    if (prefix_len)
+        memcpy(it->prefix, prefix, prefix_len);
+    it->prefix_len = prefix_len;
+    int rc = s->ops->iter_init(it);
+    if (rc) {
+        free(it);
+        return rc;
+    }
+    *out = it;
+    return 0;
+}
+
+int kv_iter_next(kv_iter *it, kv_val *key, kv_val *val)
+{
+    if (it->done)
+        return 0;
+    int rc = it->r->s->ops->iter_next(it, key, val);
+    if (rc == 1) {
+        key->pin = val->pin = NULL;
+        it->r->st.iter_items++;
+        it->r->st.iter_bytes += key->len + val->len;
+    } else {
+        it->done = 1;
+    }
+    return rc;
+}
+
+void kv_iter_destroy(kv_iter *it)
+{
+    if (!it)
+        return;
+    it->r->s->ops->iter_fini(it);
+    free(it);
+}
+
+/* ---- write batches ----------------------------------------------------- */
+
+static int writer_acquire(kv_store *s, const char *what)
+{
+    if (s->opt.read_only)
+        return ann_fail(ANN_ESTATE, "%s: %s on a store opened read-only", s->dir, what);
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&s->writer_busy, &expected, 1))
+        return ann_fail(ANN_ESTATE, "%s: %s while another write batch or bulk load is open",
+                        s->dir, what);
+    return 0;
+}
+
+static void writer_release(kv_store *s)
+{
+    atomic_store(&s->writer_busy, 0);
+}
+
+int kv_txn_begin(kv_store *s, kv_txn **out)
+{
+    int rc = writer_acquire(s, "kv_txn_begin");
+    if (rc)
+        return rc;
+    kv_txn *t = calloc(1, sizeof *t);
+    if (!t) {
+        writer_release(s);
+        return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+    }
+    t->s = s;
+    *out = t;
+    return 0;
+}
+
+static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_len,
+                      const void *val, size_t val_len)
+{
+    kv_store *s = t->s;
+    int rc = check_key(s, key_len);
+    if (rc)
+        return rc;
+    if (t->n_ops == t->cap_ops) {
+        size_t cap = t->cap_ops ? 2 * t->cap_ops : 64;
+        kv_op *ops = realloc(t->ops, cap * sizeof *ops);
+        if (!ops)
+            return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+        t->ops = ops;
+        t->cap_ops = cap;
+    }
+    size_t need = t->arena_len + key_len + val_len;
+    if (need > t->arena_cap) {
+        size_t cap = t->arena_cap ? t->arena_cap : 4096;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *a = realloc(t->arena, cap);
+        if (!a)
+            return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+        t->arena = a;
+        t->arena_cap = cap;
+    }
+    kv_op *op = &t->ops[t->n_ops++];
+    op->kind = kind;
+    op->key_off = t->arena_len;
+    op->key_len = key_len;
+    memcpy(t->arena + t->arena_len, key, key_len);
+    t->arena_len += key_len;
+    op->val_off = t->arena_len;
+    op->val_len = val_len;
+    if (val_len)
+        memcpy(t->arena + t->arena_len, val, val_len);
+    t->arena_len += val_len;
+    if (kind == KV_OP_PUT)
+        t->put_bytes += key_len + val_len;
+    return 0;
+}
+
+int kv_txn_put(kv_txn *t, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    if (val_len && !val)
+        return ann_fail(ANN_EPARAM, "%s: kv_txn_put: NULL value", t->s->dir);
+    return txn_append(t, KV_OP_PUT, key, key_len, val, val_len);
+}
+
+int kv_txn_delete(kv_txn *t, const void *key, size_t key_len)
+{
+    return txn_append(t, KV_OP_DELETE, key, key_len, NULL, 0);
+}
+
+void kv_txn_abort(kv_txn *t)
+{
+    if (!t)
+        return;
+    writer_release(t->s);
+    free(t->ops);
+    free(t->arena);
+    free(t);
+}
+
+int kv_txn_commit(kv_txn *t)
+{
+    kv_store *s = t->s;
+    int rc = t->n_ops ? s->ops->commit(s, t) : 0;
+    if (rc == 0) {
+        uint64_t puts = 0, dels = 0;
+        for (size_t i = 0; i < t->n_ops; i++)
+            t->ops[i].kind == KV_OP_PUT ? puts++ : dels++;
+        ADD(puts, puts);
+        ADD(deletes, dels);
+        ADD(put_bytes, t->put_bytes);
+    }
+    kv_txn_abort(t);
+    return rc;
+}
+
+int kv_put(kv_store *s, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    kv_txn *t = NULL;
+    int rc = kv_txn_begin(s, &t);
+    if (rc)
+        return rc;
+    rc = kv_txn_put(t, key, key_len, val, val_len);
+    if (rc) {
+        kv_txn_abort(t);
+        return rc;
+    }
+    return kv_txn_commit(t);
+}
+
+int kv_delete(kv_store *s, const void *key, size_t key_len)
+{
+    kv_txn *t = NULL;
+    int rc = kv_txn_begin(s, &t);
+    if (rc)
+        return rc;
+    rc = kv_txn_delete(t, key, key_len);
+    if (rc) {
+        kv_txn_abort(t);
+        return rc;
+    }
+    return kv_txn_commit(t);
+}
+
+/* ---- bulk load --------------------------------------------------------- */
+
+int kv_bulk_begin(kv_store *s, uint64_t expected_bytes, kv_bulk **out)
+{
+    int rc = writer_acquire(s, "kv_bulk_begin");
+    if (rc)
+        return rc;
+    kv_bulk *b = calloc(1, sizeof *b);
+    if (!b) {
+        writer_release(s);
+        return ann_fail(-ENOMEM, "%s: no memory for a bulk load", s->dir);
+    }
+    b->s = s;
+    rc = s->ops->bulk_begin(b, expected_bytes);
+    if (rc) {
+        writer_release(s);
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+int kv_bulk_add(kv_bulk *b, const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    kv_store *s = b->s;
+    int rc = check_key(s, key_len);
+    if (rc)
+        return rc;
+    if (b->n && key_cmp(b->last_key, b->last_len, key, key_len) >= 0)
+        return ann_fail(ANN_EPARAM, "%s: bulk load: record %llu's key is not above the previous",
+                        s->dir, (unsigned long long)b->n);
+    rc = s->ops->bulk_add(b, key, key_len, val, val_len);
+    if (rc)
+        return rc;
+    memcpy(b->last_key, key, key_len);
+    b->last_len = key_len;
+    b->n++;
+    b->put_bytes += key_len + val_len;
+    return 0;
+}
+
+int kv_bulk_finish(kv_bulk *b)
+{
+    kv_store *s = b->s;
+    int rc = s->ops->bulk_finish(b);
+    if (rc == 0) {
+        ADD(puts, b->n);
+        ADD(put_bytes, b->put_bytes);
+    }
+    writer_release(s);
+    free(b);
+    return rc;
+}
+
+void kv_bulk_abort(kv_bulk *b)
+{
+    if (!b)
+        return;
+    b->s->ops->bulk_abort(b);
+    writer_release(b->s);
+    free(b);
+}

@@ -1,0 +1,48 @@
+/*
+ * kv_params.c: the record-store open parameters (see kv_params.h).
+ */
+#include "engines/core/kv_params.h"
+
+#include "engines/core/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const kv_build_choices[] = { "rocksdb", "lmdb", "both", NULL };
+
+int kv_build_includes(const char *which, kv_backend b)
+{
+    return which && (strcmp(which, "both") == 0 || strcmp(which, kv_backend_name(b)) == 0);
+}
+
+void kv_store_path(char *buf, size_t bufsz, const char *index_dir, kv_backend b)
+{
+    snprintf(buf, bufsz, "%s/%s", index_dir, kv_backend_name(b));
+}
+
+const ann_param_spec kv_open_params[] = {
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_backend_choices, .def_str = "rocksdb",
+      .help = "record store backend" },
+    { .name = "profile", .type = ANN_PARAM_ENUM, .choices = kv_profile_choices,
+      .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
+    { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 20,
+      .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
+    ANN_PARAM_END,
+};
+
+int kv_options_from_params(const json_t *open_params, kv_options *opt)
+{
+    int rc = ann_params_validate(open_params, kv_open_params, "open");
+    if (rc)
+        return rc;
+    memset(opt, 0, sizeof *opt);
+    rc = kv_backend_parse(ann_param_enum(open_params, kv_open_params, "kv"), &opt->backend);
+    if (!rc)
+        rc = kv_profile_parse(ann_param_enum(open_params, kv_open_params, "profile"),
+                              &opt->profile);
+    if (rc)
+        return rc;
+    opt->block_cache_mb = (uint32_t)ann_param_int(open_params, kv_open_params, "block_cache_mb");
+    opt->read_only = 1;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * kv_params.h: the open parameters every record-store engine takes
+ * (`kv`, `profile`, `block_cache_mb`), declared once so hnsw-record,
+ * ivfpq-record and the DiskANN record engines validate and read them alike.
+ */
+#ifndef ANNLAB_CORE_KV_PARAMS_H
+#define ANNLAB_CORE_KV_PARAMS_H
+
+#include "engines/core/kv.h"
+#include "engines/core/params.h"
+
+#include <jansson.h>
+
+/* The parameter table: kv ("rocksdb" | "lmdb", default "rocksdb"), profile
+ * ("server" | "embedded", default "server"), block_cache_mb (0..1048576,
+ * default 512; server profile with RocksDB only). */
+extern const ann_param_spec kv_open_params[];
+
+/*
+ * Validate open_params (NULL = {}) against kv_open_params and fill *opt for
+ * a read-only open of an existing store.  Errors: ANN_EPARAM naming the
+ * parameter ("open.kv: ...").  Thread-safe.
+ */
+int kv_options_from_params(const json_t *open_params, kv_options *opt);
+
+/* Build side: which stores a build writes, "rocksdb" | "lmdb" | "both"
+ * (default "both", so either backend opens the index without a rebuild);
+ * each backend's store lives in <index>/<backend name>/. */
+extern const char *const kv_build_choices[];
+#define KV_BUILD_DEFAULT "both"
+
+/* Whether the build choice `which` includes backend b. */
+int kv_build_includes(const char *which, kv_backend b);
+
+/* "<index_dir>/<backend name>" into buf (bufsz bytes). */
+void kv_store_path(char *buf, size_t bufsz, const char *index_dir, kv_backend b);
+
+#endif

@@ -1,0 +1,522 @@
+/*
+ * kv_rocksdb.c: the record store over RocksDB (an LSM tree), through its C
+ * API (librocksdb-dev 7.x).
+ *
+ * Reads use rocksdb_get_pinned: the value stays pinned in its block-cache
+ * block (server profile) until kv_val_release, so nothing is copied out of
+ * the cache; with the embedded profile (no block cache) RocksDB reads the
+ * block through the page cache into the slice's own buffer.  Per-query
+ * cache hits and misses come from RocksDB's per-thread perf context
+ * (block_cache_hit_count, block_read_count, block_read_byte), enabled at
+ * counting level on the reading thread at kv_reader_begin and read back at
+ * kv_reader_end, so concurrent readers never share a counter.
+ *
+ * Bulk loads write sorted SST files with the SST file writer (a new file
+ * every KV_ROCKSDB_SST_BYTES) and ingest them at the end by moving them
+ * into the database, RocksDB's fastest load path (no WAL, no memtable, no
+ * compaction for non-overlapping files).  Tables use a bloom filter (10
+ * bits per key), no compression, and index/filter blocks held by the table
+ * readers rather than competing for the block cache.
+ */
+#include "engines/core/kv_impl.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KV_ROCKSDB_SST_BYTES (256ull << 20) /* roll to a new SST file past this */
+
+typedef struct rdb_store {
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_block_based_table_options_t *table;
+    rocksdb_cache_t *cache; /* server profile only */
+    rocksdb_filterpolicy_t *filter;
+    rocksdb_writeoptions_t *wopts;
+    atomic_uint bulk_seq; /* names of bulk-load SST files */
+} rdb_store;
+
+typedef struct rdb_reader {
+    rocksdb_readoptions_t *ropts;
+    rocksdb_perfcontext_t *perf; /* this thread's perf context at begin */
+    uint64_t hits0, reads0, bytes0;
+} rdb_reader;
+
+typedef struct rdb_iter {
+    rocksdb_readoptions_t *ropts;
+    rocksdb_iterator_t *it;
+    uint8_t upper[KV_KEY_MAX_BYTES]; /* the iterate_upper_bound slice's bytes */
+} rdb_iter;
+
+typedef struct rdb_bulk {
+    rocksdb_envoptions_t *env;
+    rocksdb_sstfilewriter_t *w; /* the open file, NULL between files */
+    uint64_t file_bytes;        /* key + value bytes in the open file */
+    char **files;               /* finished and open files, in key order */
+    size_t n_files, cap_files;
+} rdb_bulk;
+
+/* ---- per-thread perf contexts ------------------------------------------ */
+
+/*
+ * rocksdb_perfcontext_create wraps the calling thread's perf context, so one
+ * wrapper per thread is kept in thread-local storage and freed at thread
+ * exit by a pthread key destructor (the key is created once).
+ */
+static pthread_key_t perf_key;
+static pthread_once_t perf_once = PTHREAD_ONCE_INIT;
+static int perf_key_ok;
+
+static void perf_free(void *p)
+{
+    rocksdb_perfcontext_destroy(p);
+}
+
+static void perf_key_init(void)
+{
+    perf_key_ok = pthread_key_create(&perf_key, perf_free) == 0;
+}
+
+static rocksdb_perfcontext_t *thread_perf(void)
+{
+    pthread_once(&perf_once, perf_key_init);
+    if (!perf_key_ok)
+        return NULL;
+    rocksdb_perfcontext_t *p = pthread_getspecific(perf_key);
+    if (!p) {
+        p = rocksdb_perfcontext_create();
+        if (p && pthread_setspecific(perf_key, p) != 0) {
+            rocksdb_perfcontext_destroy(p);
+            p = NULL;
+        }
+    }
+    return p;
+}
+
+/* ---- store ------------------------------------------------------------- */
+
+static int rdb_fail(const kv_store *s, const char *what, char *err)
+{
+    int rc = kv_fail_backend(s, what, err);
+    free(err);
+    return rc;
+}
+
+static void rdb_free(rdb_store *d)
+{
+    if (!d)
+        return;
+    if (d->db)
+        rocksdb_close(d->db);
+    if (d->wopts)
+        rocksdb_writeoptions_destroy(d->wopts);
+    if (d->opts)
+        rocksdb_options_destroy(d->opts);
+    if (d->table)
+        rocksdb_block_based_options_destroy(d->table);
+    /* the filter policy is owned by the table options once set */
+    if (d->cache)
+        rocksdb_cache_destroy(d->cache);
+    free(d);
+}
+
+static int rdb_open(kv_store *s)
+{
+    int rc = 0;
+    char *err = NULL;
+    char path[4200];
+    rdb_store *d = calloc(1, sizeof *d);
+    if (!d)
+        return ann_fail(-ENOMEM, "%s: no memory", s->dir);
+
+    snprintf(path, sizeof path, "%s/CURRENT", s->dir);
+    if (access(path, F_OK) != 0) {
+        if (s->opt.read_only || !s->opt.create) {
+            rc = ann_fail(ANN_ENOTFOUND, "%s: no RocksDB store here (no CURRENT file)", s->dir);
+            goto out;
+        }
+        if (mkdir(s->dir, 0755) != 0 && errno != EEXIST) {
+            rc = ann_fail_errno("%s: mkdir", s->dir);
+            goto out;
+        }
+    }
+
+    d->opts = rocksdb_options_create();
+    d->table = rocksdb_block_based_options_create();
+    d->wopts = rocksdb_writeoptions_create();
+    if (!d->opts || !d->table || !d->wopts) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for RocksDB options", s->dir);
+        goto out;
+    }
+    rocksdb_options_set_create_if_missing(d->opts, s->opt.create && !s->opt.read_only);
+    rocksdb_options_set_compression(d->opts, rocksdb_no_compression);
+    rocksdb_options_set_max_open_files(d->opts, -1);
+    rocksdb_options_set_info_log_level(d->opts, 2 /* WARN: keep LOG files small */);
+    rocksdb_options_set_keep_log_file_num(d->opts, 2);
+    if (s->opt.profile == KV_PROFILE_SERVER) {
+        d->cache = rocksdb_cache_create_lru((size_t)s->opt.block_cache_mb << 20);
+        if (!d->cache) {
+            rc = ann_fail(-ENOMEM, "%s: no memory for the block cache", s->dir);
+            goto out;
+        }
+        rocksdb_block_based_options_set_block_cache(d->table, d->cache);
+    } else {
+        rocksdb_block_based_options_set_no_block_cache(d->table, 1);
+    }
+    d->filter = rocksdb_filterpolicy_create_bloom(10);
+    rocksdb_block_based_options_set_filter_policy(d->table, d->filter);
+    rocksdb_block_based_options_set_cache_index_and_filter_blocks(d->table, 0);
+    rocksdb_options_set_block_based_table_factory(d->opts, d->table);
+
+    if (s->opt.read_only)
+        d->db = rocksdb_open_for_read_only(d->opts, s->dir, 0, &err);
+    else
+        d->db = rocksdb_open(d->opts, s->dir, &err);
+    if (err || !d->db) {
+        d->db = NULL;
+        rc = rdb_fail(s, "open", err);
+        goto out;
+    }
+    s->impl = d;
+    d = NULL;
+out:
+    rdb_free(d);
+    return rc;
+}
+
+static int rdb_close(kv_store *s)
+{
+    rdb_store *d = s->impl;
+    int rc = 0;
+    if (!s->opt.read_only) {
+        char *err = NULL;
+        rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+        rocksdb_flushoptions_set_wait(fo, 1);
+        rocksdb_flush(d->db, fo, &err);
+        rocksdb_flushoptions_destroy(fo);
+        if (err)
+            rc = rdb_fail(s, "flush at close", err);
+    }
+    rdb_free(d);
+    s->impl = NULL;
+    return rc;
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+static int rdb_reader_init(kv_reader *r)
+{
+    rdb_reader *x = calloc(1, sizeof *x);
+    if (!x)
+        return ann_fail(-ENOMEM, "%s: no memory for a reader", r->s->dir);
+    x->ropts = rocksdb_readoptions_create();
+    if (!x->ropts) {
+        free(x);
+        return ann_fail(-ENOMEM, "%s: no memory for a reader", r->s->dir);
+    }
+    r->impl = x;
+    return 0;
+}
+
+static void rdb_reader_fini(kv_reader *r)
+{
+    rdb_reader *x = r->impl;
+    if (!x)
+        return;
+    rocksdb_readoptions_destroy(x->ropts);
+    free(x);
+    r->impl = NULL;
+}
+
+static int rdb_reader_begin(kv_reader *r)
+{
+    rdb_reader *x = r->impl;
+    rocksdb_set_perf_level(rocksdb_enable_count);
+    x->perf = thread_perf();
+    if (x->perf) {
+        x->hits0 = rocksdb_perfcontext_metric(x->perf, rocksdb_block_cache_hit_count);
+        x->reads0 = rocksdb_perfcontext_metric(x->perf, rocksdb_block_read_count);
+        x->bytes0 = rocksdb_perfcontext_metric(x->perf, rocksdb_block_read_byte);
+    }
+    return 0;
+}
+
+static void rdb_reader_end(kv_reader *r)
+{
+    rdb_reader *x = r->impl;
+    if (!x->perf)
+        return;
+    r->st.cache_hits += rocksdb_perfcontext_metric(x->perf, rocksdb_block_cache_hit_count) - x->hits0;
+    r->st.cache_misses += rocksdb_perfcontext_metric(x->perf, rocksdb_block_read_count) - x->reads0;
+    r->st.block_read_bytes += rocksdb_perfcontext_metric(x->perf, rocksdb_block_read_byte) - x->bytes0;
+    x->perf = NULL;
+}
+
+static int rdb_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
+{
+    rdb_store *d = r->s->impl;
+    rdb_reader *x = r->impl;
+    char *err = NULL;
+    rocksdb_pinnableslice_t *p = rocksdb_get_pinned(d->db, x->ropts, key, key_len, &err);
+    if (err) {
+        if (p)
+            rocksdb_pinnableslice_destroy(p);
+        return rdb_fail(r->s, "get", err);
+    }
+    if (!p)
+        return ANN_ENOTFOUND;
+    size_t len = 0;
+    const char *data = rocksdb_pinnableslice_value(p, &len);
+    if (!data) {
+        rocksdb_pinnableslice_destroy(p);
+        return ANN_ENOTFOUND;
+    }
+    val->data = data;
+    val->len = len;
+    val->pin = p;
+    return 0;
+}
+
+void kv_rocksdb_unpin(void *pin)
+{
+    rocksdb_pinnableslice_destroy(pin);
+}
+
+/* ---- iteration --------------------------------------------------------- */
+
+static void rdb_iter_fini(kv_iter *it)
+{
+    rdb_iter *x = it->impl;
+    if (!x)
+        return;
+    if (x->it)
+        rocksdb_iter_destroy(x->it);
+    if (x->ropts)
+        rocksdb_readoptions_destroy(x->ropts);
+    free(x);
+    it->impl = NULL;
+}
+
+static int rdb_iter_init(kv_iter *it)
+{
+    rdb_store *d = it->r->s->impl;
+    rdb_iter *x = calloc(1, sizeof *x);
+    if (!x)
+        return ann_fail(-ENOMEM, "%s: no memory for an iterator", it->r->s->dir);
+    it->impl = x;
+    x->ropts = rocksdb_readoptions_create();
+    if (!x->ropts) {
+        rdb_iter_fini(it);
+        return ann_fail(-ENOMEM, "%s: no memory for an iterator", it->r->s->dir);
+    }
+    /* Upper bound: the prefix with its last non-0xff byte incremented and
+     * the rest dropped; a prefix of all 0xff bytes has none. */
+    size_t n = it->prefix_len;
+    memcpy(x->upper, it->prefix, n);
+    while (n > 0 && x->upper[n - 1] == 0xff)
+        n--;
+    if (n > 0) {
+        x->upper[n - 1]++;
+        rocksdb_readoptions_set_iterate_upper_bound(x->ropts, (const char *)x->upper, n);
+    }
+    x->it = rocksdb_create_iterator(d->db, x->ropts);
+    if (!x->it) {
+        rdb_iter_fini(it);
+        return ann_fail(-ENOMEM, "%s: no memory for an iterator", it->r->s->dir);
+    }
+    return 0;
+}
+
+static int rdb_iter_next(kv_iter *it, kv_val *key, kv_val *val)
+{
+    rdb_iter *x = it->impl;
+    if (!it->started) {
+        rocksdb_iter_seek(x->it, (const char *)it->prefix, it->prefix_len);
+        it->started = 1;
+    } else {
+        rocksdb_iter_next(x->it);
+    }
+    if (!rocksdb_iter_valid(x->it)) {
+        char *err = NULL;
+        rocksdb_iter_get_error(x->it, &err);
+        return err ? rdb_fail(it->r->s, "iterate", err) : 0;
+    }
+    size_t klen = 0, vlen = 0;
+    const char *k = rocksdb_iter_key(x->it, &klen);
+    if (klen < it->prefix_len || memcmp(k, it->prefix, it->prefix_len) != 0)
+        return 0;
+    key->data = k;
+    key->len = klen;
+    val->data = rocksdb_iter_value(x->it, &vlen);
+    val->len = vlen;
+    return 1;
+}
+
+/* ---- writes ------------------------------------------------------------ */
+
+static int rdb_commit(kv_store *s, const kv_txn *t)
+{
+    rdb_store *d = s->impl;
+    char *err = NULL;
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    if (!wb)
+        return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+    for (size_t i = 0; i < t->n_ops; i++) {
+        const kv_op *op = &t->ops[i];
+        const char *k = (const char *)t->arena + op->key_off;
+        if (op->kind == KV_OP_PUT)
+            rocksdb_writebatch_put(wb, k, op->key_len, (const char *)t->arena + op->val_off,
+                                   op->val_len);
+        else
+            rocksdb_writebatch_delete(wb, k, op->key_len);
+    }
+    rocksdb_write(d->db, d->wopts, wb, &err);
+    rocksdb_writebatch_destroy(wb);
+    return err ? rdb_fail(s, "write", err) : 0;
+}
+
+/* ---- bulk load --------------------------------------------------------- */
+
+static void rdb_bulk_free(kv_bulk *b, int unlink_files)
+{
+    rdb_bulk *x = b->impl;
+    if (!x)
+        return;
+    if (x->w)
+        rocksdb_sstfilewriter_destroy(x->w);
+    for (size_t i = 0; i < x->n_files; i++) {
+        if (unlink_files)
+            unlink(x->files[i]);
+        free(x->files[i]);
+    }
+    free(x->files);
+    if (x->env)
+        rocksdb_envoptions_destroy(x->env);
+    free(x);
+    b->impl = NULL;
+}
+
+static int rdb_bulk_begin(kv_bulk *b, uint64_t expected_bytes)
+{
+    (void)expected_bytes;
+    rdb_bulk *x = calloc(1, sizeof *x);
+    if (!x)
+        return ann_fail(-ENOMEM, "%s: no memory for a bulk load", b->s->dir);
+    b->impl = x;
+    x->env = rocksdb_envoptions_create();
+    if (!x->env) {
+        rdb_bulk_free(b, 1);
+        return ann_fail(-ENOMEM, "%s: no memory for a bulk load", b->s->dir);
+    }
+    return 0;
+}
+
+/* Finish the open SST file, if any. */
+static int rdb_bulk_close_file(kv_bulk *b)
+{
+    rdb_bulk *x = b->impl;
+    if (!x->w)
+        return 0;
+    char *err = NULL;
+    rocksdb_sstfilewriter_finish(x->w, &err);
+    rocksdb_sstfilewriter_destroy(x->w);
+    x->w = NULL;
+    x->file_bytes = 0;
+    return err ? rdb_fail(b->s, "SST file finish", err) : 0;
+}
+
+static int rdb_bulk_add(kv_bulk *b, const void *key, size_t key_len, const void *val,
+                        size_t val_len)
+{
+    rdb_store *d = b->s->impl;
+    rdb_bulk *x = b->impl;
+    char *err = NULL;
+    int rc = 0;
+    if (x->w && x->file_bytes >= KV_ROCKSDB_SST_BYTES) {
+        rc = rdb_bulk_close_file(b);
+        if (rc)
+            return rc;
+    }
+    if (!x->w) {
+        if (x->n_files == x->cap_files) {
+            size_t cap = x->cap_files ? 2 * x->cap_files : 8;
+            char **f = realloc(x->files, cap * sizeof *f);
+            if (!f)
+                return ann_fail(-ENOMEM, "%s: no memory for a bulk load", b->s->dir);
+            x->files = f;
+            x->cap_files = cap;
+        }
+        char path[4300];
+        snprintf(path, sizeof path, "%s/bulk-%ld-%u.sst", b->s->dir, (long)getpid(),
+                 atomic_fetch_add(&d->bulk_seq, 1));
+        x->files[x->n_files] = strdup(path);
+        if (!x->files[x->n_files])
+            return ann_fail(-ENOMEM, "%s: no memory for a bulk load", b->s->dir);
+        x->n_files++;
+        x->w = rocksdb_sstfilewriter_create(x->env, d->opts);
+        if (!x->w)
+            return ann_fail(-ENOMEM, "%s: no memory for an SST writer", b->s->dir);
+        rocksdb_sstfilewriter_open(x->w, path, &err);
+        if (err)
+            return rdb_fail(b->s, "SST file open", err);
+    }
+    rocksdb_sstfilewriter_put(x->w, key, key_len, val, val_len, &err);
+    if (err)
+        return rdb_fail(b->s, "SST file put", err);
+    x->file_bytes += key_len + val_len;
+    return 0;
+}
+
+static int rdb_bulk_finish(kv_bulk *b)
+{
+    rdb_store *d = b->s->impl;
+    rdb_bulk *x = b->impl;
+    int rc = rdb_bulk_close_file(b);
+    if (rc == 0 && x->n_files > 0) {
+        char *err = NULL;
+        rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+        if (!io) {
+            rc = ann_fail(-ENOMEM, "%s: no memory for ingestion options", b->s->dir);
+        } else {
+            rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
+            rocksdb_ingest_external_file(d->db, (const char *const *)x->files, x->n_files, io,
+                                         &err);
+            rocksdb_ingestexternalfileoptions_destroy(io);
+            if (err)
+                rc = rdb_fail(b->s, "SST ingestion", err);
+        }
+    }
+    /* moved files are gone from their old names; on failure remove them */
+    rdb_bulk_free(b, 1);
+    return rc;
+}
+
+static void rdb_bulk_abort(kv_bulk *b)
+{
+    rdb_bulk_free(b, 1);
+}
+
+const kv_backend_ops kv_rocksdb_ops = {
+    .open = rdb_open,
+    .close = rdb_close,
+    .reader_init = rdb_reader_init,
+    .reader_fini = rdb_reader_fini,
+    .reader_begin = rdb_reader_begin,
+    .reader_end = rdb_reader_end,
+    .get = rdb_get,
+    .iter_init = rdb_iter_init,
+    .iter_next = rdb_iter_next,
+    .iter_fini = rdb_iter_fini,
+    .commit = rdb_commit,
+    .bulk_begin = rdb_bulk_begin,
+    .bulk_add = rdb_bulk_add,
+    .bulk_finish = rdb_bulk_finish,
+    .bulk_abort = rdb_bulk_abort,
+};

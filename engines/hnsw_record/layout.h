@@ -1,0 +1,55 @@
+/*
+ * layout.h: the on-disk form of the hnsw-record index: an HNSW graph whose
+ * nodes, full vector included, are records in the record store.
+ *
+ *   <dir>/rocksdb/     RocksDB store   } either or both, by the build
+ *   <dir>/lmdb/        LMDB store      } parameter `kv` (default both)
+ *   <dir>/build.json   written by ann_engine_build
+ *
+ * Keys are kv_key_u32(table, id): one table byte, then the id as a 4-byte
+ * big-endian integer.  Values are little-endian.
+ *
+ * Table 0x01, id 0: the metadata record, written last (a store without it
+ * is an incomplete build and does not open).  64 bytes:
+ *
+ *     0  char[8]  magic "ANNHNSW\0"
+ *     8  u32      format version (HNSW_VERSION)
+ *    12  u32      metric (ann_metric)
+ *    16  u64      n (vectors; ids 0..n-1)
+ *    24  u32      dim
+ *    28  u32      M (links per node above layer 0)
+ *    32  u32      M0 (links per node at layer 0, 2M)
+ *    36  u32      ef_construction
+ *    40  u32      entry point (HNSW_NO_NODE when n = 0)
+ *    44  u32      max level (level of the entry point; 0 when n = 0)
+ *    48  u64      seed of the level draws
+ *    56  u32      reserved, 0
+ *    60  u32      crc32 (zlib) of bytes 0..59
+ *
+ * Table 0x02, id v: node v, read whole by every search that scores v.
+ *
+ *     0        u32        id v (must equal the key)
+ *     4        u8         L, v's top level (<= max level)
+ *     5        u8[3]      0
+ *     8        f32[dim]   the vector (normalised for cosine)
+ *     8+4dim   for l = 0..L:  u32 count_l, then count_l x u32 neighbour ids
+ *                             (count_0 <= M0, count_l <= M above)
+ *
+ * The record length must be exactly 8 + 4 dim + sum_l 4 (1 + count_l).
+ * With 768-d and M 16 a layer-0-only node at full degree is 3,208 bytes.
+ *
+ * Version history: 1 (initial).
+ */
+#ifndef ANNLAB_HNSW_RECORD_LAYOUT_H
+#define ANNLAB_HNSW_RECORD_LAYOUT_H
+
+#define HNSW_MAGIC "ANNHNSW"
+#define HNSW_VERSION 1u
+#define HNSW_META_BYTES 64
+#define HNSW_TABLE_META 0x01
+#define HNSW_TABLE_NODE 0x02
+#define HNSW_NODE_HEADER_BYTES 8
+#define HNSW_NO_NODE 0xffffffffu
+#define HNSW_MAX_LEVEL 31 /* level draws are capped here (p < 16^-31 at M 16) */
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * record.c: the hnsw-record codec: the metadata record and node records
+ * (byte layout in layout.h).  Everything read from the store is checked
+ * before use: a search never follows a link it has not bounds-checked.
+ */
+#include "engines/hnsw_record/hnsw.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/status.h"
+#include "engines/hnsw_record/layout.h"
+
+#include <string.h>
+#include <zlib.h>
+
+void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
+{
+    memset(out, 0, HNSW_META_BYTES);
+    memcpy(out, HNSW_MAGIC, sizeof HNSW_MAGIC); /* 7 chars + NUL */
+    ann_put_u32(out + 8, HNSW_VERSION);
+    ann_put_u32(out + 12, (uint32_t)m->metric);
+    ann_put_u64(out + 16, m->n);
+    ann_put_u32(out + 24, m->dim);
+    ann_put_u32(out + 28, m->M);
+    ann_put_u32(out + 32, m->M0);
+    ann_put_u32(out + 36, m->ef_construction);
+    ann_put_u32(out + 40, m->entry);
+    ann_put_u32(out + 44, m->max_level);
+    ann_put_u64(out + 48, m->seed);
+    ann_put_u32(out + 60, (uint32_t)crc32(0L, out, 60));
+}
+
+int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_meta *out)
+{
+    if (len != HNSW_META_BYTES || memcmp(rec, HNSW_MAGIC, sizeof HNSW_MAGIC) != 0)
+        return ann_fail(ANN_ECORRUPT, "%s: metadata record: bad magic or length %zu", store, len);
+    if (ann_get_u32(rec + 60) != (uint32_t)crc32(0L, rec, 60))
+        return ann_fail(ANN_ECORRUPT, "%s: metadata record: checksum mismatch", store);
+    uint32_t version = ann_get_u32(rec + 8);
+    if (version != HNSW_VERSION)
+        return ann_fail(ANN_EVERSION, "%s: metadata record: version %u, this build reads %u",
+                        store, version, HNSW_VERSION);
+    hnsw_meta m = {
+        .metric = (ann_metric)ann_get_u32(rec + 12),
+        .n = ann_get_u64(rec + 16),
+        .dim = ann_get_u32(rec + 24),
+        .M = ann_get_u32(rec + 28),
+        .M0 = ann_get_u32(rec + 32),
+        .ef_construction = ann_get_u32(rec + 36),
+        .entry = ann_get_u32(rec + 40),
+        .max_level = ann_get_u32(rec + 44),
+        .seed = ann_get_u64(rec + 48),
+    };
+    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.M < 2 ||
+        m.M0 != 2 * m.M || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
+        (m.n == 0 ? m.entry != HNSW_NO_NODE : m.entry >= m.n))
+        return ann_fail(ANN_ECORRUPT,
+                        "%s: metadata record: fields out of range (metric %u, n %llu, dim %u, "
+                        "M %u, M0 %u, entry %u, max level %u)",
+                        store, (unsigned)m.metric, (unsigned long long)m.n, m.dim, m.M, m.M0,
+                        m.entry, m.max_level);
+    *out = m;
+    return 0;
+}
+
+int hnsw_node_parse(const hnsw_meta *m, const char *store, uint32_t id, const uint8_t *rec,
+                    size_t len, hnsw_node_view *out)
+{
+    size_t off = HNSW_NODE_HEADER_BYTES + (size_t)m->dim * 4;
+    if (len < off + 4)
+        return ann_fail(ANN_ECORRUPT, "%s: node %u record: %zu bytes, too short", store, id, len);
+    uint32_t rid = ann_get_u32(rec);
+    uint32_t level = rec[4];
+    if (rid != id || level > m->max_level || rec[5] || rec[6] || rec[7])
+        return ann_fail(ANN_ECORRUPT, "%s: node %u record: header (id %u, level %u) invalid",
+                        store, id, rid, level);
+    out->level = level;
+    out->vector = rec + HNSW_NODE_HEADER_BYTES;
+    out->lists = rec + off;
+    for (uint32_t l = 0; l <= level; l++) {
+        if (len < off + 4)
+            return ann_fail(ANN_ECORRUPT, "%s: node %u record: truncated at level %u", store, id,
+                            l);
+        uint32_t count = ann_get_u32(rec + off);
+        if (count > (l ? m->M : m->M0) || len - off - 4 < (size_t)count * 4)
+            return ann_fail(ANN_ECORRUPT, "%s: node %u record: level %u count %u invalid", store,
+                            id, l, count);
+        for (uint32_t j = 0; j < count; j++) {
+            uint32_t nb = ann_get_u32(rec + off + 4 + 4 * (size_t)j);
+            if (nb >= m->n || nb == id)
+                return ann_fail(ANN_ECORRUPT, "%s: node %u record: level %u link %u invalid",
+                                store, id, l, nb);
+        }
+        off += 4 + (size_t)count * 4;
+    }
+    if (off != len)
+        return ann_fail(ANN_ECORRUPT, "%s: node %u record: %zu bytes, lists end at %zu", store,
+                        id, len, off);
+    return 0;
+}
+
+const uint8_t *hnsw_node_list(const hnsw_node_view *v, uint32_t l, uint32_t *count)
+{
+    const uint8_t *p = v->lists;
+    for (uint32_t i = 0; i < l; i++)
+        p += 4 + (size_t)ann_get_u32(p) * 4;
+    *count = ann_get_u32(p);
+    return p + 4;
+}

@@ -1,0 +1,199 @@
+/*
+ * search.c: hnsw-record's search, K-NN-SEARCH of the HNSW paper (Malkov &
+ * Yashunin, Algorithm 5) over node records: a greedy descent from the entry
+ * point through the upper layers, then SEARCH-LAYER at layer 0 with
+ * ef_search, the k best returned.
+ *
+ * Every node the search scores costs exactly one record read (kv_get): the
+ * record carries the vector, scored at once, and the node's neighbour lists.
+ * As an HNSW inside a key-value store would, the search keeps a node's
+ * layer-0 list only while the node sits in the candidate list (a slot per
+ * candidate, ef + 1 slots in the context), so expanding a candidate needs no
+ * second read.  Distances are exact (full vectors), so the candidate list
+ * is also the answer.  All scratch lives in the per-thread context; the hot
+ * path allocates nothing of ours (RocksDB's C API allocates one small
+ * wrapper per get, see kv.h).  A record that is missing or fails its checks
+ * stops the search with ANN_ECORRUPT naming the store and the node.
+ *
+ * Stats: reads and bytes_read are the node records read; full_dists equals
+ * reads; hops counts candidates expanded (upper layers included).
+ */
+#include "engines/hnsw_record/hnsw.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+#include "engines/hnsw_record/layout.h"
+
+#include <string.h>
+#include <time.h>
+
+enum { COPY_LEVEL0, COPY_ALL };
+
+/* Offset, in u32, of level l's list in a COPY_ALL buffer. */
+static inline size_t all_off(const hnsw_meta *m, uint32_t l)
+{
+    return l == 0 ? 0 : (1 + (size_t)m->M0) + (size_t)(l - 1) * (1 + m->M);
+}
+
+/*
+ * Read node id's record, score it against query into *d, and copy its
+ * lists into dst: level 0 only (1 + M0 u32) or every level up to the
+ * index's max level (levels above the node's own get count 0).
+ */
+static int score_node(ann_ctx *c, uint32_t id, const float *query, int copy, uint32_t *dst,
+                      float *d, ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    const hnsw_meta *m = &e->meta;
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_val val = { 0 };
+    hnsw_node_view view;
+    kv_key_u32(key, HNSW_TABLE_NODE, id);
+    int rc = kv_get(c->rd, key, sizeof key, &val);
+    if (rc == ANN_ENOTFOUND)
+        return ann_fail(ANN_ECORRUPT, "%s: node %u record missing", e->store_dir, id);
+    if (rc)
+        return rc;
+    stats->reads++;
+    stats->bytes_read += val.len;
+    rc = hnsw_node_parse(m, e->store_dir, id, val.data, val.len, &view);
+    if (rc)
+        goto out;
+    memcpy(c->vec, view.vector, (size_t)m->dim * sizeof(float)); /* little-endian host */
+    *d = ann_distance(m->metric, query, c->vec, m->dim);
+    stats->full_dists++;
+    uint32_t top = copy == COPY_ALL ? m->max_level : 0;
+    for (uint32_t l = 0; l <= top; l++) {
+        uint32_t *out = dst + all_off(m, l);
+        if (l > view.level) {
+            out[0] = 0;
+            continue;
+        }
+        uint32_t count;
+        const uint8_t *list = hnsw_node_list(&view, l, &count);
+        out[0] = count;
+        for (uint32_t j = 0; j < count; j++)
+            out[1 + j] = ann_get_u32(list + 4 * (size_t)j);
+    }
+out:
+    kv_val_release(&val);
+    return rc;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Greedy descent through layers max_level..1; leaves the closest node found
+ * in *cur / *cur_d with its lists in c->best_links. */
+static int descend(ann_ctx *c, const float *query, uint32_t *cur, float *cur_d, ann_stats *stats)
+{
+    const hnsw_meta *m = &c->eng->meta;
+    uint32_t *iter = c->slots; /* the slots are free until layer 0 */
+    int rc = score_node(c, m->entry, query, COPY_ALL, c->best_links, cur_d, stats);
+    if (rc)
+        return rc;
+    *cur = m->entry;
+    ann_visited_test_and_set(&c->visited, m->entry);
+    for (uint32_t l = m->max_level; l >= 1; l--) {
+        int changed = 1;
+        while (changed) {
+            changed = 0;
+            stats->hops++;
+            const uint32_t *list = c->best_links + all_off(m, l);
+            memcpy(iter, list, (1 + (size_t)list[0]) * sizeof(uint32_t));
+            for (uint32_t j = 0; j < iter[0]; j++) {
+                uint32_t nb = iter[1 + j];
+                /* every node scored so far is no closer than *cur: skip it */
+                if (ann_visited_test_and_set(&c->visited, nb))
+                    continue;
+                float d;
+                rc = score_node(c, nb, query, COPY_ALL, c->tmp_links, &d, stats);
+                if (rc)
+                    return rc;
+                if (d < *cur_d) {
+                    uint32_t *t = c->best_links;
+                    c->best_links = c->tmp_links;
+                    c->tmp_links = t;
+                    *cur = nb;
+                    *cur_d = d;
+                    changed = 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists,
+                ann_stats *stats)
+{
+    const hnsw_meta *m = &c->eng->meta;
+    uint64_t t0 = thread_cpu_ns();
+    int rc = 0, got = 0;
+    if (k > c->k_max)
+        k = c->k_max;
+    if (m->n == 0 || k == 0)
+        return 0;
+    rc = kv_reader_begin(c->rd);
+    if (rc)
+        return rc;
+    ann_visited_reset(&c->visited);
+    uint32_t cur;
+    float cur_d;
+    rc = descend(c, query, &cur, &cur_d, stats);
+    if (rc)
+        goto out;
+
+    /* layer 0: SEARCH-LAYER with ef, candidates keeping their lists */
+    const size_t stride = 1 + (size_t)m->M0;
+    uint32_t *iter = c->tmp_links;
+    ann_visited_reset(&c->visited);
+    ann_candlist_reset_cap(&c->cands, c->ef);
+    c->n_free = 0;
+    for (uint32_t s = 0; s <= c->ef; s++)
+        c->free_slots[c->n_free++] = s;
+    uint32_t s0 = c->free_slots[--c->n_free];
+    memcpy(c->slots + s0 * stride, c->best_links, stride * sizeof(uint32_t));
+    c->slot_of[cur] = s0;
+    ann_visited_test_and_set(&c->visited, cur);
+    ann_candlist_insert(&c->cands, cur_d, cur);
+    int pos;
+    while ((pos = ann_candlist_next(&c->cands)) >= 0) {
+        stats->hops++;
+        const uint32_t *list = c->slots + c->slot_of[c->cands.c[pos].id] * stride;
+        memcpy(iter, list, (1 + (size_t)list[0]) * sizeof(uint32_t));
+        for (uint32_t j = 0; j < iter[0]; j++) {
+            uint32_t nb = iter[1 + j];
+            if (ann_visited_test_and_set(&c->visited, nb))
+                continue;
+            uint32_t s = c->free_slots[--c->n_free];
+            float d;
+            rc = score_node(c, nb, query, COPY_LEVEL0, c->slots + s * stride, &d, stats);
+            if (rc)
+                goto out;
+            int full = c->cands.n == c->cands.cap;
+            uint32_t worst = full ? c->cands.c[c->cands.n - 1].id : 0;
+            if (ann_candlist_insert(&c->cands, d, nb) < 0) {
+                c->free_slots[c->n_free++] = s;
+                continue;
+            }
+            c->slot_of[nb] = s;
+            if (full)
+                c->free_slots[c->n_free++] = c->slot_of[worst];
+        }
+    }
+    got = (int)(c->cands.n < k ? c->cands.n : k);
+    for (int i = 0; i < got; i++) {
+        ids[i] = c->cands.c[i].id;
+        dists[i] = c->cands.c[i].dist;
+    }
+out:
+    kv_reader_end(c->rd);
+    stats->cpu_ns += thread_cpu_ns() - t0;
+    return rc ? rc : got;
+}

@@ -1,0 +1,375 @@
+/*
+ * build.c: ivfpq-record's build, IVFADC of Jégou, Douze & Schmid, "Product
+ * quantization for nearest neighbor search" (TPAMI 2011): a coarse k-means
+ * quantizer of `nlist` centroids, each vector filed in the list of its
+ * nearest centroid, and the residual x - c encoded by product quantization
+ * (pq_bytes sub-quantizers of 256 centroids).  Both quantizers are the
+ * core's (engines/core/kmeans.h, pq.h); this file only samples, assigns,
+ * encodes and writes the records.
+ *
+ * Choices: the coarse quantizer trains on an evenly strided sample of at
+ * most 256 rows per list (FAISS's default cap); for ip and cosine data it
+ * is spherical k-means (unit centroids), so nearest-by-L2 at build and
+ * largest-inner-product at search pick the same list for unit vectors; for
+ * raw ip data, vectors are filed by largest inner product.  The residual
+ * codebook trains on a strided sample of pq_sample_rows() residuals; for ip
+ * and cosine it is trained as inner product, so a query's ADC table is
+ * computed once and each list adds its centroid term (search.c).  Lists
+ * hold ids in ascending order, split into chunk records of
+ * IVFPQ_CHUNK_ENTRIES (layout.h).  The base is held in memory during the
+ * build (n x dim floats).
+ */
+#include "engines/ivfpq_record/ivfpq.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/ivf_defaults.h"
+#include "engines/core/kmeans.h"
+#include "engines/core/kv_params.h"
+#include "engines/core/status.h"
+#include "engines/core/vecfile.h"
+#include "engines/ivfpq_record/layout.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const ann_param_spec ivfpq_build_params[] = {
+    { .name = "nlist", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 22, .def = 0,
+      .help = "inverted lists (0 = round(4 sqrt(n)))" },
+    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = 4096, .def = 0,
+      .help = "PQ code bytes per vector (0 = pq.h default, dim/8 rounded up)" },
+    { .name = "seed", .type = ANN_PARAM_INT, .min = 0, .max = 9007199254740991.0, .def = 1,
+      .help = "seed of k-means and PQ training" },
+    { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,
+      .help = "build threads (0 = all cores)" },
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
+      .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
+    ANN_PARAM_END,
+};
+
+#define IVFPQ_COARSE_ROWS_PER_LIST 256
+#define IVFPQ_ENCODE_ROWS 4096
+
+/* What the build computed, handed to the writers. */
+typedef struct ivfpq_built {
+    ivfpq_meta meta;
+    const float *x;
+    uint32_t *list_len;   /* lists */
+    uint64_t *list_start; /* lists + 1: offsets into order */
+    uint32_t *order;      /* n ids, grouped by list, ascending within */
+    uint8_t *codes;       /* n x m, by id */
+} ivfpq_built;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Rows i * n / s for i < s, copied into a new array. */
+static float *strided_sample(const float *x, uint64_t n, uint32_t dim, uint64_t s)
+{
+    float *out = malloc((s ? s : 1) * (size_t)dim * sizeof(float));
+    if (!out)
+        return NULL;
+    for (uint64_t i = 0; i < s; i++)
+        memcpy(out + i * dim, x + (i * n / s) * dim, (size_t)dim * sizeof(float));
+    return out;
+}
+
+/* File each vector in a list: nearest centroid by L2 (l2; cosine with unit
+ * centroids), largest inner product for raw ip. */
+static int assign_lists(const ivfpq_built *b, const float *centroids, int threads,
+                        uint32_t *assign)
+{
+    const ivfpq_meta *m = &b->meta;
+    if (m->metric != ANN_METRIC_IP)
+        return kmeans_assign(b->x, m->n, m->dim, centroids, m->lists, threads, assign, NULL);
+    for (uint64_t i = 0; i < m->n; i++) {
+        const float *v = b->x + i * m->dim;
+        float best = -__builtin_inff();
+        assign[i] = 0;
+        for (uint32_t c = 0; c < m->lists; c++) {
+            float ip = ann_ip(v, centroids + (size_t)c * m->dim, m->dim);
+            if (ip > best) {
+                best = ip;
+                assign[i] = c;
+            }
+        }
+    }
+    return 0;
+}
+
+static int write_records(const ivfpq_built *b, const char *path, kv_backend backend)
+{
+    const ivfpq_meta *m = &b->meta;
+    int rc = 0;
+    kv_store *kv = NULL;
+    kv_bulk *bulk = NULL;
+    size_t cap = IVFPQ_CHUNK_HEADER_BYTES + (size_t)IVFPQ_CHUNK_ENTRIES * (4 + m->pq_bytes);
+    size_t dir_bytes = ivfpq_dir_bytes(m->lists);
+    if (cap < dir_bytes)
+        cap = dir_bytes;
+    if (cap < (size_t)m->dim * 4)
+        cap = (size_t)m->dim * 4;
+    uint8_t *buf = malloc(cap);
+    uint8_t key[KV_KEY_U64_BYTES], mrec[IVFPQ_META_BYTES];
+    kv_options opt = { .backend = backend, .profile = KV_PROFILE_EMBEDDED, .create = 1 };
+    if (!buf) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for a record", path);
+        goto out;
+    }
+    rc = kv_open(path, &opt, &kv);
+    if (rc)
+        goto out;
+    uint64_t expect = m->n * ((uint64_t)m->dim * 4 + m->pq_bytes + 4 + 2 * KV_KEY_U64_BYTES);
+    rc = kv_bulk_begin(kv, expect, &bulk);
+    if (rc)
+        goto out;
+    /* table 0x02: list chunks, in (list, chunk) order */
+    for (uint32_t l = 0; l < m->lists; l++) {
+        for (uint32_t c = 0; (uint64_t)c * IVFPQ_CHUNK_ENTRIES < b->list_len[l]; c++) {
+            uint32_t first = c * IVFPQ_CHUNK_ENTRIES;
+            uint32_t cnt = b->list_len[l] - first < IVFPQ_CHUNK_ENTRIES ? b->list_len[l] - first
+                                                                        : IVFPQ_CHUNK_ENTRIES;
+            const uint32_t *ids = b->order + b->list_start[l] + first;
+            ann_put_u32(buf, l);
+            ann_put_u32(buf + 4, c);
+            ann_put_u32(buf + 8, cnt);
+            ann_put_u32(buf + 12, 0);
+            uint8_t *codes = buf + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)cnt;
+            for (uint32_t j = 0; j < cnt; j++) {
+                ann_put_u32(buf + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)j, ids[j]);
+                memcpy(codes + (size_t)j * m->pq_bytes, b->codes + (size_t)ids[j] * m->pq_bytes,
+                       m->pq_bytes);
+            }
+            kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)l << 32 | c);
+            rc = kv_bulk_add(bulk, key, KV_KEY_U64_BYTES, buf,
+                             IVFPQ_CHUNK_HEADER_BYTES + (size_t)cnt * (4 + m->pq_bytes));
+            if (rc)
+                goto out;
+        }
+    }
+    /* table 0x03: full vectors */
+    for (uint64_t v = 0; v < m->n; v++) {
+        const float *x = b->x + v * m->dim;
+        for (uint32_t j = 0; j < m->dim; j++)
+            ann_put_f32(buf + 4 * (size_t)j, x[j]);
+        kv_key_u32(key, IVFPQ_TABLE_VECTOR, (uint32_t)v);
+        rc = kv_bulk_add(bulk, key, KV_KEY_U32_BYTES, buf, (size_t)m->dim * 4);
+        if (rc)
+            goto out;
+    }
+    /* table 0x04: the list directory */
+    ivfpq_dir_encode(b->list_len, m->lists, buf);
+    kv_key_u32(key, IVFPQ_TABLE_DIR, 0);
+    rc = kv_bulk_add(bulk, key, KV_KEY_U32_BYTES, buf, dir_bytes);
+    if (rc)
+        goto out;
+    rc = kv_bulk_finish(bulk);
+    bulk = NULL;
+    if (rc)
+        goto out;
+    ivfpq_meta_encode(m, mrec); /* last: a store without it never opens */
+    kv_key_u32(key, IVFPQ_TABLE_META, 0);
+    rc = kv_put(kv, key, KV_KEY_U32_BYTES, mrec, sizeof mrec);
+out:
+    kv_bulk_abort(bulk);
+    if (kv) {
+        int crc = kv_close(kv);
+        if (!rc)
+            rc = crc;
+    }
+    free(buf);
+    return rc;
+}
+
+int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+{
+    int rc = ann_params_validate(params, ivfpq_build_params, "build");
+    if (rc)
+        return rc;
+    if (src->n > UINT32_MAX)
+        return ann_fail(ANN_EPARAM, "ivfpq-record: %llu vectors, at most %u",
+                        (unsigned long long)src->n, UINT32_MAX);
+    ivfpq_built b = { .meta = { .metric = src->metric, .n = src->n, .dim = src->dim,
+                                .chunk_entries = IVFPQ_CHUNK_ENTRIES } };
+    ivfpq_meta *m = &b.meta;
+    uint32_t nlist = (uint32_t)ann_param_int(params, ivfpq_build_params, "nlist");
+    uint32_t pq_bytes = (uint32_t)ann_param_int(params, ivfpq_build_params, "pq_bytes");
+    int threads = (int)ann_param_int(params, ivfpq_build_params, "threads");
+    m->seed = (uint64_t)ann_param_int(params, ivfpq_build_params, "seed");
+    const char *which = ann_param_enum(params, ivfpq_build_params, "kv");
+    m->nlist = nlist ? nlist : ann_ivf_default_nlist(src->n);
+    m->lists = src->n < m->nlist ? (uint32_t)src->n : m->nlist;
+    m->pq_bytes = pq_bytes ? pq_bytes : pq_default_bytes(src->dim);
+    if (m->pq_bytes > src->dim)
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", m->pq_bytes, src->dim);
+
+    float *x = NULL, *sample = NULL, *centroids = NULL, *res = NULL, *enc = NULL;
+    uint32_t *assign = NULL;
+    ann_vecsrc *res_src = NULL;
+    pq_codebook *cb = NULL;
+    ann_vecwriter w = { 0 };
+    int writer_open = 0;
+    char path[4200];
+    double t0 = now_s(), t_coarse = t0, t_pq = t0, t_encode = t0;
+
+    x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
+    centroids = malloc(((size_t)m->lists ? m->lists : 1) * src->dim * sizeof(float));
+    assign = malloc((src->n ? src->n : 1) * sizeof *assign);
+    b.list_len = calloc(m->lists ? m->lists : 1, sizeof *b.list_len);
+    b.list_start = calloc((size_t)m->lists + 1, sizeof *b.list_start);
+    b.order = malloc((src->n ? src->n : 1) * sizeof *b.order);
+    b.codes = malloc((src->n ? src->n : 1) * (size_t)m->pq_bytes);
+    if (!x || !centroids || !assign || !b.list_len || !b.list_start || !b.order || !b.codes) {
+        rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for %llu vectors",
+                      (unsigned long long)src->n);
+        goto out;
+    }
+    rc = src->n ? ann_vecsrc_read(src, 0, src->n, x) : 0;
+    if (rc)
+        goto out;
+    b.x = x;
+
+    if (src->n > 0) {
+        /* coarse quantizer */
+        uint64_t s = (uint64_t)m->lists * IVFPQ_COARSE_ROWS_PER_LIST;
+        if (s > src->n)
+            s = src->n;
+        sample = strided_sample(x, src->n, src->dim, s);
+        if (!sample) {
+            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for the k-means sample");
+            goto out;
+        }
+        kmeans_params kp;
+        kmeans_params_default(&kp, m->lists);
+        kp.seed = m->seed;
+        kp.threads = threads;
+        kp.spherical = src->metric != ANN_METRIC_L2;
+        rc = kmeans_train(sample, s, src->dim, &kp, centroids, NULL);
+        if (rc)
+            goto out;
+        rc = assign_lists(&b, centroids, threads, assign);
+        if (rc)
+            goto out;
+        t_coarse = now_s();
+
+        /* residual codebook, trained on a strided sample of residuals */
+        pq_params pp;
+        pq_params_default(&pp, src->dim);
+        pp.pq_bytes = m->pq_bytes;
+        pp.seed = m->seed;
+        pp.threads = threads;
+        uint64_t rs = pq_sample_rows(&pp, src->n, src->dim);
+        res = malloc(rs * (size_t)src->dim * sizeof(float));
+        if (!res) {
+            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for the PQ sample");
+            goto out;
+        }
+        for (uint64_t i = 0; i < rs; i++) {
+            uint64_t v = i * src->n / rs;
+            const float *c = centroids + (size_t)assign[v] * src->dim;
+            for (uint32_t j = 0; j < src->dim; j++)
+                res[i * src->dim + j] = x[v * src->dim + j] - c[j];
+        }
+        ann_metric pq_metric = src->metric == ANN_METRIC_L2 ? ANN_METRIC_L2 : ANN_METRIC_IP;
+        rc = ann_vecsrc_from_memory(res, rs, src->dim, pq_metric, &res_src);
+        if (rc)
+            goto out;
+        rc = pq_train(res_src, &pp, &cb);
+        if (rc)
+            goto out;
+        t_pq = now_s();
+
+        /* encode residuals in blocks */
+        enc = malloc((size_t)IVFPQ_ENCODE_ROWS * src->dim * sizeof(float));
+        if (!enc) {
+            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for an encoding block");
+            goto out;
+        }
+        for (uint64_t i = 0; i < src->n; i += IVFPQ_ENCODE_ROWS) {
+            uint64_t cnt = src->n - i < IVFPQ_ENCODE_ROWS ? src->n - i : IVFPQ_ENCODE_ROWS;
+            for (uint64_t r = 0; r < cnt; r++) {
+                const float *c = centroids + (size_t)assign[i + r] * src->dim;
+                for (uint32_t j = 0; j < src->dim; j++)
+                    enc[r * src->dim + j] = x[(i + r) * src->dim + j] - c[j];
+            }
+            rc = pq_encode(cb, enc, cnt, threads, b.codes + i * m->pq_bytes);
+            if (rc)
+                goto out;
+        }
+        t_encode = now_s();
+
+        /* lists: counting sort of ids by list, ascending within a list */
+        for (uint64_t v = 0; v < src->n; v++)
+            b.list_len[assign[v]]++;
+        for (uint32_t l = 0; l < m->lists; l++)
+            b.list_start[l + 1] = b.list_start[l] + b.list_len[l];
+        for (uint64_t v = 0; v < src->n; v++)
+            b.order[b.list_start[assign[v]]++] = (uint32_t)v;
+        for (uint32_t l = m->lists; l > 0; l--)
+            b.list_start[l] = b.list_start[l - 1];
+        b.list_start[0] = 0;
+    }
+
+    /* RAM-resident parts: coarse centroids and the codebook */
+    snprintf(path, sizeof path, "%s/%s", dir, IVFPQ_COARSE_FILE);
+    rc = ann_vecwriter_open(&w, path, src->dim, ANN_ELEM_F32);
+    if (rc)
+        goto out;
+    writer_open = 1;
+    rc = ann_vecwriter_append(&w, centroids, m->lists);
+    if (rc)
+        goto out;
+    rc = ann_vecwriter_finish(&w);
+    writer_open = 0;
+    if (rc)
+        goto out;
+    if (cb) {
+        snprintf(path, sizeof path, "%s/%s", dir, IVFPQ_CODEBOOK_FILE);
+        rc = pq_codebook_save(cb, path);
+        if (rc)
+            goto out;
+    }
+    for (int bi = 0; bi < 2; bi++) {
+        kv_backend be = bi == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
+        if (!kv_build_includes(which, be))
+            continue;
+        kv_store_path(path, sizeof path, dir, be);
+        rc = write_records(&b, path, be);
+        if (rc)
+            goto out;
+    }
+    uint32_t longest = 0;
+    for (uint32_t l = 0; l < m->lists; l++)
+        longest = b.list_len[l] > longest ? b.list_len[l] : longest;
+    json_object_set_new(report, "phases",
+                        json_pack("{s:f, s:f, s:f, s:f}", "coarse_s", t_coarse - t0, "pq_train_s",
+                                  t_pq - t_coarse, "encode_s", t_encode - t_pq, "records_s",
+                                  now_s() - t_encode));
+    json_object_set_new(report, "nlist", json_integer(m->nlist));
+    json_object_set_new(report, "lists", json_integer(m->lists));
+    json_object_set_new(report, "pq_bytes", json_integer(m->pq_bytes));
+    json_object_set_new(report, "longest_list", json_integer(longest));
+out:
+    if (writer_open)
+        ann_vecwriter_abort(&w);
+    pq_codebook_destroy(cb);
+    ann_vecsrc_destroy(res_src);
+    free(res);
+    free(enc);
+    free(sample);
+    free(centroids);
+    free(assign);
+    free(b.list_len);
+    free(b.list_start);
+    free(b.order);
+    free(b.codes);
+    free(x);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/*
+ * ivfpq.h: internals shared by the ivfpq-record engine's files: the open
+ * index (coarse centroids, codebook and list directory in RAM, records in
+ * the store), the per-thread search context, the record codec, and the
+ * phases (build.c, search.c; the vtable is in engine.c).
+ */
+#ifndef ANNLAB_IVFPQ_RECORD_IVFPQ_H
+#define ANNLAB_IVFPQ_RECORD_IVFPQ_H
+
+#include "engines/core/kv.h"
+#include "engines/core/pq.h"
+#include "engines/core/topk.h"
+#include "engines/engine.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The metadata record, decoded. */
+typedef struct ivfpq_meta {
+    ann_metric metric;
+    uint64_t n;
+    uint32_t dim, nlist, lists, pq_bytes, chunk_entries;
+    uint64_t seed;
+} ivfpq_meta;
+
+struct ann_engine {
+    ivfpq_meta meta;
+    float *centroids;      /* lists x dim */
+    pq_codebook *cb;       /* residual codebook (IP for ip/cosine data) */
+    uint32_t *list_len;    /* lists */
+    kv_store *kv;
+    char store_dir[4200];  /* named in corruption messages */
+};
+
+struct ann_ctx {
+    ann_engine *eng;
+    kv_reader *rd;
+    uint32_t k_max, nprobe, rerank;
+    float *coarse_dist;    /* nprobe: the probed lists' heap */
+    uint32_t *coarse_id;
+    float *table;          /* m x 256 */
+    float *qres;           /* dim: the query's residual (l2) */
+    uint32_t *chunk_ids;   /* chunk entries */
+    float *chunk_dists;
+    float *cand_dist;      /* rerank x k_max */
+    uint32_t *cand_id;
+    float *top_dist;       /* k_max */
+    uint32_t *top_id;
+    float *vec;            /* dim */
+};
+
+void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out);
+int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_meta *out);
+
+/* Encode / decode the list directory (layout.h).  dir_bytes = 8 + 4 lists. */
+size_t ivfpq_dir_bytes(uint32_t lists);
+void ivfpq_dir_encode(const uint32_t *len, uint32_t lists, uint8_t *out);
+int ivfpq_dir_decode(const uint8_t *rec, size_t len, const ivfpq_meta *m, const char *store,
+                     uint32_t *out);
+
+/* Check a chunk record against what the directory expects (list, chunk,
+ * count, length, ids < n); ANN_ECORRUPT naming the store and record. */
+int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uint32_t chunk,
+                      uint32_t expect_count, const uint8_t *rec, size_t len);
+
+int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+int ivfpq_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
+                 ann_stats *stats);
+
+extern const ann_param_spec ivfpq_build_params[];
+
+#endif

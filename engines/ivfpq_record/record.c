@@ -1,0 +1,115 @@
+/*
+ * record.c: the ivfpq-record codec: metadata, list directory and list
+ * chunk records (byte layout in layout.h).  Everything read from the store
+ * is checked before use.
+ */
+#include "engines/ivfpq_record/ivfpq.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/status.h"
+#include "engines/ivfpq_record/layout.h"
+
+#include <string.h>
+#include <zlib.h>
+
+void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
+{
+    memset(out, 0, IVFPQ_META_BYTES);
+    memcpy(out, IVFPQ_MAGIC, sizeof IVFPQ_MAGIC);
+    ann_put_u32(out + 8, IVFPQ_VERSION);
+    ann_put_u32(out + 12, (uint32_t)m->metric);
+    ann_put_u64(out + 16, m->n);
+    ann_put_u32(out + 24, m->dim);
+    ann_put_u32(out + 28, m->nlist);
+    ann_put_u32(out + 32, m->lists);
+    ann_put_u32(out + 36, m->pq_bytes);
+    ann_put_u32(out + 40, m->chunk_entries);
+    ann_put_u64(out + 48, m->seed);
+    ann_put_u32(out + 60, (uint32_t)crc32(0L, out, 60));
+}
+
+int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_meta *out)
+{
+    if (len != IVFPQ_META_BYTES || memcmp(rec, IVFPQ_MAGIC, sizeof IVFPQ_MAGIC) != 0)
+        return ann_fail(ANN_ECORRUPT, "%s: metadata record: bad magic or length %zu", store, len);
+    if (ann_get_u32(rec + 60) != (uint32_t)crc32(0L, rec, 60))
+        return ann_fail(ANN_ECORRUPT, "%s: metadata record: checksum mismatch", store);
+    uint32_t version = ann_get_u32(rec + 8);
+    if (version != IVFPQ_VERSION)
+        return ann_fail(ANN_EVERSION, "%s: metadata record: version %u, this build reads %u",
+                        store, version, IVFPQ_VERSION);
+    ivfpq_meta m = {
+        .metric = (ann_metric)ann_get_u32(rec + 12),
+        .n = ann_get_u64(rec + 16),
+        .dim = ann_get_u32(rec + 24),
+        .nlist = ann_get_u32(rec + 28),
+        .lists = ann_get_u32(rec + 32),
+        .pq_bytes = ann_get_u32(rec + 36),
+        .chunk_entries = ann_get_u32(rec + 40),
+        .seed = ann_get_u64(rec + 48),
+    };
+    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.nlist == 0 ||
+        m.lists > m.nlist || (uint64_t)m.lists > m.n || (m.n > 0 && m.lists == 0) ||
+        m.n > UINT32_MAX || m.pq_bytes == 0 || m.pq_bytes > m.dim ||
+        m.chunk_entries != IVFPQ_CHUNK_ENTRIES)
+        return ann_fail(ANN_ECORRUPT,
+                        "%s: metadata record: fields out of range (metric %u, n %llu, dim %u, "
+                        "nlist %u, lists %u, pq_bytes %u, chunk %u)",
+                        store, (unsigned)m.metric, (unsigned long long)m.n, m.dim, m.nlist,
+                        m.lists, m.pq_bytes, m.chunk_entries);
+    *out = m;
+    return 0;
+}
+
+size_t ivfpq_dir_bytes(uint32_t lists)
+{
+    return 8 + 4 * (size_t)lists;
+}
+
+void ivfpq_dir_encode(const uint32_t *len, uint32_t lists, uint8_t *out)
+{
+    ann_put_u32(out, lists);
+    for (uint32_t l = 0; l < lists; l++)
+        ann_put_u32(out + 4 + 4 * (size_t)l, len[l]);
+    ann_put_u32(out + 4 + 4 * (size_t)lists,
+                (uint32_t)crc32(0L, out, (uInt)(4 + 4 * (size_t)lists)));
+}
+
+int ivfpq_dir_decode(const uint8_t *rec, size_t len, const ivfpq_meta *m, const char *store,
+                     uint32_t *out)
+{
+    if (len != ivfpq_dir_bytes(m->lists) || ann_get_u32(rec) != m->lists)
+        return ann_fail(ANN_ECORRUPT, "%s: list directory record: length %zu for %u lists",
+                        store, len, m->lists);
+    if (ann_get_u32(rec + len - 4) != (uint32_t)crc32(0L, rec, (uInt)(len - 4)))
+        return ann_fail(ANN_ECORRUPT, "%s: list directory record: checksum mismatch", store);
+    uint64_t total = 0;
+    for (uint32_t l = 0; l < m->lists; l++) {
+        out[l] = ann_get_u32(rec + 4 + 4 * (size_t)l);
+        total += out[l];
+    }
+    if (total != m->n)
+        return ann_fail(ANN_ECORRUPT, "%s: list directory record: lists hold %llu, n is %llu",
+                        store, (unsigned long long)total, (unsigned long long)m->n);
+    return 0;
+}
+
+int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uint32_t chunk,
+                      uint32_t expect_count, const uint8_t *rec, size_t len)
+{
+    if (len < IVFPQ_CHUNK_HEADER_BYTES ||
+        len != IVFPQ_CHUNK_HEADER_BYTES + (size_t)expect_count * (4 + m->pq_bytes) ||
+        ann_get_u32(rec) != list || ann_get_u32(rec + 4) != chunk ||
+        ann_get_u32(rec + 8) != expect_count)
+        return ann_fail(ANN_ECORRUPT,
+                        "%s: list %u chunk %u record: header or length %zu disagrees with the "
+                        "list directory (%u entries)",
+                        store, list, chunk, len, expect_count);
+    for (uint32_t j = 0; j < expect_count; j++) {
+        uint32_t id = ann_get_u32(rec + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)j);
+        if (id >= m->n)
+            return ann_fail(ANN_ECORRUPT, "%s: list %u chunk %u record: entry %u id %u >= n %llu",
+                            store, list, chunk, j, id, (unsigned long long)m->n);
+    }
+    return 0;
+}

@@ -1,0 +1,165 @@
+/*
+ * search.c: ivfpq-record's search, IVFADC (Jégou et al., TPAMI 2011) with
+ * exact re-ranking: rank the coarse centroids held in RAM, read the list
+ * records of the nprobe closest lists, score every entry by asymmetric
+ * distance to its PQ-coded residual, keep the best rerank x k, then read
+ * each one's full-vector record and return the k closest by exact distance.
+ *
+ * Estimated distance of an entry x = c + r of list c, by metric:
+ *   l2:     ADC table of the query's residual q - c, one table per list:
+ *           |q - c - r'|^2 (r' the decoded residual);
+ *   ip:     -<q, c> + ADC_ip(q, r'), one inner-product table per query;
+ *   cosine: 1 - <q, c> + ADC_ip(q, r') (unit vectors).
+ * Lists are ranked by the same centroid term (squared L2, -ip or 1 - ip).
+ *
+ * Reads per query: the chunk records of the probed lists, plus one vector
+ * record per re-ranked candidate.  Stats: reads/bytes_read count both,
+ * code_dists the entries scored by ADC, full_dists the re-ranked vectors,
+ * hops the lists probed.  All scratch is in the per-thread context.  A
+ * record that is missing or fails its checks stops the search with
+ * ANN_ECORRUPT naming the store and the record.
+ */
+#include "engines/ivfpq_record/ivfpq.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+#include "engines/ivfpq_record/layout.h"
+
+#include <string.h>
+#include <time.h>
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Scan one list: every chunk record, ADC-scored into the candidate heap. */
+static int scan_list(ann_ctx *c, uint32_t list, float base, ann_topk *cands, ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    const ivfpq_meta *m = &e->meta;
+    uint32_t len = e->list_len[list];
+    for (uint32_t chunk = 0; (uint64_t)chunk * m->chunk_entries < len; chunk++) {
+        uint32_t first = chunk * m->chunk_entries;
+        uint32_t cnt = len - first < m->chunk_entries ? len - first : m->chunk_entries;
+        uint8_t key[KV_KEY_U64_BYTES];
+        kv_val val = { 0 };
+        kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)list << 32 | chunk);
+        int rc = kv_get(c->rd, key, sizeof key, &val);
+        if (rc == ANN_ENOTFOUND)
+            return ann_fail(ANN_ECORRUPT, "%s: list %u chunk %u record missing", e->store_dir,
+                            list, chunk);
+        if (rc)
+            return rc;
+        stats->reads++;
+        stats->bytes_read += val.len;
+        rc = ivfpq_chunk_check(m, e->store_dir, list, chunk, cnt, val.data, val.len);
+        if (rc) {
+            kv_val_release(&val);
+            return rc;
+        }
+        const uint8_t *rec = val.data;
+        for (uint32_t j = 0; j < cnt; j++)
+            c->chunk_ids[j] = ann_get_u32(rec + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)j);
+        pq_adc_scan(c->table, m->pq_bytes, rec + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)cnt, cnt,
+                    c->chunk_dists);
+        kv_val_release(&val);
+        stats->code_dists += cnt;
+        for (uint32_t j = 0; j < cnt; j++) {
+            float d = base + c->chunk_dists[j];
+            if (d < ann_topk_bound(cands))
+                ann_topk_push(cands, d, c->chunk_ids[j]);
+        }
+    }
+    return 0;
+}
+
+/* Read candidate id's vector and offer its exact distance to top. */
+static int rerank_one(ann_ctx *c, const float *query, uint32_t id, ann_topk *top,
+                      ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    const ivfpq_meta *m = &e->meta;
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_val val = { 0 };
+    kv_key_u32(key, IVFPQ_TABLE_VECTOR, id);
+    int rc = kv_get(c->rd, key, sizeof key, &val);
+    if (rc == ANN_ENOTFOUND)
+        return ann_fail(ANN_ECORRUPT, "%s: vector %u record missing", e->store_dir, id);
+    if (rc)
+        return rc;
+    stats->reads++;
+    stats->bytes_read += val.len;
+    if (val.len != (size_t)m->dim * 4) {
+        kv_val_release(&val);
+        return ann_fail(ANN_ECORRUPT, "%s: vector %u record: %zu bytes, expected %u", e->store_dir,
+                        id, val.len, m->dim * 4);
+    }
+    memcpy(c->vec, val.data, val.len); /* little-endian host */
+    kv_val_release(&val);
+    ann_topk_push(top, ann_distance(m->metric, query, c->vec, m->dim), id);
+    stats->full_dists++;
+    return 0;
+}
+
+int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists,
+                 ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    const ivfpq_meta *m = &e->meta;
+    uint64_t t0 = thread_cpu_ns();
+    int rc = 0, got = 0;
+    if (k > c->k_max)
+        k = c->k_max;
+    if (m->n == 0 || k == 0)
+        return 0;
+
+    /* the nprobe closest lists, by the centroid term */
+    ann_topk probe;
+    ann_topk_init(&probe, c->coarse_dist, c->coarse_id, c->nprobe);
+    for (uint32_t l = 0; l < m->lists; l++) {
+        float d = ann_distance(m->metric, query, e->centroids + (size_t)l * m->dim, m->dim);
+        if (d < ann_topk_bound(&probe))
+            ann_topk_push(&probe, d, l);
+    }
+    uint32_t nprobe = ann_topk_sorted(&probe, c->coarse_id, c->coarse_dist);
+    if (m->metric != ANN_METRIC_L2)
+        pq_table_compute(e->cb, query, c->table); /* -<q_j, c'> sub-tables */
+
+    rc = kv_reader_begin(c->rd);
+    if (rc)
+        return rc;
+    ann_topk cands;
+    ann_topk_init(&cands, c->cand_dist, c->cand_id, c->rerank * k);
+    for (uint32_t p = 0; p < nprobe; p++) {
+        uint32_t l = c->coarse_id[p];
+        float base = c->coarse_dist[p];
+        if (m->metric == ANN_METRIC_L2) {
+            const float *cen = e->centroids + (size_t)l * m->dim;
+            for (uint32_t j = 0; j < m->dim; j++)
+                c->qres[j] = query[j] - cen[j];
+            pq_table_compute(e->cb, c->qres, c->table);
+            base = 0.0f;
+        }
+        stats->hops++;
+        rc = scan_list(c, l, base, &cands, stats);
+        if (rc)
+            goto out;
+    }
+    uint32_t nc = ann_topk_sorted(&cands, c->cand_id, c->cand_dist);
+    ann_topk top;
+    ann_topk_init(&top, c->top_dist, c->top_id, k);
+    for (uint32_t i = 0; i < nc; i++) {
+        rc = rerank_one(c, query, c->cand_id[i], &top, stats);
+        if (rc)
+            goto out;
+    }
+    got = (int)ann_topk_sorted(&top, ids, dists);
+out:
+    kv_reader_end(c->rd);
+    stats->cpu_ns += thread_cpu_ns() - t0;
+    return rc ? rc : got;
+}

@@ -1,0 +1,596 @@
+/*
+ * test_kv.c: the record store (engines/core/kv.h) on both backends, and
+ * both profiles for RocksDB: byte-exact round trips, atomic batches, delete,
+ * prefix iteration order, not-found versus failure, bulk load (append and
+ * non-append paths, abort, out-of-order keys), reopen read-only, LMDB map
+ * growth, concurrent readers, statistics, and the key helpers' bytes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "engines/core/kv.h"
+#include "engines/core/status.h"
+#include "tests/support/testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    kv_backend backend;
+    kv_profile profile;
+    const char *name;
+} kv_case;
+
+static const kv_case cases[] = {
+    { KV_BACKEND_ROCKSDB, KV_PROFILE_SERVER, "rocksdb-server" },
+    { KV_BACKEND_ROCKSDB, KV_PROFILE_EMBEDDED, "rocksdb-embedded" },
+    { KV_BACKEND_LMDB, KV_PROFILE_EMBEDDED, "lmdb" },
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static char *tmp_root;
+
+static int setup(void **state)
+{
+    (void)state;
+    tmp_root = tu_tmpdir("kv");
+    return tmp_root ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmdir(tmp_root);
+    return 0;
+}
+
+static void store_path(char *out, const kv_case *c, const char *tag)
+{
+    snprintf(out, 4096, "%s/%s-%s", tmp_root, c->name, tag);
+}
+
+static kv_store *open_store(const kv_case *c, const char *path, int read_only, int create)
+{
+    kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                     .read_only = read_only, .create = create };
+    kv_store *s = NULL;
+    int rc = kv_open(path, &o, &s);
+    if (rc)
+        fail_msg("%s: open %s: %s", c->name, path, ann_errmsg(rc));
+    return s;
+}
+
+/* Value of record id: length 1..600 depending on id, bytes a function of id. */
+static size_t make_val(uint8_t *buf, uint32_t id)
+{
+    size_t len = 1 + (id * 37u) % 600u;
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(id * 131u + i * 7u);
+    return len;
+}
+
+static void expect_record(kv_reader *r, uint8_t table, uint32_t id, const kv_case *c)
+{
+    uint8_t key[KV_KEY_U32_BYTES], want[600];
+    kv_val v = { 0 };
+    size_t klen = kv_key_u32(key, table, id), wlen = make_val(want, id);
+    int rc = kv_get(r, key, klen, &v);
+    if (rc)
+        fail_msg("%s: get %u/%u: %s", c->name, table, id, ann_errmsg(rc));
+    assert_int_equal(v.len, wlen);
+    assert_memory_equal(v.data, want, wlen);
+    kv_val_release(&v);
+}
+
+static void test_key_helpers(void **state)
+{
+    (void)state;
+    uint8_t k4[KV_KEY_U32_BYTES], k8[KV_KEY_U64_BYTES];
+    assert_int_equal(kv_key_u32(k4, 0x07, 0x01020304u), 5);
+    assert_memory_equal(k4, "\x07\x01\x02\x03\x04", 5);
+    assert_int_equal(kv_key_u64(k8, 0xA0, 0x0102030405060708ull), 9);
+    assert_memory_equal(k8, "\xA0\x01\x02\x03\x04\x05\x06\x07\x08", 9);
+    uint8_t t = 0;
+    uint32_t id = 0;
+    uint64_t id64 = 0;
+    assert_int_equal(kv_key_parse_u32(k4, 5, &t, &id), 0);
+    assert_int_equal(t, 0x07);
+    assert_int_equal(id, 0x01020304u);
+    assert_int_equal(kv_key_parse_u64(k8, 9, &t, &id64), 0);
+    assert_true(id64 == 0x0102030405060708ull && t == 0xA0);
+    assert_int_equal(kv_key_parse_u32(k8, 9, &t, &id), ANN_ECORRUPT);
+    assert_int_equal(kv_key_parse_u64(k4, 5, &t, &id64), ANN_ECORRUPT);
+    /* byte order is numeric order */
+    uint8_t a[5], b[5];
+    kv_key_u32(a, 1, 255);
+    kv_key_u32(b, 1, 256);
+    assert_true(memcmp(a, b, 5) < 0);
+
+    kv_backend be;
+    kv_profile pr;
+    assert_int_equal(kv_backend_parse("lmdb", &be), 0);
+    assert_int_equal(be, KV_BACKEND_LMDB);
+    assert_int_equal(kv_profile_parse("embedded", &pr), 0);
+    assert_int_equal(pr, KV_PROFILE_EMBEDDED);
+    assert_int_equal(kv_backend_parse("leveldb", &be), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), "kv: unknown backend \"leveldb\" (rocksdb|lmdb)");
+    assert_int_equal(kv_profile_parse("laptop", &pr), ANN_EPARAM);
+}
+
+/* Batch put, get, delete, atomic abort, reopen read-only: on every case. */
+static void test_round_trip(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "rt");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        kv_txn *t = NULL;
+        assert_int_equal(kv_txn_begin(s, &t), 0);
+        /* a second writer is refused while the batch is open */
+        kv_txn *t2 = NULL;
+        assert_int_equal(kv_txn_begin(s, &t2), ANN_ESTATE);
+        for (uint32_t id = 0; id < 500; id++) {
+            uint32_t p = (id * 7919u) % 500u; /* scrambled order */
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, p), val, make_val(val, p)), 0);
+        }
+        assert_int_equal(kv_txn_commit(t), 0);
+
+        /* a batch that is aborted leaves nothing */
+        assert_int_equal(kv_txn_begin(s, &t), 0);
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 9999), "x", 1), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 3)), 0);
+        kv_txn_abort(t);
+
+        /* delete 3 and 77, overwrite 5 with a short value, in one batch */
+        assert_int_equal(kv_txn_begin(s, &t), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 3)), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 77)), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 123456)), 0); /* absent: fine */
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 5), "five", 4), 0);
+        assert_int_equal(kv_txn_commit(t), 0);
+        assert_int_equal(kv_put(s, key, kv_key_u32(key, 2, 0), "", 0), 0); /* empty value */
+
+        kv_reader *r = NULL;
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        assert_int_equal(kv_reader_begin(r), 0);
+        for (uint32_t id = 0; id < 500; id++)
+            if (id != 3 && id != 77 && id != 5)
+                expect_record(r, 1, id, c);
+        kv_val v = { 0 };
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 3), &v), ANN_ENOTFOUND);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 9999), &v), ANN_ENOTFOUND);
+        assert_null(v.data);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 5), &v), 0);
+        assert_int_equal(v.len, 4);
+        assert_memory_equal(v.data, "five", 4);
+        kv_val_release(&v);
+        kv_val_release(&v); /* twice is fine */
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 2, 0), &v), 0);
+        assert_int_equal(v.len, 0);
+        kv_val_release(&v);
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+
+        /* reopen read-only: the same records; writes refused */
+        s = open_store(c, path, 1, 0);
+        assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, 1), "y", 1), ANN_ESTATE);
+        kv_bulk *b = NULL;
+        assert_int_equal(kv_bulk_begin(s, 0, &b), ANN_ESTATE);
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        assert_int_equal(kv_reader_begin(r), 0);
+        for (uint32_t id = 0; id < 500; id += 7)
+            if (id != 3 && id != 77 && id != 5)
+                expect_record(r, 1, id, c);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 77), &v), ANN_ENOTFOUND);
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
+/* Not found is an answer; misuse and missing stores are distinct errors. */
+static void test_errors(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "absent");
+        kv_options o = { .backend = c->backend, .profile = c->profile };
+        kv_store *s = NULL;
+        assert_int_equal(kv_open(path, &o, &s), ANN_ENOTFOUND);
+        assert_null(s);
+        o.read_only = 1;
+        assert_int_equal(kv_open(path, &o, &s), ANN_ENOTFOUND);
+        assert_non_null(strstr(ann_errmsg(ANN_ENOTFOUND), path));
+
+        store_path(path, c, "err");
+        s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES];
+        kv_reader *r = NULL;
+        kv_val v = { 0 };
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        /* outside begin/end */
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 1), &v), ANN_ESTATE);
+        assert_int_equal(kv_reader_begin(r), 0);
+        assert_int_equal(kv_reader_begin(r), ANN_ESTATE);
+        /* a missing key records no failure message */
+        ann_err_clear();
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 1), &v), ANN_ENOTFOUND);
+        assert_string_equal(ann_errmsg(ANN_ENOTFOUND), ann_strerror(ANN_ENOTFOUND));
+        /* bad keys */
+        uint8_t big[KV_KEY_MAX_BYTES + 1] = { 0 };
+        assert_int_equal(kv_get(r, key, 0, &v), ANN_EPARAM);
+        assert_int_equal(kv_get(r, big, sizeof big, &v), ANN_EPARAM);
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_put(s, key, 0, "x", 1), ANN_EPARAM);
+        assert_int_equal(kv_close(s), 0);
+
+        /* the other backend's store is not silently opened as empty */
+        const kv_case *other = c->backend == KV_BACKEND_LMDB ? &cases[0] : &cases[2];
+        kv_options oo = { .backend = other->backend, .profile = other->profile, .read_only = 1 };
+        assert_true(kv_open(path, &oo, &s) < 0);
+    }
+}
+
+/* Prefix iteration: one table only, ascending id order, edge prefixes. */
+static void test_prefix_iteration(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "iter");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        kv_txn *t = NULL;
+        assert_int_equal(kv_txn_begin(s, &t), 0);
+        for (uint32_t i = 0; i < 300; i++) {
+            uint32_t id = (i * 104729u) % 1000u; /* 300 distinct ids, scrambled */
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 2, id), val, make_val(val, id)), 0);
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, id), "a", 1), 0);
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 3, id), "c", 1), 0);
+        }
+        assert_int_equal(kv_txn_put(t, "\xff\xff", 2, "z", 1), 0);
+        assert_int_equal(kv_txn_put(t, "\xff\xff\x01", 3, "z", 1), 0);
+        assert_int_equal(kv_txn_commit(t), 0);
+
+        kv_reader *r = NULL;
+        kv_iter *it = NULL;
+        kv_val k, v;
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        assert_int_equal(kv_iter_create(r, "\x02", 1, &it), ANN_ESTATE);
+        assert_int_equal(kv_reader_begin(r), 0);
+        assert_int_equal(kv_iter_create(r, "\x02", 1, &it), 0);
+        int n = 0, rc;
+        int64_t prev = -1;
+        while ((rc = kv_iter_next(it, &k, &v)) == 1) {
+            uint8_t table;
+            uint32_t id;
+            assert_int_equal(kv_key_parse_u32(k.data, k.len, &table, &id), 0);
+            assert_int_equal(table, 2);
+            assert_true((int64_t)id > prev);
+            prev = id;
+            uint8_t want[600];
+            size_t wl = make_val(want, id);
+            assert_int_equal(v.len, wl);
+            assert_memory_equal(v.data, want, wl);
+            n++;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(n, 300);
+        assert_int_equal(kv_iter_next(it, &k, &v), 0); /* stays at the end */
+        kv_iter_destroy(it);
+
+        /* all-0xff prefix (no upper bound) and an empty table */
+        assert_int_equal(kv_iter_create(r, "\xff\xff", 2, &it), 0);
+        n = 0;
+        while (kv_iter_next(it, &k, &v) == 1)
+            n++;
+        assert_int_equal(n, 2);
+        kv_iter_destroy(it);
+        assert_int_equal(kv_iter_create(r, "\x09", 1, &it), 0);
+        assert_int_equal(kv_iter_next(it, &k, &v), 0);
+        kv_iter_destroy(it);
+        /* the whole store */
+        assert_int_equal(kv_iter_create(r, NULL, 0, &it), 0);
+        n = 0;
+        while (kv_iter_next(it, &k, &v) == 1)
+            n++;
+        assert_int_equal(n, 902);
+        kv_iter_destroy(it);
+
+        kv_stats st;
+        kv_reader_stats(r, &st);
+        assert_int_equal(st.iter_items, 300 + 2 + 902);
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
+/* Bulk load: many records, verified after reopen; rules enforced. */
+static void test_bulk_load(void **state)
+{
+    (void)state;
+    enum { NB = 20000 };
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "bulk");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        /* a record of a higher table already there: LMDB cannot append */
+        assert_int_equal(kv_put(s, key, kv_key_u32(key, 9, 0), "high", 4), 0);
+
+        kv_bulk *b = NULL;
+        assert_int_equal(kv_bulk_begin(s, (uint64_t)NB * 305, &b), 0);
+        for (uint32_t id = 0; id < NB; id++)
+            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+        /* keys must ascend strictly */
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, NB - 1), val, 1), ANN_EPARAM);
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, 5), val, 1), ANN_EPARAM);
+        assert_int_equal(kv_bulk_finish(b), 0);
+
+        /* an aborted load leaves nothing; an empty load is fine */
+        assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+        for (uint32_t id = 0; id < 100; id++)
+            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 10, id), "v", 1), 0);
+        kv_bulk_abort(b);
+        assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+        assert_int_equal(kv_bulk_finish(b), 0);
+        kv_stats st;
+        kv_store_stats(s, &st);
+        assert_int_equal(st.puts, NB + 1);
+        assert_int_equal(kv_close(s), 0);
+
+        s = open_store(c, path, 1, 0);
+        kv_reader *r = NULL;
+        kv_val v = { 0 };
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        assert_int_equal(kv_reader_begin(r), 0);
+        for (uint32_t id = 0; id < NB; id++)
+            expect_record(r, 1, id, c);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, NB), &v), ANN_ENOTFOUND);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 10, 0), &v), ANN_ENOTFOUND);
+        assert_int_equal(kv_get(r, key, kv_key_u32(key, 9, 0), &v), 0);
+        assert_memory_equal(v.data, "high", 4);
+        kv_val_release(&v);
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
+/* LMDB: a batch larger than the initial map grows it and still commits;
+ * an aborted multi-piece bulk load is undone. */
+static void test_lmdb_map_growth(void **state)
+{
+    (void)state;
+    const kv_case *c = &cases[2];
+    char path[4096];
+    store_path(path, c, "grow");
+    kv_store *s = open_store(c, path, 0, 1);
+    enum { NR = 80, LEN = 1 << 20 };
+    uint8_t *val = malloc(LEN), key[KV_KEY_U32_BYTES];
+    assert_non_null(val);
+    kv_txn *t = NULL;
+    assert_int_equal(kv_txn_begin(s, &t), 0);
+    for (uint32_t i = 0; i < NR; i++) {
+        memset(val, (int)i, LEN);
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, i), val, LEN), 0);
+    }
+    int rc = kv_txn_commit(t);
+    if (rc)
+        fail_msg("80 MiB batch: %s", ann_errmsg(rc));
+    kv_reader *r = NULL;
+    kv_val v = { 0 };
+    assert_int_equal(kv_reader_create(s, &r), 0);
+    assert_int_equal(kv_reader_begin(r), 0);
+    assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, NR - 1), &v), 0);
+    assert_int_equal(v.len, LEN);
+    memset(val, NR - 1, LEN);
+    assert_memory_equal(v.data, val, LEN);
+    kv_val_release(&v);
+    kv_reader_end(r);
+
+    /* A bulk load big enough to commit in pieces, then aborted: the pieces
+     * already committed are deleted again, the earlier records stay. */
+    kv_bulk *b = NULL;
+    assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+    for (uint32_t i = 0; i < NR; i++)
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 3, i), val, LEN), 0);
+    kv_bulk_abort(b);
+    assert_int_equal(kv_reader_begin(r), 0);
+    assert_int_equal(kv_get(r, key, kv_key_u32(key, 3, 0), &v), ANN_ENOTFOUND);
+    assert_int_equal(kv_get(r, key, kv_key_u32(key, 3, NR - 1), &v), ANN_ENOTFOUND);
+    assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 0), &v), 0);
+    kv_val_release(&v);
+    kv_reader_end(r);
+    kv_reader_destroy(r);
+    assert_int_equal(kv_close(s), 0);
+    free(val);
+}
+
+/* LMDB: a data file cut short is corruption at open, not a SIGBUS later. */
+static void test_lmdb_truncated(void **state)
+{
+    (void)state;
+    const kv_case *c = &cases[2];
+    char path[4096], file[4200];
+    store_path(path, c, "trunc");
+    kv_store *s = open_store(c, path, 0, 1);
+    uint8_t key[KV_KEY_U32_BYTES], val[600];
+    kv_bulk *b = NULL;
+    assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+    for (uint32_t id = 0; id < 2000; id++)
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+    assert_int_equal(kv_bulk_finish(b), 0);
+    assert_int_equal(kv_close(s), 0);
+    snprintf(file, sizeof file, "%s/data.mdb", path);
+    size_t len = 0;
+    free(tu_read_file(file, &len));
+    assert_int_equal(truncate(file, (off_t)(len / 2)), 0);
+    kv_options o = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    assert_int_equal(kv_open(path, &o, &s), ANN_ECORRUPT);
+    assert_non_null(strstr(ann_errmsg(ANN_ECORRUPT), "data.mdb"));
+    assert_non_null(strstr(ann_errmsg(ANN_ECORRUPT), "truncated"));
+}
+
+/* Readers on several threads at once, each with its own handle. */
+typedef struct {
+    kv_store *s;
+    const kv_case *c;
+    uint32_t seed;
+    int errors;
+} reader_arg;
+
+static void *reader_thread(void *p)
+{
+    reader_arg *a = p;
+    kv_reader *r = NULL;
+    if (kv_reader_create(a->s, &r)) {
+        a->errors++;
+        return NULL;
+    }
+    uint8_t key[KV_KEY_U32_BYTES], want[600];
+    for (int q = 0; q < 200; q++) {
+        if (kv_reader_begin(r)) {
+            a->errors++;
+            break;
+        }
+        for (int i = 0; i < 20; i++) {
+            uint32_t id = (a->seed + (uint32_t)q * 31u + (uint32_t)i * 17u) % 2000u;
+            kv_val v;
+            size_t wl = make_val(want, id);
+            if (kv_get(r, key, kv_key_u32(key, 1, id), &v) || v.len != wl ||
+                memcmp(v.data, want, wl) != 0)
+                a->errors++;
+            kv_val_release(&v);
+        }
+        kv_reader_end(r);
+    }
+    kv_reader_destroy(r);
+    return NULL;
+}
+
+static void test_concurrent_readers(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "mt");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        kv_bulk *b = NULL;
+        assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+        for (uint32_t id = 0; id < 2000; id++)
+            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+        assert_int_equal(kv_bulk_finish(b), 0);
+        pthread_t th[4];
+        reader_arg args[4];
+        for (int i = 0; i < 4; i++) {
+            args[i] = (reader_arg){ .s = s, .c = c, .seed = (uint32_t)i * 1000u };
+            assert_int_equal(pthread_create(&th[i], NULL, reader_thread, &args[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            assert_int_equal(args[i].errors, 0);
+        }
+        kv_stats st;
+        kv_store_stats(s, &st);
+        assert_int_equal(st.gets, 4 * 200 * 20);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
+/* Statistics: gets, bytes and not-found counted; RocksDB cache hits and
+ * misses follow the profile (server: a repeated read hits the block cache;
+ * embedded: every block is read from the file). */
+static void test_stats(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "stats");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        kv_bulk *b = NULL;
+        assert_int_equal(kv_bulk_begin(s, 0, &b), 0);
+        for (uint32_t id = 0; id < 1000; id++)
+            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+        assert_int_equal(kv_bulk_finish(b), 0);
+        assert_int_equal(kv_close(s), 0);
+        s = open_store(c, path, 1, 0);
+
+        kv_reader *r = NULL;
+        kv_val v;
+        uint64_t bytes = 0;
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            assert_int_equal(kv_reader_begin(r), 0);
+            for (uint32_t id = 100; id < 110; id++) {
+                assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, id), &v), 0);
+                bytes += v.len;
+                kv_val_release(&v);
+            }
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 5000), &v), ANN_ENOTFOUND);
+            kv_reader_end(r);
+        }
+        kv_stats rs, ss;
+        kv_reader_stats(r, &rs);
+        kv_store_stats(s, &ss);
+        assert_int_equal(rs.gets, 20);
+        assert_int_equal(rs.get_bytes, bytes);
+        assert_int_equal(rs.not_found, 2);
+        assert_int_equal(ss.gets, 20);
+        assert_int_equal(ss.get_bytes, bytes);
+        assert_int_equal(ss.not_found, 2);
+        if (c->backend == KV_BACKEND_LMDB) {
+            assert_int_equal(rs.has_cache_stats, 0);
+            assert_int_equal(rs.cache_hits + rs.cache_misses, 0);
+        } else {
+            assert_int_equal(rs.has_cache_stats, 1);
+            assert_true(rs.cache_misses >= 1);
+            assert_true(rs.block_read_bytes >= bytes / 2);
+            if (c->profile == KV_PROFILE_SERVER)
+                assert_true(rs.cache_hits >= 10); /* the second pass */
+            else
+                assert_int_equal(rs.cache_hits, 0);
+        }
+        assert_int_equal(ss.cache_hits, rs.cache_hits);
+        assert_int_equal(ss.cache_misses, rs.cache_misses);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_helpers),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_prefix_iteration),
+        cmocka_unit_test(test_bulk_load),
+        cmocka_unit_test(test_lmdb_map_growth),
+        cmocka_unit_test(test_lmdb_truncated),
+        cmocka_unit_test(test_concurrent_readers),
+        cmocka_unit_test(test_stats),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
