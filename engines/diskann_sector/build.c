@@ -56,8 +56,7 @@ static void encode_node(const dsec_header *h, const float *vec, const vamana_gra
         ann_put_u32(p, i < deg ? nb[i] : DSEC_NO_ID);
 }
 
-/* Write index.sector: header sector, then node sectors in id order. */
-static int write_sector_file(const char *path, const dsec_header *h, const float *vectors,
+int dsec_write_sector_file(const char *path, const dsec_header *h, const float *vectors,
                              const vamana_graph *g)
 {
     int rc = 0;
@@ -151,7 +150,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     };
     dsec_geometry(&h);
     snprintf(path, sizeof path, "%s/%s", dir, DSEC_INDEX_FILE);
-    rc = write_sector_file(path, &h, art.vectors, art.graph);
+    rc = dsec_write_sector_file(path, &h, art.vectors, art.graph);
     if (rc)
         goto out;
     snprintf(path, sizeof path, "%s/%s", dir, DSEC_PQ_CODEBOOK_FILE);

@@ -8,6 +8,7 @@
 #include "engines/core/aio.h"
 #include "engines/core/candlist.h"
 #include "engines/core/pq.h"
+#include "engines/core/vamana.h"
 #include "engines/core/visited.h"
 #include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
@@ -61,6 +62,15 @@ int dsec_node_decode(const ann_engine *e, uint32_t id, const uint8_t *rec, float
 
 /* Fill e's BFS cache with up to count nodes around the medoid. */
 int dsec_cache_fill(ann_engine *e, uint32_t count);
+
+/*
+ * Write index.sector at path: h's header sector (geometry already set by
+ * dsec_geometry), then every node of g with its vector (n rows of dim
+ * floats) in id order.  On failure the file is removed.  Errors: -errno
+ * naming the file.  Used by dsec_build and by the golden-byte test.
+ */
+int dsec_write_sector_file(const char *path, const dsec_header *h, const float *vectors,
+                           const vamana_graph *g);
 
 int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
 int dsec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
