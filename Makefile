@@ -64,7 +64,7 @@ TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test test-bins bench experiment clean fuzz
+.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz
 .DEFAULT_GOAL := all
 
 all: $(BIN) annlab
@@ -117,6 +117,15 @@ bench: deps
 experiment: deps
 	@$(MAKE) --no-print-directory all
 	./annlab run $(CONFIG)
+
+# Nightly regression run against results/baselines/nightly (scripts/nightly.sh).
+nightly: deps
+	@$(MAKE) --no-print-directory all
+	./scripts/nightly.sh
+
+nightly-baseline: deps
+	@$(MAKE) --no-print-directory all
+	./scripts/nightly.sh --baseline
 
 clean:
 	rm -rf build build-san annlab

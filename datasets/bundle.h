@@ -68,4 +68,56 @@ int ann_bundle_gt(const ann_bundle *b, ann_gt *gt);
 int ann_bundle_finish(const char *dir, const char *name, ann_metric metric, uint32_t gt_k,
                       const json_t *extra);
 
+/*
+ * A tie-aware check of ground truth against exact search on a seeded
+ * sample of queries.  A listed id counts as right when its true distance
+ * (float64) is <= the true k-th distance + eps (eps = ANN_GT_EPS_REL x
+ * max(1, |k-th|)) and it does not repeat in its row; stored distances, when
+ * present, must equal the recomputed ones within the same eps.  The check
+ * passes when agreement >= ANN_GT_PASS_AGREEMENT and no stored distance
+ * disagrees.
+ */
+#define ANN_GT_EPS_REL 1e-5
+#define ANN_GT_PASS_AGREEMENT 0.999
+#define ANN_GT_SAMPLE_DEFAULT 100u
+
+typedef struct ann_gt_check {
+    uint32_t queries;        /* queries checked */
+    uint32_t k;              /* ground-truth depth checked */
+    uint64_t seed;           /* sample seed */
+    uint64_t checked;        /* ids checked (queries x k) */
+    uint64_t agreed;         /* ids within the true top-k, ties included */
+    uint64_t plain_agreed;   /* ids in the exact top-k id set (no tie allowance) */
+    uint64_t dist_mismatch;  /* stored distances that differ from recomputed */
+    double agreement;        /* agreed / checked */
+    int pass;
+    uint32_t first_bad_query; /* first query with a miss or mismatch (when !pass) */
+} ann_gt_check;
+
+/*
+ * Check gt against exact search over base for `sample` seeded queries (all
+ * when sample >= gt->nq).  queries: gt->nq x base->dim (normalised for
+ * cosine).  Reads the whole base once (ann_exact_knn, `threads` threads;
+ * <= 0 means all cores) plus one row per listed id.  Returns 0 when the
+ * check ran (pass or not: see out->pass), a negative code when it could
+ * not (read errors, ids out of range, ENOMEM).
+ */
+int ann_gt_check_sample(const ann_vecsrc *base, const float *queries, const ann_gt *gt,
+                        uint32_t sample, uint64_t seed, int threads, ann_gt_check *out);
+
+/* The check as a JSON object (new reference) for manifests and reports. */
+json_t *ann_gt_check_json(const ann_gt_check *c);
+
+/*
+ * Verify a bundle: manifest and sizes (ann_bundle_open), sha256 of every
+ * member against the manifest, every value finite (the base is read once
+ * by the check), ground-truth ids in range and rows sorted by distance, and
+ * the ground truth against exact search on `sample` seeded queries.
+ * *report (may be NULL) receives a JSON object describing what was checked
+ * (new reference, also on failure when the bundle opened).  Returns 0 only
+ * when everything holds; ANN_ECORRUPT (naming the file and what differs),
+ * or the error of ann_bundle_open, otherwise.
+ */
+int ann_bundle_verify(const char *dir, uint32_t sample, json_t **report);
+
 #endif

@@ -1,14 +1,284 @@
 /*
- * cli.c: `annlab dataset ...` (placeholder until the dataset commands land).
+ * cli.c: `annlab dataset list | prepare | import | verify | generate`.
+ *
+ * Exit codes: 0 success, 1 failure (the detail message of the error model
+ * on stderr, naming the file and what is wrong), 2 usage errors.
+ *
+ * import's argument convention: files are classified by extension.  One
+ * .hdf5 file is an ann-benchmarks set.  Otherwise the first vector file
+ * (.fvecs .bvecs .fbin .u8bin .i8bin) is the base, the second the queries,
+ * and an .ivecs/.ibin file the ground truth (ids; distances are always
+ * recomputed).  --base/--query/--gt/--warmup name them explicitly instead.
  */
 #include "datasets/cli.h"
 
+#include "datasets/bundle.h"
+#include "datasets/generate.h"
+#include "datasets/import.h"
+#include "datasets/parquet.h"
+#include "datasets/prepare.h"
+#include "engines/core/status.h"
+
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_ROOT "datasets/data"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: annlab dataset list [--root DIR]\n"
+            "       annlab dataset prepare NAME [--root DIR] [--from FILE] [--force]\n"
+            "       annlab dataset import FILE... --out DIR [--metric l2|ip|cosine] [--name N]\n"
+            "                 [--base F] [--query F] [--gt F] [--warmup F | --warmup-sample N]\n"
+            "                 [--gt-k K]\n"
+            "       annlab dataset verify DIR [--sample N]\n"
+            "       annlab dataset generate ... (see annlab dataset generate --help)\n"
+            "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
+            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "annlab dataset: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    return 2;
+}
+
+static int fail(int rc)
+{
+    fprintf(stderr, "annlab dataset: %s\n", ann_errmsg(rc));
+    return 1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int is_vector_file(const char *p)
+{
+    return ends_with(p, ".fvecs") || ends_with(p, ".bvecs") || ends_with(p, ".fbin") ||
+           ends_with(p, ".u8bin") || ends_with(p, ".i8bin");
+}
+
+/* Parse a non-negative integer option value; -1 when malformed. */
+static long long parse_count(const char *s)
+{
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    return end && *end == '\0' && end != s && v >= 0 && v <= UINT32_MAX ? v : -1;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    const char *root = DEFAULT_ROOT;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--root") && i + 1 < argc)
+            root = argv[++i];
+        else
+            return usage_error("list: unexpected argument '%s'", argv[i]);
+    }
+    ds_registry reg;
+    int rc = ds_registry_load(NULL, &reg);
+    if (rc)
+        return fail(rc);
+    printf("%-30s %-9s %-16s %-7s %s\n", "NAME", "PREPARED", "KIND", "METRIC", "WHAT");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(reg.root, "datasets"), i, e)
+    {
+        char dir[4096];
+        const char *name = json_string_value(json_object_get(e, "name"));
+        ann_bundle b;
+        snprintf(dir, sizeof dir, "%s/%s", root, name);
+        int prepared = ann_bundle_open(dir, &b) == 0;
+        if (prepared)
+            ann_bundle_close(&b);
+        printf("%-30s %-9s %-16s %-7s %s\n", name, prepared ? "yes" : "no",
+               json_string_value(json_object_get(e, "kind")),
+               json_string_value(json_object_get(e, "metric")),
+               json_string_value(json_object_get(e, "description")));
+    }
+    printf("(registry: %s; bundles under %s/)\n", reg.path, root);
+    ds_registry_free(&reg);
+    return 0;
+}
+
+static int cmd_prepare(int argc, char **argv)
+{
+    ds_prepare_opts o = { .root = DEFAULT_ROOT };
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--root") && i + 1 < argc)
+            o.root = argv[++i];
+        else if (!strcmp(argv[i], "--from") && i + 1 < argc)
+            o.from = argv[++i];
+        else if (!strcmp(argv[i], "--force"))
+            o.force = 1;
+        else if (argv[i][0] == '-' || name)
+            return usage_error("prepare: unexpected argument '%s'", argv[i]);
+        else
+            name = argv[i];
+    }
+    if (!name)
+        return usage_error("prepare: missing dataset NAME%s", "");
+    ds_registry reg;
+    int rc = ds_registry_load(NULL, &reg);
+    if (rc)
+        return fail(rc);
+    int already = 0;
+    rc = ds_prepare(&reg, name, &o, &already);
+    ds_registry_free(&reg);
+    if (rc)
+        return fail(rc);
+    printf("%s: %s %s/%s\n", name, already ? "already prepared at" : "prepared at", o.root, name);
+    return 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+    ds_import_files f = { 0 };
+    int n_vec = 0;
+    const char *parquet[3];
+    size_t n_parquet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--out") && has_val)
+            f.out_dir = argv[++i];
+        else if (!strcmp(a, "--name") && has_val)
+            f.name = argv[++i];
+        else if (!strcmp(a, "--metric") && has_val) {
+            if (ann_metric_parse(argv[++i], &f.metric))
+                return usage_error("import: --metric '%s' is not one of l2, ip, cosine", argv[i]);
+            f.metric_set = 1;
+        } else if (!strcmp(a, "--base") && has_val)
+            f.base = argv[++i];
+        else if (!strcmp(a, "--query") && has_val)
+            f.query = argv[++i];
+        else if (!strcmp(a, "--gt") && has_val)
+            f.gt = argv[++i];
+        else if (!strcmp(a, "--warmup") && has_val)
+            f.warmup = argv[++i];
+        else if ((!strcmp(a, "--warmup-sample") || !strcmp(a, "--gt-k")) && has_val) {
+            long long v = parse_count(argv[++i]);
+            if (v < 0 || (a[2] == 'g' && v == 0))
+                return usage_error("import: bad count '%s'", argv[i]);
+            if (a[2] == 'g')
+                f.gt_k = (uint32_t)v;
+            else
+                f.warmup_sample = (uint32_t)v;
+        } else if (a[0] == '-')
+            return usage_error("import: unknown option or missing value '%s'", a);
+        else if (ends_with(a, ".parquet")) {
+            if (n_parquet == 3)
+                return usage_error("import: more than three parquet files ('%s')", a);
+            parquet[n_parquet++] = a;
+        } else if (ends_with(a, ".hdf5") || ends_with(a, ".h5")) {
+            if (f.hdf5)
+                return usage_error("import: more than one HDF5 file ('%s')", a);
+            f.hdf5 = a;
+        } else if (ends_with(a, ".ivecs") || ends_with(a, ".ibin")) {
+            if (f.gt)
+                return usage_error("import: more than one ground-truth file ('%s')", a);
+            f.gt = a;
+        } else if (is_vector_file(a)) {
+            if (n_vec == 0 && !f.base)
+                f.base = a;
+            else if (!f.query)
+                f.query = a;
+            else
+                return usage_error("import: a third vector file ('%s'); use --warmup", a);
+            n_vec++;
+        } else
+            return usage_error("import: '%s': unknown extension (want .hdf5, .fvecs, .bvecs, "
+                               ".ivecs, .fbin, .u8bin, .i8bin, .ibin, .parquet)",
+                               a);
+    }
+    if (!f.out_dir)
+        return usage_error("import: --out DIR is required%s", "");
+    if (n_parquet) {
+        if (f.hdf5 || f.base || f.query || f.gt || f.warmup)
+            return usage_error("import: VectorDBBench parquet files cannot be mixed with other "
+                               "files%s", "");
+        if (!f.metric_set)
+            return usage_error("import: parquet files carry no metric: give --metric l2, ip "
+                               "or cosine%s", "");
+        int rc = ann_import_parquet(parquet, n_parquet, f.out_dir, f.name, f.metric, f.gt_k);
+        if (rc)
+            return fail(rc);
+        printf("imported into %s\n", f.out_dir);
+        return 0;
+    }
+    if (f.hdf5 && (f.base || f.query || f.gt))
+        return usage_error("import: an .hdf5 file carries base, queries and ground truth; give "
+                           "no other files (%s)",
+                           f.hdf5);
+    if (!f.hdf5 && (!f.base || !f.query))
+        return usage_error("import: need an .hdf5 file, or a base and a query file%s", "");
+    if (f.warmup && f.warmup_sample)
+        return usage_error("import: --warmup and --warmup-sample exclude each other%s", "");
+    int rc = ds_import_from_files(&f);
+    if (rc)
+        return fail(rc);
+    printf("imported into %s\n", f.out_dir);
+    return 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+    const char *dir = NULL;
+    uint32_t sample = ANN_GT_SAMPLE_DEFAULT;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--sample") && i + 1 < argc) {
+            long long v = parse_count(argv[++i]);
+            if (v <= 0)
+                return usage_error("verify: bad --sample '%s'", argv[i]);
+            sample = (uint32_t)v;
+        } else if (argv[i][0] == '-' || dir)
+            return usage_error("verify: unexpected argument '%s'", argv[i]);
+        else
+            dir = argv[i];
+    }
+    if (!dir)
+        return usage_error("verify: missing bundle DIR%s", "");
+    json_t *report = NULL;
+    int rc = ann_bundle_verify(dir, sample, &report);
+    if (report) {
+        json_dumpf(report, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+        printf("\n");
+        json_decref(report);
+    }
+    if (rc)
+        return fail(rc);
+    return 0;
+}
 
 int ann_dataset_cli(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "annlab dataset: no subcommands are built yet\n");
-    return 2;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "list"))
+        return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(sub, "prepare"))
+        return cmd_prepare(argc - 1, argv + 1);
+    if (!strcmp(sub, "import"))
+        return cmd_import(argc - 1, argv + 1);
+    if (!strcmp(sub, "verify"))
+        return cmd_verify(argc - 1, argv + 1);
+    if (!strcmp(sub, "generate"))
+        return ann_generate_cli(argc - 1, argv + 1);
+    if (!strcmp(sub, "--help") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    return usage_error("unknown subcommand '%s'", sub);
 }

@@ -5,6 +5,8 @@
 #include "engines/core/status.h"
 #include "harness/compare.h"
 #include "engines/engine.h"
+#include "harness/child.h"
+#include "harness/run.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +35,17 @@ int main(int argc, char **argv)
         return ann_dataset_cli(argc - 1, argv + 1);
     if (!strcmp(argv[1], "compare"))
         return cmp_cli(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "run"))
+        return harness_run_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "table"))
+        return harness_table_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "plot"))
+        return harness_plot_main(argc - 1, argv + 1);
+    /* the runner's children (see harness/child.h) */
+    if (!strcmp(argv[1], "cell") && argc == 4)
+        return harness_cell_main(argv[2], argv[3]);
+    if (!strcmp(argv[1], "build") && argc == 3)
+        return harness_build_main(argv[2]);
     if (!strcmp(argv[1], "engines"))
         return cmd_engines();
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

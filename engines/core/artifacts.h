@@ -7,9 +7,17 @@
  * directory, each product is looked up there first, keyed by its own
  * parameters, and written there after it is built:
  *
- *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>.pqcb
- *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>.codes.u8bin
+ *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcb
+ *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcodes
  *   $ANNLAB_ARTIFACT_DIR/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>.vamana
+ *
+ * The codebook and graph files are pq.h's and vamana.h's.  The codes file:
+ *     0  char[8]  magic "ANNPQCD\0"
+ *     8  u32      version (1)
+ *    12  u32      m (bytes per code)
+ *    16  u64      n (codes)
+ *    24  u8[n*m]  codes, row v at 24 + v*m
+ *   end  u32      crc32 (zlib) of every byte before it
  *
  * <source> is the vecsrc id (the dataset checksum) with every character
  * outside [A-Za-z0-9._-] replaced by '_', followed by -n<n>-d<dim>-<metric>.
@@ -37,7 +45,8 @@ typedef struct ann_artifacts_params {
     vamana_params graph;  /* graph parameters (seed also seeds PQ when pq.seed == 0) */
     pq_params pq;         /* pq.pq_bytes == 0: no PQ artifacts */
     int want_graph;       /* 0: PQ only (e.g. IVF-PQ) */
-    int keep_vectors;     /* 1: hand the loaded base vectors to the caller */
+    int keep_vectors;     /* 1: out->vectors holds the base vectors (read from the
+                             source if no build step needed them) */
 } ann_artifacts_params;
 
 /* Defaults: vamana_params_default, pq_params_default(dim), want_graph 1. */
@@ -47,7 +56,7 @@ typedef struct ann_artifacts {
     pq_codebook *pq;      /* NULL when pq_bytes == 0 */
     uint8_t *pq_codes;    /* n * pq->m bytes, or NULL */
     vamana_graph *graph;  /* NULL when want_graph == 0 */
-    float *vectors;       /* n * dim floats when keep_vectors and they were loaded, else NULL */
+    float *vectors;       /* n * dim floats when keep_vectors, else NULL */
     /* wall-clock seconds per phase (0 for a phase served from the cache) */
     double pq_train_s, pq_encode_s, graph_s, load_s;
     int pq_cached;        /* 1: codebook and codes came from the cache */
@@ -72,8 +81,9 @@ int ann_artifacts_get(const ann_vecsrc *src, const ann_artifacts_params *p, ann_
 void ann_artifacts_fini(ann_artifacts *a);
 
 /*
- * The cache path of one artifact for src and p ("pqcb", "codes" or
- * "graph") into buf (size cap), or ANN_ENOTFOUND when caching is off.
+ * The cache path of one artifact for src and p ("pqcb", "pqcodes" or
+ * "graph") into buf (size cap), or ANN_ENOTFOUND when caching is off,
+ * ANN_EPARAM for an unknown `what` or a path longer than cap.
  * For tools and tests.
  */
 int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, const char *what,

@@ -57,6 +57,7 @@ static inline void ann_candlist_init(ann_candlist *l, ann_cand *storage, uint32_
 static inline int ann_candlist_create(ann_candlist *l, uint32_t cap)
 {
     ann_cand *c = malloc((size_t)(cap ? cap : 1) * sizeof *c);
+    ann_candlist_init(l, NULL, 0);
     if (!c)
         return -12;
     ann_candlist_init(l, c, cap);

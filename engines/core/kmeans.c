@@ -18,6 +18,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <pthread.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -61,6 +62,126 @@ static uint32_t km_block_rows(uint32_t k)
     return b;
 }
 
+/*
+ * argmin over c of cnorm[c] - 2 s[c]: the hot loop of the assignment (the
+ * sgemm itself is cheap for PQ's 8-float slices).  Ties go to the lowest c.
+ * Variants follow the distance kernels' choice (ANNLAB_SIMD applies).
+ */
+typedef uint32_t (*argmin_fn)(const float *s, const float *cnorm, uint32_t k, float *best);
+
+static uint32_t argmin_scalar(const float *s, const float *cnorm, uint32_t k, float *best)
+{
+    float b = FLT_MAX;
+    uint32_t bi = 0;
+    for (uint32_t c = 0; c < k; c++) {
+        float d = cnorm[c] - 2.0f * s[c];
+        if (d < b) {
+            b = d;
+            bi = c;
+        }
+    }
+    *best = b;
+    return bi;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+__attribute__((target("avx512f"))) static uint32_t argmin_avx512(const float *s,
+                                                                 const float *cnorm, uint32_t k,
+                                                                 float *best)
+{
+    __m512 vb = _mm512_set1_ps(FLT_MAX);
+    __m512i vi = _mm512_setzero_si512();
+    __m512i idx = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i step = _mm512_set1_epi32(16);
+    const __m512 m2 = _mm512_set1_ps(-2.0f);
+    uint32_t c = 0;
+    for (; c + 16 <= k; c += 16) {
+        __m512 d = _mm512_fmadd_ps(_mm512_loadu_ps(s + c), m2, _mm512_loadu_ps(cnorm + c));
+        __mmask16 lt = _mm512_cmp_ps_mask(d, vb, _CMP_LT_OQ);
+        vb = _mm512_mask_mov_ps(vb, lt, d);
+        vi = _mm512_mask_mov_epi32(vi, lt, idx);
+        idx = _mm512_add_epi32(idx, step);
+    }
+    if (c < k) {
+        __mmask16 m = (__mmask16)((1u << (k - c)) - 1);
+        __m512 d = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, s + c), m2,
+                                   _mm512_maskz_loadu_ps(m, cnorm + c));
+        __mmask16 lt = _mm512_mask_cmp_ps_mask(m, d, vb, _CMP_LT_OQ);
+        vb = _mm512_mask_mov_ps(vb, lt, d);
+        vi = _mm512_mask_mov_epi32(vi, lt, idx);
+    }
+    float lanes[16];
+    uint32_t ids[16];
+    _mm512_storeu_ps(lanes, vb);
+    _mm512_storeu_si512(ids, vi);
+    float b = lanes[0];
+    uint32_t bi = ids[0];
+    for (int l = 1; l < 16; l++)
+        if (lanes[l] < b || (lanes[l] == b && ids[l] < bi)) {
+            b = lanes[l];
+            bi = ids[l];
+        }
+    *best = b;
+    return bi;
+}
+
+__attribute__((target("avx2,fma"))) static uint32_t argmin_avx2(const float *s,
+                                                                const float *cnorm, uint32_t k,
+                                                                float *best)
+{
+    __m256 vb = _mm256_set1_ps(FLT_MAX);
+    __m256i vi = _mm256_setzero_si256();
+    __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i step = _mm256_set1_epi32(8);
+    const __m256 m2 = _mm256_set1_ps(-2.0f);
+    uint32_t c = 0;
+    for (; c + 8 <= k; c += 8) {
+        __m256 d = _mm256_fmadd_ps(_mm256_loadu_ps(s + c), m2, _mm256_loadu_ps(cnorm + c));
+        __m256 lt = _mm256_cmp_ps(d, vb, _CMP_LT_OQ);
+        vb = _mm256_blendv_ps(vb, d, lt);
+        vi = _mm256_castps_si256(
+            _mm256_blendv_ps(_mm256_castsi256_ps(vi), _mm256_castsi256_ps(idx), lt));
+        idx = _mm256_add_epi32(idx, step);
+    }
+    float lanes[8];
+    uint32_t ids[8];
+    _mm256_storeu_ps(lanes, vb);
+    _mm256_storeu_si256((__m256i *)ids, vi);
+    float b = lanes[0];
+    uint32_t bi = ids[0];
+    for (int l = 1; l < 8; l++)
+        if (lanes[l] < b || (lanes[l] == b && ids[l] < bi)) {
+            b = lanes[l];
+            bi = ids[l];
+        }
+    for (; c < k; c++) {
+        float d = cnorm[c] - 2.0f * s[c];
+        if (d < b) {
+            b = d;
+            bi = c;
+        }
+    }
+    *best = b;
+    return bi;
+}
+#endif
+
+static argmin_fn argmin_active = argmin_scalar;
+static pthread_once_t argmin_once = PTHREAD_ONCE_INIT;
+
+static void argmin_choose(void)
+{
+#if defined(__x86_64__)
+    const char *name = ann_dist_active()->name;
+    if (!strcmp(name, "avx512"))
+        argmin_active = argmin_avx512;
+    else if (!strcmp(name, "avx2"))
+        argmin_active = argmin_avx2;
+#endif
+}
+
 typedef struct assign_job {
     const float *x;
     uint64_t n;
@@ -77,17 +198,11 @@ static void assign_block(const assign_job *j, uint64_t r0, uint32_t rows, float 
     const float *xb = j->x + r0 * j->dim;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)j->k, (int)j->dim,
                 1.0f, xb, (int)j->dim, j->c, (int)j->dim, 0.0f, scores, (int)j->k);
+    pthread_once(&argmin_once, argmin_choose);
+    const argmin_fn argmin = argmin_active;
     for (uint32_t i = 0; i < rows; i++) {
-        const float *s = scores + (size_t)i * j->k;
-        float best = FLT_MAX;
-        uint32_t bi = 0;
-        for (uint32_t c = 0; c < j->k; c++) {
-            float d = j->cnorm[c] - 2.0f * s[c];
-            if (d < best) {
-                best = d;
-                bi = c;
-            }
-        }
+        float best;
+        uint32_t bi = argmin(scores + (size_t)i * j->k, j->cnorm, j->k, &best);
         j->assign[r0 + i] = bi;
         if (j->dist) {
             const float *xr = xb + (size_t)i * j->dim;

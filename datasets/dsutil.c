@@ -1,0 +1,212 @@
+/*
+ * dsutil.c: seeded row samples (splitmix64 + Floyd's sampling algorithm),
+ * streamed sha256 (OpenSSL EVP), and the one loop that copies a vector
+ * source into a bundle member, chunk by chunk, so no reader ever needs a
+ * whole dataset in memory.
+ */
+#include "datasets/dsutil.h"
+
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+#include "engines/core/vecfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+uint64_t ds_rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Is v among the first m entries of the sorted prefix?  (binary search) */
+static int sorted_has(const uint64_t *v, uint64_t m, uint64_t x)
+{
+    uint64_t lo = 0, hi = m;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] == x)
+            return 1;
+        if (v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Insert x into the sorted prefix v[0..m). */
+static void sorted_insert(uint64_t *v, uint64_t m, uint64_t x)
+{
+    uint64_t i = m;
+    while (i > 0 && v[i - 1] > x) {
+        v[i] = v[i - 1];
+        i--;
+    }
+    v[i] = x;
+}
+
+int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out)
+{
+    if (count > n)
+        return ann_fail(ANN_EPARAM, "sample: %llu rows requested from %llu",
+                        (unsigned long long)count, (unsigned long long)n);
+    /* Floyd: for j in [n-count, n): pick t in [0, j]; take t unless taken, else j. */
+    uint64_t st = seed;
+    uint64_t m = 0;
+    for (uint64_t j = n - count; j < n; j++) {
+        uint64_t t = ds_rng_next(&st) % (j + 1);
+        uint64_t pick = sorted_has(out, m, t) ? j : t;
+        sorted_insert(out, m, pick);
+        m++;
+    }
+    return 0;
+}
+
+int ds_sha256_file(const char *path, char *out, uint64_t *bytes)
+{
+    int rc = 0;
+    int fd = -1;
+    unsigned char *buf = NULL;
+    EVP_MD_CTX *ctx = NULL;
+    uint64_t total = 0;
+    const size_t buf_bytes = 1u << 20;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = ann_fail_errno("%s: open", path);
+        goto out;
+    }
+    buf = malloc(buf_bytes);
+    ctx = EVP_MD_CTX_new();
+    if (!buf || !ctx) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for sha256", path);
+        goto out;
+    }
+    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        rc = ann_fail(ANN_EINTERNAL, "%s: sha256 init failed in libcrypto", path);
+        goto out;
+    }
+    for (;;) {
+        ssize_t r = read(fd, buf, buf_bytes);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = ann_fail_errno("%s: read", path);
+            goto out;
+        }
+        if (r == 0)
+            break;
+        if (EVP_DigestUpdate(ctx, buf, (size_t)r) != 1) {
+            rc = ann_fail(ANN_EINTERNAL, "%s: sha256 update failed in libcrypto", path);
+            goto out;
+        }
+        total += (uint64_t)r;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (EVP_DigestFinal_ex(ctx, md, &md_len) != 1 || md_len != 32) {
+        rc = ann_fail(ANN_EINTERNAL, "%s: sha256 final failed in libcrypto", path);
+        goto out;
+    }
+    memcpy(out, "sha256:", 7);
+    for (unsigned i = 0; i < md_len; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+    if (bytes)
+        *bytes = total;
+out:
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int ds_check_finite(const char *what, const float *rows, uint64_t count, uint32_t dim,
+                    uint64_t first_row)
+{
+    uint64_t total = count * dim;
+    for (uint64_t i = 0; i < total; i++)
+        if (!isfinite(rows[i]))
+            return ann_fail(ANN_EDATA, "%s: row %llu, component %u is %s", what,
+                            (unsigned long long)(first_row + i / dim), (unsigned)(i % dim),
+                            isnan(rows[i]) ? "NaN" : "Inf");
+    return 0;
+}
+
+int ds_copy_rows(const ds_copy_spec *s)
+{
+    int rc = 0;
+    ann_vecwriter w = { 0 };
+    int writer_open = 0;
+    const uint32_t dim = s->src->dim;
+    float *buf = NULL;
+    uint64_t zeros = 0;
+
+    buf = malloc((size_t)DS_CHUNK_ROWS * dim * sizeof(float));
+    if (!buf) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for a chunk of %u rows", s->src_name,
+                      DS_CHUNK_ROWS);
+        goto out;
+    }
+    rc = ann_vecwriter_open(&w, s->path, dim, ANN_ELEM_F32);
+    if (rc)
+        goto out;
+    writer_open = 1;
+    for (uint64_t done = 0; done < s->count;) {
+        uint64_t c = s->count - done < DS_CHUNK_ROWS ? s->count - done : DS_CHUNK_ROWS;
+        if (s->rows) {
+            for (uint64_t i = 0; i < c; i++) {
+                uint64_t r = s->rows[done + i];
+                rc = ann_vecsrc_read(s->src, r, 1, buf + i * dim);
+                if (!rc)
+                    rc = ds_check_finite(s->src_name, buf + i * dim, 1, dim, r);
+                if (rc)
+                    goto out;
+            }
+        } else {
+            rc = ann_vecsrc_read(s->src, s->first + done, c, buf);
+            if (!rc)
+                rc = ds_check_finite(s->src_name, buf, c, dim, s->first + done);
+            if (rc)
+                goto out;
+        }
+        if (s->metric == ANN_METRIC_COSINE) {
+            for (uint64_t i = 0; i < c; i++) {
+                float *v = buf + i * dim;
+                if (ann_ip(v, v, dim) == 0.0f)
+                    zeros++;
+                ann_normalize(v, dim);
+            }
+        }
+        rc = ann_vecwriter_append(&w, buf, c);
+        if (rc)
+            goto out;
+        done += c;
+    }
+    writer_open = 0;
+    rc = ann_vecwriter_finish(&w);
+    if (!rc && s->zero_rows)
+        *s->zero_rows = zeros;
+out:
+    if (writer_open)
+        ann_vecwriter_abort(&w);
+    free(buf);
+    return rc;
+}
+
+int ds_join(char *buf, size_t len, const char *dir, const char *file)
+{
+    int n = snprintf(buf, len, "%s/%s", dir, file);
+    if (n < 0 || (size_t)n >= len)
+        return ann_fail(ANN_EPARAM, "%s/%s: path too long", dir, file);
+    return 0;
+}

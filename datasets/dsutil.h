@@ -1,0 +1,74 @@
+/*
+ * dsutil.h: helpers shared by the dataset readers, importers and bundle
+ * code: a seeded sample of row numbers, sha256 of a file, streaming a
+ * vector source into a bundle member with NaN/Inf checks and cosine
+ * normalisation, and little-endian decoding.
+ */
+#ifndef ANNLAB_DATASETS_DSUTIL_H
+#define ANNLAB_DATASETS_DSUTIL_H
+
+#include "engines/core/vecsrc.h"
+
+#include <stdint.h>
+
+/* Rows converted per chunk when streaming (bounded memory: rows x dim floats). */
+#define DS_CHUNK_ROWS 4096u
+
+/* splitmix64: the datasets module's one seeded generator. */
+uint64_t ds_rng_next(uint64_t *state);
+
+/*
+ * Choose count distinct row numbers from [0, n), seeded, returned sorted
+ * ascending in out (caller-allocated, count entries).  count <= n.
+ * Deterministic for (n, count, seed).  Memory: O(count).
+ * Errors: ANN_EPARAM when count > n, -ENOMEM.
+ */
+int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out);
+
+/*
+ * sha256 of a whole file, streamed in 1 MiB reads, as "sha256:<64 hex>"
+ * into out (at least 72 bytes).  *bytes (may be NULL) gets the file size.
+ * Errors: -errno naming the file; ANN_EINTERNAL when libcrypto fails.
+ */
+int ds_sha256_file(const char *path, char *out, uint64_t *bytes);
+
+/*
+ * Check rows of floats for NaN/Inf: ANN_EDATA "<what>: row R, component C
+ * is NaN" with R counted from first_row.
+ */
+int ds_check_finite(const char *what, const float *rows, uint64_t count, uint32_t dim,
+                    uint64_t first_row);
+
+/*
+ * Stream rows [first, first+count) of src into the float32 vector file
+ * path (temporary name + rename), checking every value (errors name
+ * src_name and the source row) and normalising each row when metric is
+ * cosine.  rows may be NULL (all rows in order) or a sorted list of count
+ * row numbers to copy (a sample).  *zero_rows (may be NULL) counts rows of
+ * norm 0 under cosine (left as zeros).  On failure nothing is left at path.
+ */
+typedef struct ds_copy_spec {
+    const ann_vecsrc *src;
+    const char *src_name; /* for messages: the input file and dataset */
+    const char *path;     /* output .fbin */
+    ann_metric metric;
+    uint64_t first, count;
+    const uint64_t *rows; /* NULL, or count sorted row numbers */
+    uint64_t *zero_rows;
+} ds_copy_spec;
+int ds_copy_rows(const ds_copy_spec *spec);
+
+/* Little-endian decoding. */
+static inline uint32_t ds_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint32_t ds_be32(const unsigned char *p)
+{
+    return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;
+}
+
+/* "dir/file" into buf; ANN_EPARAM when it does not fit. */
+int ds_join(char *buf, size_t len, const char *dir, const char *file);
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * generate_bundle.c: a generated dataset as a bundle, the presets, and
+ * `annlab dataset generate`.
+ *
+ * The base is generated and written in chunks of GEN_CHUNK_ROWS rows, so a
+ * 1M x 960 bundle needs one chunk of memory (about 60 MiB), not the whole
+ * base; queries and warm-up rows come from their own streams of the same
+ * distribution (generate.h), so they follow the base's statistics without
+ * being copies of base rows.  Ground truth and the manifest come from
+ * ann_bundle_finish; the manifest also records the generator's parameters
+ * and the statistics (stats.h) of the first 1,000 base rows (rows are
+ * independent draws, so the first rows are a random sample).
+ */
+#include "datasets/bundle.h"
+#include "datasets/generate.h"
+#include "datasets/stats.h"
+#include "engines/core/status.h"
+#include "engines/core/vecfile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GEN_CHUNK_ROWS 16384u  /* rows per write when streaming the base */
+#define GEN_STATS_SAMPLE 1000u /* rows whose statistics go in the manifest */
+#define GEN_STATS_PCA_K 100u
+#define GEN_DEFAULT_QUERIES 1000u
+#define GEN_DEFAULT_WARMUP 2000u
+#define GEN_DEFAULT_GT_K 100u
+#define GEN_PRESET_SEED 42u
+
+/* mkdir -p */
+static int gen_mkdirs(const char *dir)
+{
+    char buf[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof buf)
+        return ann_fail(ANN_EPARAM, "generate: output directory '%s' is empty or too long", dir);
+    memcpy(buf, dir, len + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return ann_fail_errno("%s: cannot create directory", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return ann_fail_errno("%s: cannot create directory", buf);
+    return 0;
+}
+
+/* Generate rows [0, count) of a stream into dir/file, chunk by chunk. */
+static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream stream,
+                            uint64_t count, const char *dir, const char *file, float *buf)
+{
+    int rc = 0;
+    char path[4096];
+    ann_vecwriter w = {0};
+    int open = 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
+        return ann_fail(ANN_EPARAM, "%s: path too long", dir);
+    rc = ann_vecwriter_open(&w, path, dim, ANN_ELEM_F32);
+    if (rc)
+        goto out;
+    open = 1;
+    for (uint64_t first = 0; first < count; first += GEN_CHUNK_ROWS) {
+        uint64_t nb = count - first < GEN_CHUNK_ROWS ? count - first : GEN_CHUNK_ROWS;
+        rc = ann_generator_rows(g, stream, first, nb, buf);
+        if (rc)
+            goto out;
+        rc = ann_vecwriter_append(&w, buf, nb);
+        if (rc)
+            goto out;
+    }
+    rc = ann_vecwriter_finish(&w);
+    open = 0;
+out:
+    if (open)
+        ann_vecwriter_abort(&w);
+    return rc;
+}
+
+static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
+{
+    return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i, s:I, s:{s:i, s:f, s:i, s:f, s:f, s:f, s:b, "
+                     "s:f}}",
+                     "model", "x = mu + B^T (c_k + w) + e (datasets/generate.c)", "n",
+                     (json_int_t)p->n, "dim", (int)p->dim, "metric", ann_metric_name(p->metric),
+                     "queries", (int)p->queries, "warmup", (int)p->warmup, "seed",
+                     (json_int_t)p->seed, "shape", "rank", (int)(s->rank < p->dim ? s->rank : p->dim), "decay", s->decay,
+                     "clusters", (int)s->clusters, "between_frac", s->between_frac,
+                     "noise_frac", s->noise_frac, "mean_sq", s->mean_sq, "positive_mean",
+                     s->positive_mean, "scale", s->scale);
+}
+
+int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
+{
+    int rc = 0;
+    ann_gen_params p = *p_in;
+    ann_gen_shape shape;
+    ann_generator *g = NULL;
+    float *buf = NULL;
+    json_t *extra = NULL, *stats_json = NULL;
+    char path[4096], name[256];
+
+    if (p.queries == 0)
+        p.queries = GEN_DEFAULT_QUERIES;
+    if (p.warmup == 0)
+        p.warmup = GEN_DEFAULT_WARMUP;
+    if (p.gt_k == 0)
+        p.gt_k = GEN_DEFAULT_GT_K;
+    if (p.n == 0)
+        return ann_fail(ANN_EPARAM, "generate: n must be >= 1");
+    if (p.n > INT32_MAX)
+        return ann_fail(ANN_EPARAM, "generate: n %" PRIu64 " exceeds the int32 ids of gt.ibin",
+                        p.n);
+    if (p.shape)
+        shape = *p.shape;
+    else
+        ann_gen_shape_default(p.metric, &shape);
+    p.shape = &shape;
+    if (p.name)
+        snprintf(name, sizeof name, "%s", p.name);
+    else
+        snprintf(name, sizeof name, "synth-%u-%s-%" PRIu64 "-seed%" PRIu64, p.dim,
+                 ann_metric_name(p.metric) ? ann_metric_name(p.metric) : "?", p.n, p.seed);
+
+    rc = ann_generator_create(&p, &g);
+    if (rc)
+        goto out;
+    rc = gen_mkdirs(out_dir);
+    if (rc)
+        goto out;
+    /* a manifest from an earlier run must not vouch for the new files */
+    if ((size_t)snprintf(path, sizeof path, "%s/manifest.json", out_dir) >= sizeof path) {
+        rc = ann_fail(ANN_EPARAM, "%s: path too long", out_dir);
+        goto out;
+    }
+    if (unlink(path) != 0 && errno != ENOENT) {
+        rc = ann_fail_errno("%s: cannot remove the old manifest", path);
+        goto out;
+    }
+    buf = malloc((size_t)GEN_CHUNK_ROWS * p.dim * sizeof *buf);
+    if (!buf) {
+        rc = ann_fail(-ENOMEM, "generate: no memory for a chunk of %u x %u", GEN_CHUNK_ROWS,
+                      p.dim);
+        goto out;
+    }
+    if ((rc = gen_write_stream(g, p.dim, ANN_GEN_BASE, p.n, out_dir, "base.fbin", buf)) ||
+        (rc = gen_write_stream(g, p.dim, ANN_GEN_QUERY, p.queries, out_dir, "query.fbin", buf)) ||
+        (rc = gen_write_stream(g, p.dim, ANN_GEN_WARMUP, p.warmup, out_dir, "warmup.fbin", buf)))
+        goto out;
+    /* ground truth of an earlier run is stale: ann_bundle_finish recomputes it */
+    snprintf(path, sizeof path, "%s/gt.ibin", out_dir);
+    if (unlink(path) != 0 && errno != ENOENT) {
+        rc = ann_fail_errno("%s: cannot remove the old ground truth", path);
+        goto out;
+    }
+
+    extra = json_object();
+    json_object_set_new(extra, "made_by", json_string("annlab dataset generate"));
+    json_object_set_new(extra, "source", json_pack("{s:s}", "kind", "generated"));
+    json_object_set_new(extra, "generator", gen_params_json(&p, &shape));
+    uint64_t ns = p.n < GEN_STATS_SAMPLE ? p.n : GEN_STATS_SAMPLE;
+    if (ns >= 3) {
+        ann_data_stats st;
+        rc = ann_generator_rows(g, ANN_GEN_BASE, 0, ns, buf);
+        if (rc)
+            goto out;
+        rc = ann_stats_compute(buf, (uint32_t)ns, p.dim, p.metric, GEN_STATS_PCA_K, &st);
+        if (rc)
+            goto out;
+        stats_json = ann_stats_to_json(&st);
+        json_object_set_new(stats_json, "sample", json_string("first base rows"));
+        json_object_set(extra, "statistics", stats_json);
+    }
+    rc = ann_bundle_finish(out_dir, name, p.metric, p.gt_k, extra);
+out:
+    json_decref(stats_json);
+    json_decref(extra);
+    free(buf);
+    ann_generator_destroy(g);
+    return rc;
+}
+
+/* ---- presets ----------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    uint64_t n;
+    uint32_t dim;
+    ann_metric metric;
+} gen_presets[] = {
+    {"synth-768-cosine-10k", 10000, 768, ANN_METRIC_COSINE},
+    {"synth-768-cosine-100k", 100000, 768, ANN_METRIC_COSINE},
+    {"synth-768-cosine-1m", 1000000, 768, ANN_METRIC_COSINE},
+    {"synth-960-l2-10k", 10000, 960, ANN_METRIC_L2},
+    {"synth-960-l2-100k", 100000, 960, ANN_METRIC_L2},
+    {"synth-960-l2-1m", 1000000, 960, ANN_METRIC_L2},
+};
+
+int ann_generate_preset(const char *name, ann_gen_params *out)
+{
+    for (size_t i = 0; i < sizeof gen_presets / sizeof gen_presets[0]; i++) {
+        if (strcmp(name, gen_presets[i].name) != 0)
+            continue;
+        *out = (ann_gen_params){.n = gen_presets[i].n, .dim = gen_presets[i].dim,
+                                .metric = gen_presets[i].metric, .queries = GEN_DEFAULT_QUERIES,
+                                .warmup = GEN_DEFAULT_WARMUP, .seed = GEN_PRESET_SEED,
+                                .gt_k = GEN_DEFAULT_GT_K, .name = gen_presets[i].name};
+        return 0;
+    }
+    return ann_fail(ANN_ENOTFOUND,
+                    "%s: no such generator preset (synth-768-cosine-{10k,100k,1m}, "
+                    "synth-960-l2-{10k,100k,1m})",
+                    name);
+}
+
+/* ---- command line ------------------------------------------------------ */
+
+static void gen_usage(FILE *fp)
+{
+    fprintf(fp, "usage: annlab dataset generate --n N --dim D --metric l2|cosine [--queries Q]\n"
+                "                               [--warmup W] [--seed S] [--gt-k K] [--name NAME]\n"
+                "                               --out DIR\n"
+                "       annlab dataset generate --preset NAME [--out DIR]\n"
+                "presets: synth-768-cosine-{10k,100k,1m}, synth-960-l2-{10k,100k,1m}\n"
+                "         (1000 queries, 2000 warm-up, seed 42; default out datasets/data/NAME)\n");
+}
+
+/* Parse an unsigned integer option value in [lo, hi]; message names the flag. */
+static int gen_parse_u64(const char *flag, const char *s, uint64_t lo, uint64_t hi,
+                         uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return ann_fail(ANN_EPARAM, "%s: expected a non-negative integer, got '%s'", flag,
+                        s ? s : "");
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return ann_fail(ANN_EPARAM, "%s: '%s' is not an integer in [%" PRIu64 ", %" PRIu64 "]",
+                        flag, s, lo, hi);
+    *out = v;
+    return 0;
+}
+
+int ann_generate_cli(int argc, char **argv)
+{
+    ann_gen_params p = {.queries = GEN_DEFAULT_QUERIES, .warmup = GEN_DEFAULT_WARMUP,
+                        .gt_k = GEN_DEFAULT_GT_K, .seed = GEN_PRESET_SEED};
+    const char *preset = NULL, *out = NULL, *metric = NULL;
+    int have_n = 0, have_dim = 0, rc = 0;
+    uint64_t v = 0;
+    char out_buf[4096];
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            gen_usage(stdout);
+            return 0;
+        }
+        if (i + 1 >= argc || strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "annlab dataset generate: %s: %s\n", a,
+                    strncmp(a, "--", 2) ? "unexpected argument" : "missing value");
+            gen_usage(stderr);
+            return 2;
+        }
+        const char *val = argv[++i];
+        if (!strcmp(a, "--preset"))
+            preset = val;
+        else if (!strcmp(a, "--out"))
+            out = val;
+        else if (!strcmp(a, "--metric"))
+            metric = val;
+        else if (!strcmp(a, "--name"))
+            p.name = val;
+        else if (!strcmp(a, "--n")) {
+            if ((rc = gen_parse_u64(a, val, 1, INT32_MAX, &v)))
+                goto bad;
+            p.n = v;
+            have_n = 1;
+        } else if (!strcmp(a, "--dim")) {
+            if ((rc = gen_parse_u64(a, val, 1, 65536, &v)))
+                goto bad;
+            p.dim = (uint32_t)v;
+            have_dim = 1;
+        } else if (!strcmp(a, "--queries")) {
+            if ((rc = gen_parse_u64(a, val, 1, 10000000, &v)))
+                goto bad;
+            p.queries = (uint32_t)v;
+        } else if (!strcmp(a, "--warmup")) {
+            if ((rc = gen_parse_u64(a, val, 1, 10000000, &v)))
+                goto bad;
+            p.warmup = (uint32_t)v;
+        } else if (!strcmp(a, "--gt-k")) {
+            if ((rc = gen_parse_u64(a, val, 1, 10000, &v)))
+                goto bad;
+            p.gt_k = (uint32_t)v;
+        } else if (!strcmp(a, "--seed")) {
+            if ((rc = gen_parse_u64(a, val, 0, UINT64_MAX, &v)))
+                goto bad;
+            p.seed = v;
+        } else {
+            fprintf(stderr, "annlab dataset generate: unknown option %s\n", a);
+            gen_usage(stderr);
+            return 2;
+        }
+    }
+
+    if (preset) {
+        if (have_n || have_dim || metric) {
+            fprintf(stderr, "annlab dataset generate: --preset cannot be combined with --n, "
+                            "--dim or --metric\n");
+            return 2;
+        }
+        if ((rc = ann_generate_preset(preset, &p)))
+            goto bad;
+        if (!out) {
+            snprintf(out_buf, sizeof out_buf, "datasets/data/%s", preset);
+            out = out_buf;
+        }
+    } else {
+        const char *missing = !have_n ? "--n" : !have_dim ? "--dim" : !metric ? "--metric"
+                                                          : !out      ? "--out"
+                                                                      : NULL;
+        if (missing) {
+            fprintf(stderr, "annlab dataset generate: %s is required\n", missing);
+            gen_usage(stderr);
+            return 2;
+        }
+        ann_metric m;
+        if (ann_metric_parse(metric, &m) != 0 ||
+            (m != ANN_METRIC_L2 && m != ANN_METRIC_COSINE)) {
+            fprintf(stderr, "annlab dataset generate: --metric: '%s' is not l2 or cosine\n",
+                    metric);
+            return 2;
+        }
+        p.metric = m;
+    }
+
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = ann_generate_bundle(&p, out);
+    if (rc) {
+        fprintf(stderr, "annlab dataset generate: %s\n", ann_errmsg(rc));
+        return 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%s: %" PRIu64 " x %u %s, %u queries, %u warm-up, ground truth k=%u (%.1f s)\n", out,
+           p.n, p.dim, ann_metric_name(p.metric), p.queries, p.warmup, p.gt_k,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    return 0;
+bad:
+    fprintf(stderr, "annlab dataset generate: %s\n", ann_errmsg(rc));
+    return 2;
+}

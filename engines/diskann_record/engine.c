@@ -1,0 +1,325 @@
+/*
+ * engine.c: the vtables of diskann-record and diskann-resident, DiskANN
+ * (Subramanya et al., NeurIPS 2019) stored as key-value records, as in a
+ * database that keeps its vector index among its own tables: opening an
+ * index (metadata verified, PQ codebook loaded, for diskann-resident every
+ * PQ code loaded into one array indexed by node id) and the per-thread
+ * search contexts.  Memory at search time: the codebook (and resident
+ * codes), plus per context a PQ table, a candidate list and an
+ * epoch-stamped visited map of n entries.
+ *
+ * Parameters.  Build: R, L_build, alpha, pq_bytes (as diskann-sector, so
+ * both share one graph through the artifact cache), kv = which stores to
+ * write (both by default, so `kv` can be swept at open without a rebuild).
+ * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb.
+ * Search: L (candidate list size) and rerank: how many of the best
+ * candidates by PQ distance get a full-vector read and an exact distance.
+ * The default, 0, means all of the final list (L candidates), which is what
+ * DiskANN does (every candidate it ranks has its full vector at hand): PQ
+ * error then costs no recall, at one vector-record read per candidate.
+ * Smaller values (never fewer than k) trade recall for reads; the
+ * benchmark reports the trade (bench/bench_diskann_record.c).
+ */
+#include "engines/diskann_record/drec.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const build_kv_choices[] = { "both", "rocksdb", "lmdb", NULL };
+
+const ann_param_spec drec_build_params[] = {
+    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
+      .help = "max out-degree of the Vamana graph" },
+    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
+      .help = "search list size while building" },
+    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,
+      .help = "RobustPrune distance factor" },
+    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = DREC_MAX_PQ_BYTES, .def = 0,
+      .help = "PQ code bytes per vector (0: dim/8)" },
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = build_kv_choices, .def_str = "both",
+      .help = "stores to write: both, rocksdb or lmdb" },
+    ANN_PARAM_END,
+};
+
+const ann_param_spec drec_open_params[] = {
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_backend_choices, .def_str = "rocksdb",
+      .help = "record store: rocksdb (LSM) or lmdb (B-tree); default rocksdb when built" },
+    { .name = "profile", .type = ANN_PARAM_ENUM, .choices = kv_profile_choices,
+      .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
+    { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 20,
+      .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
+    ANN_PARAM_END,
+};
+
+const ann_param_spec drec_search_params[] = {
+    { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
+      .help = "candidate list size" },
+    { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
+      .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
+    ANN_PARAM_END,
+};
+
+void drec_close(ann_engine *e)
+{
+    if (!e)
+        return;
+    kv_close(e->kv);
+    pq_codebook_destroy(e->pq);
+    free(e->codes);
+    free(e);
+}
+
+/* Read the resident codes (table 0x03 chunks) into e->codes. */
+static int load_codes(ann_engine *e, kv_reader *rd)
+{
+    const uint32_t m = e->meta.pq_bytes, rows = e->meta.chunk_rows;
+    const uint64_t n = e->meta.n;
+    uint64_t chunks = (n + rows - 1) / rows, next = 0;
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = 0, step;
+    e->codes = malloc(n * m);
+    if (!e->codes)
+        return ann_fail(-ENOMEM, "%s: no memory for %llu resident codes", e->store_dir,
+                        (unsigned long long)n);
+    uint8_t prefix = DREC_TABLE_CODES;
+    rc = kv_iter_create(rd, &prefix, 1, &it);
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint32_t c;
+        if (kv_key_parse_u32(k.data, k.len, NULL, &c) != 0 || c != next || next >= chunks) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: code chunk %llu: missing or out of order",
+                          e->store_dir, (unsigned long long)next);
+            goto out;
+        }
+        uint64_t first = (uint64_t)c * rows;
+        uint64_t count = n - first < rows ? n - first : rows;
+        if (v.len != count * m) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: code chunk %u: length %zu, expected %llu",
+                          e->store_dir, c, v.len, (unsigned long long)(count * m));
+            goto out;
+        }
+        memcpy(e->codes + first * m, v.data, v.len);
+        next++;
+    }
+    if (step < 0) {
+        rc = step;
+        goto out;
+    }
+    if (next != chunks)
+        rc = ann_fail(ANN_ECORRUPT, "%s: code chunk %llu: record missing", e->store_dir,
+                      (unsigned long long)next);
+out:
+    kv_iter_destroy(it);
+    return rc;
+}
+
+int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const char *name,
+              ann_engine **out)
+{
+    int rc = ann_params_validate(open_params, drec_open_params, "open");
+    if (rc)
+        return rc;
+    ann_engine *e = NULL;
+    kv_reader *rd = NULL;
+    kv_val mv = { 0 };
+    char path[4300];
+    struct stat st;
+    kv_options o = { .read_only = 1 };
+
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ann_fail(ANN_ENOTFOUND, "%s: no index directory", dir);
+    rc = kv_profile_parse(ann_param_enum(open_params, drec_open_params, "profile"), &o.profile);
+    if (rc)
+        return rc;
+    o.block_cache_mb = (uint32_t)ann_param_int(open_params, drec_open_params, "block_cache_mb");
+    if (ann_param_is_set(open_params, "kv")) {
+        rc = kv_backend_parse(ann_param_enum(open_params, drec_open_params, "kv"), &o.backend);
+        if (rc)
+            return rc;
+    } else {
+        snprintf(path, sizeof path, "%s/rocksdb", dir);
+        o.backend = access(path, F_OK) == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
+    }
+
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return ann_fail(-ENOMEM, "%s: no memory", dir);
+    snprintf(e->store_dir, sizeof e->store_dir, "%s/%s", dir, kv_backend_name(o.backend));
+    if (stat(e->store_dir, &st) != 0) {
+        rc = ann_fail(ANN_ENOTFOUND, "%s: missing: index built without a %s store (build.kv)",
+                      e->store_dir, kv_backend_name(o.backend));
+        goto out;
+    }
+    rc = kv_open(e->store_dir, &o, &e->kv);
+    if (rc)
+        goto out;
+    rc = kv_reader_create(e->kv, &rd);
+    if (rc)
+        goto out;
+    rc = kv_reader_begin(rd);
+    if (rc)
+        goto out;
+    uint8_t key[KV_KEY_U32_BYTES];
+    rc = kv_get(rd, key, kv_key_u32(key, DREC_TABLE_META, 0), &mv);
+    if (rc == ANN_ENOTFOUND) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: metadata record missing (an incomplete build, or not "
+                                    "a diskann-record store)", e->store_dir);
+        goto out;
+    }
+    if (rc)
+        goto out;
+    rc = drec_meta_decode(mv.data, mv.len, e->store_dir, &e->meta);
+    kv_val_release(&mv);
+    if (rc)
+        goto out;
+    if (strcmp(e->meta.engine, name) != 0 || e->meta.layout != layout) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: a %s index, opened as %s", e->store_dir,
+                      e->meta.engine[0] ? e->meta.engine : "(unnamed)", name);
+        goto out;
+    }
+    if (e->meta.mode == DREC_MODE_GRAPH) {
+        snprintf(path, sizeof path, "%s/%s", dir, DREC_PQ_FILE);
+        rc = pq_codebook_load(path, &e->pq);
+        if (rc)
+            goto out;
+        if (e->pq->m != e->meta.pq_bytes || e->pq->dim != e->meta.dim ||
+            (uint32_t)e->pq->metric != e->meta.metric) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: codebook m/dim/metric disagree with %s's metadata",
+                          path, e->store_dir);
+            goto out;
+        }
+        if (layout == DREC_LAYOUT_RESIDENT) {
+            rc = load_codes(e, rd);
+            if (rc)
+                goto out;
+        }
+    }
+    *out = e;
+    e = NULL;
+out:
+    kv_val_release(&mv);
+    kv_reader_destroy(rd);
+    drec_close(e);
+    return rc;
+}
+
+static uint64_t drec_size(const ann_engine *e)
+{
+    return e->meta.n;
+}
+
+static void drec_ctx_free(ann_ctx *c)
+{
+    if (!c)
+        return;
+    kv_reader_destroy(c->rd);
+    free(c->table);
+    ann_candlist_fini(&c->cand);
+    ann_visited_fini(&c->visited);
+    free(c->top_dist);
+    free(c->top_id);
+    free(c->vec);
+    free(c);
+}
+
+static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max, ann_ctx **out)
+{
+    int rc = ann_params_validate(search_params, drec_search_params, "search");
+    if (rc)
+        return rc;
+    ann_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return ann_fail(-ENOMEM, "%s: no memory for a search context", e->store_dir);
+    c->eng = e;
+    c->L = (uint32_t)ann_param_int(search_params, drec_search_params, "L");
+    c->rerank = (uint32_t)ann_param_int(search_params, drec_search_params, "rerank");
+    c->k_max = k_max ? k_max : 1;
+    uint32_t cap = c->L > c->k_max ? c->L : c->k_max;
+    rc = kv_reader_create(e->kv, &c->rd);
+    if (rc)
+        goto out;
+    c->top_dist = malloc(c->k_max * sizeof(float));
+    c->top_id = malloc(c->k_max * sizeof(uint32_t));
+    c->vec = malloc((size_t)e->meta.dim * sizeof(float));
+    if (!c->top_dist || !c->top_id || !c->vec)
+        rc = -ENOMEM;
+    if (!rc && e->meta.mode == DREC_MODE_GRAPH) {
+        c->table = malloc(pq_table_floats(e->pq) * sizeof(float));
+        if (!c->table || ann_candlist_create(&c->cand, cap) != 0 ||
+            ann_visited_init(&c->visited, e->meta.n) != 0)
+            rc = -ENOMEM;
+    }
+    if (rc == -ENOMEM)
+        rc = ann_fail(-ENOMEM, "%s: no memory for a search context", e->store_dir);
+out:
+    if (rc) {
+        drec_ctx_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+/* ---- diskann-record: neighbour codes in the node records --------------- */
+
+static int record_build(const ann_vecsrc *src, const json_t *params, const char *dir,
+                        json_t *report)
+{
+    return drec_build(src, params, dir, report, DREC_LAYOUT_FULL, "diskann-record");
+}
+
+static int record_open(const char *dir, const json_t *open_params, ann_engine **out)
+{
+    return drec_open(dir, open_params, DREC_LAYOUT_FULL, "diskann-record", out);
+}
+
+const ann_engine_ops diskann_record_engine_ops = {
+    .name = "diskann-record",
+    .description = "DiskANN on kv records (RocksDB|LMDB): node record = ids + neighbours' PQ codes",
+    .build_params = drec_build_params,
+    .open_params = drec_open_params,
+    .search_params = drec_search_params,
+    .build = record_build,
+    .open = record_open,
+    .close = drec_close,
+    .size = drec_size,
+    .ctx_new = drec_ctx_new,
+    .ctx_free = drec_ctx_free,
+    .search = drec_search,
+};
+
+/* ---- diskann-resident: ids in records, every code in memory ------------ */
+
+static int resident_build(const ann_vecsrc *src, const json_t *params, const char *dir,
+                          json_t *report)
+{
+    return drec_build(src, params, dir, report, DREC_LAYOUT_RESIDENT, "diskann-resident");
+}
+
+static int resident_open(const char *dir, const json_t *open_params, ann_engine **out)
+{
+    return drec_open(dir, open_params, DREC_LAYOUT_RESIDENT, "diskann-resident", out);
+}
+
+const ann_engine_ops diskann_resident_engine_ops = {
+    .name = "diskann-resident",
+    .description = "DiskANN on kv records with all PQ codes resident in memory (ids-only records)",
+    .build_params = drec_build_params,
+    .open_params = drec_open_params,
+    .search_params = drec_search_params,
+    .build = resident_build,
+    .open = resident_open,
+    .close = drec_close,
+    .size = drec_size,
+    .ctx_new = drec_ctx_new,
+    .ctx_free = drec_ctx_free,
+    .search = drec_search,
+};

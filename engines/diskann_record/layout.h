@@ -1,0 +1,133 @@
+/*
+ * layout.h: the on-disk form of the diskann-record and diskann-resident
+ * indexes: an index directory holding a PQ codebook file and one record
+ * store per backend, each store holding the same records.
+ *
+ *   <dir>/pq.pqcb      PQ codebook (engines/core/pq.h format; absent for a scan index)
+ *   <dir>/rocksdb/     RocksDB store   } either or both, by the build
+ *   <dir>/lmdb/        LMDB store      } parameter `kv` (default both)
+ *   <dir>/build.json   written by ann_engine_build
+ *
+ * Keys are kv_key_u32(table, id): one table byte, then the id as a 4-byte
+ * big-endian integer, so each table is contiguous and in id order.
+ * Record values are little-endian.
+ *
+ * Table 0x00, id 0: the metadata record, written last by a build (after
+ * every other record is in the store), so a store without it is an
+ * incomplete build and does not open.
+ *
+ *     0  char[8]  magic "ANNDREC\0"
+ *     8  u32      format version (DREC_VERSION)
+ *    12  char[20] engine name, NUL-padded: "diskann-record" | "diskann-resident"
+ *    32  u32      layout: 0 = full node records, 1 = resident codes
+ *    36  u32      mode: 0 = graph, 1 = scan (n < DREC_SCAN_BELOW)
+ *    40  u64      n (vectors; ids 0..n-1)
+ *    48  u32      dim
+ *    52  u32      metric (ann_metric)
+ *    56  u32      medoid (entry node; 0 in scan mode)
+ *    60  u32      R (max degree)
+ *    64  u32      L_build
+ *    68  f32      alpha
+ *    72  u32      pq_bytes m (0 in scan mode)
+ *    76  u32      code chunk rows (resident layout; 0 otherwise)
+ *    80  u8[m]    the medoid's PQ code (so the walk starts without a read)
+ *  80+m  u32      crc32 (zlib) of every byte before it
+ *
+ * Table 0x01, id v: node v.  Full layout (diskann-record), R 64 and
+ * m 96 give 6,500 bytes at full degree:
+ *
+ *     0        u8[m]      v's own PQ code
+ *     m        u32        degree d (<= R)
+ *     m+4      u32[d]     neighbour ids
+ *     m+4+4d   u8[d*m]    the neighbours' PQ codes, in neighbour order
+ *     length = m + 4 + d*(4 + m) exactly
+ *
+ * Resident layout (diskann-resident): ids only, codes are in memory.
+ *
+ *     0        u32        degree d (<= R)
+ *     4        u32[d]     neighbour ids
+ *     length = 4 + 4d exactly
+ *
+ * Table 0x02, id v: v's full vector, dim float32 (length 4*dim exactly),
+ * read only to re-rank the best candidates at the end of a search (and by
+ * the scan of a small index).
+ *
+ * Table 0x03, id c (resident layout only): PQ codes of nodes
+ * [c*rows, min(n, (c+1)*rows)), rows = the metadata's code chunk rows,
+ * m bytes per node in id order; all chunks are read into one array at
+ * open, indexed by node id.
+ *
+ * Version history: 1 (initial).
+ */
+#ifndef ANNLAB_DISKANN_RECORD_LAYOUT_H
+#define ANNLAB_DISKANN_RECORD_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DREC_MAGIC "ANNDREC"   /* 7 chars + NUL = 8 bytes */
+#define DREC_VERSION 1u
+#define DREC_NAME_BYTES 20
+#define DREC_META_FIXED_BYTES 80 /* before the medoid code */
+
+#define DREC_TABLE_META 0x00
+#define DREC_TABLE_NODE 0x01
+#define DREC_TABLE_VECTOR 0x02
+#define DREC_TABLE_CODES 0x03
+
+#define DREC_LAYOUT_FULL 0u
+#define DREC_LAYOUT_RESIDENT 1u
+#define DREC_MODE_GRAPH 0u
+#define DREC_MODE_SCAN 1u
+
+#define DREC_SCAN_BELOW 1024u     /* fewer vectors than this: the index is a scan */
+#define DREC_CODE_CHUNK_ROWS 4096u /* nodes per code-chunk record (resident) */
+#define DREC_PQ_FILE "pq.pqcb"
+#define DREC_MAX_PQ_BYTES 1024u  /* the pq_bytes parameter's upper bound */
+
+/* The decoded metadata record. */
+typedef struct drec_meta {
+    char engine[DREC_NAME_BYTES + 1];
+    uint32_t version, layout, mode;
+    uint64_t n;
+    uint32_t dim, metric, medoid, R, L_build;
+    float alpha;
+    uint32_t pq_bytes, chunk_rows;
+    uint8_t medoid_code[DREC_MAX_PQ_BYTES]; /* first pq_bytes used */
+} drec_meta;
+
+/* Bytes of the metadata record for code length m. */
+static inline size_t drec_meta_bytes(uint32_t m)
+{
+    return DREC_META_FIXED_BYTES + (size_t)m + 4;
+}
+
+/* Bytes of a node record of degree d (full or resident layout). */
+static inline size_t drec_node_bytes(uint32_t layout, uint32_t m, uint32_t d)
+{
+    return layout == DREC_LAYOUT_FULL ? (size_t)m + 4 + (size_t)d * (4 + m) : 4 + (size_t)d * 4;
+}
+
+/*
+ * Encode the metadata record into out (drec_meta_bytes(meta->pq_bytes)
+ * bytes).  meta->engine and medoid_code are copied as given.
+ */
+void drec_meta_encode(const drec_meta *meta, uint8_t *out);
+
+/*
+ * Decode and verify a metadata record of len bytes read from store `where`
+ * (named in messages).  Errors: ANN_ECORRUPT (length, magic, crc, field
+ * out of range), ANN_EVERSION (another format version), each naming where
+ * and the field.
+ */
+int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_meta *out);
+
+/*
+ * Encode node v's record into out (drec_node_bytes(layout, m, d) bytes).
+ * codes: the PQ code array of every node (node u at codes + u*m); unused
+ * by the resident layout.  nbrs: d neighbour ids.
+ */
+void drec_node_encode(uint32_t layout, uint32_t m, uint32_t v, const uint32_t *nbrs, uint32_t d,
+                      const uint8_t *codes, uint8_t *out);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * search.c: DiskANN's greedy best-first walk (Algorithm 1 of Subramanya et
+ * al., NeurIPS 2019) over node records in a key-value store, then a
+ * re-rank of the best candidates with their full vectors.
+ *
+ * A candidate list of size L, ranked by PQ (ADC) distance, starts at the
+ * medoid.  Each step expands the closest unexpanded candidate: one kv_get
+ * of its node record, which carries its neighbour ids and (diskann-record)
+ * their PQ codes, so every edge out of the node is ranked with that one
+ * read; diskann-resident looks the codes up in the in-memory array by id.
+ * The walk ends when every candidate in the list has been expanded, or
+ * after max(4 L, 32) expansions, a bound that keeps a walk's cost fixed at
+ * any corpus size.  Then the best candidates by PQ distance (all L by
+ * default; `rerank` of them, at least k, when set) are read as full-vector
+ * records and ranked exactly.
+ *
+ * Departure from DiskANN: full vectors are separate records read only for
+ * the re-rank (a sector engine gets them with the node for free), so the
+ * re-rank depth is a search parameter rather than "all of L".  Indexes
+ * below DREC_SCAN_BELOW vectors are an exact scan of the vector records.
+ *
+ * Statistics of one query (added to *stats):
+ *   reads       kv gets: node records + vector records
+ *   hops        node records read (= nodes expanded); vector-record reads
+ *               are reads - hops
+ *   bytes_read  value bytes of all those gets
+ *   code_dists  PQ distances computed (one per newly seen neighbour)
+ *   full_dists  full-vector distances (re-rank, or scan)
+ *   cache_hits  RocksDB block-cache hits (0 for LMDB, which has no cache)
+ *   io_wait_ns  wall time spent inside kv_get
+ *   cpu_ns      thread CPU time of the whole query
+ * Nothing is allocated; a failed or missing read ends the query with an
+ * error (ANN_ECORRUPT naming the node for a missing or malformed record).
+ */
+#include "engines/diskann_record/drec.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+#include "engines/core/topk.h"
+
+#include <string.h>
+#include <time.h>
+
+static inline uint64_t now_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct drec_query {
+    ann_ctx *ctx;
+    const float *query;
+    ann_stats local;
+} drec_query;
+
+/* kv_get with the query's accounting; a missing record is corruption. */
+static int get_record(drec_query *q, uint8_t table, uint32_t id, kv_val *val)
+{
+    ann_ctx *c = q->ctx;
+    uint8_t key[KV_KEY_U32_BYTES];
+    size_t klen = kv_key_u32(key, table, id);
+    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    int rc = kv_get(c->rd, key, klen, val);
+    q->local.io_wait_ns += now_ns(CLOCK_MONOTONIC) - t0;
+    if (rc == ANN_ENOTFOUND)
+        return ann_fail(ANN_ECORRUPT, "%s: %s %u: record missing", c->eng->store_dir,
+                        table == DREC_TABLE_NODE ? "node" : "vector", id);
+    if (rc)
+        return rc;
+    q->local.reads++;
+    q->local.bytes_read += val->len;
+    return 0;
+}
+
+/* Exact distance of vector record id to the query. */
+static int full_distance(drec_query *q, uint32_t id, float *out)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    kv_val v = { 0 };
+    int rc = get_record(q, DREC_TABLE_VECTOR, id, &v);
+    if (rc)
+        return rc;
+    if (v.len != (size_t)e->meta.dim * sizeof(float)) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: vector %u: record length %zu, expected %zu",
+                      e->store_dir, id, v.len, (size_t)e->meta.dim * sizeof(float));
+        goto out;
+    }
+    const float *x = c->vec;
+    if (ann_host_le())
+        x = v.data; /* kernels read unaligned data */
+    else
+        for (uint32_t j = 0; j < e->meta.dim; j++)
+            c->vec[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
+    *out = ann_distance((ann_metric)e->meta.metric, q->query, x, e->meta.dim);
+    q->local.full_dists++;
+out:
+    kv_val_release(&v);
+    return rc;
+}
+
+static int scan(drec_query *q, ann_topk *top)
+{
+    const ann_engine *e = q->ctx->eng;
+    for (uint32_t id = 0; id < e->meta.n; id++) {
+        float d;
+        int rc = full_distance(q, id, &d);
+        if (rc)
+            return rc;
+        if (d < ann_topk_bound(top))
+            ann_topk_push(top, d, id);
+    }
+    return 0;
+}
+
+/* Expand node id: read its record and rank its unseen neighbours. */
+static int expand(drec_query *q, uint32_t id)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    const uint32_t m = e->meta.pq_bytes, layout = e->meta.layout;
+    kv_val v = { 0 };
+    int rc = get_record(q, DREC_TABLE_NODE, id, &v);
+    if (rc)
+        return rc;
+    q->local.hops++;
+    const uint8_t *rec = v.data;
+    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
+    if (v.len < head + 4) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: node %u: record length %zu, shorter than its header",
+                      e->store_dir, id, v.len);
+        goto out;
+    }
+    uint32_t d = ann_get_u32(rec + head);
+    if (d > e->meta.R || v.len != drec_node_bytes(layout, m, d)) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: node %u: record length %zu does not match degree %u",
+                      e->store_dir, id, v.len, d);
+        goto out;
+    }
+    const uint8_t *ids = rec + head + 4;
+    const uint8_t *rec_codes = ids + 4 * (size_t)d;
+    for (uint32_t i = 0; i < d; i++) {
+        uint32_t u = ann_get_u32(ids + 4 * (size_t)i);
+        if (u >= e->meta.n || u == id) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: node %u: neighbour %u invalid (n %llu)",
+                          e->store_dir, id, u, (unsigned long long)e->meta.n);
+            goto out;
+        }
+        if (ann_visited_test_and_set(&c->visited, u))
+            continue;
+        const uint8_t *code =
+            layout == DREC_LAYOUT_FULL ? rec_codes + (size_t)i * m : e->codes + (size_t)u * m;
+        float dist = pq_adc_distance(c->table, code, m);
+        q->local.code_dists++;
+        ann_candlist_insert(&c->cand, dist, u);
+    }
+out:
+    kv_val_release(&v);
+    return rc;
+}
+
+static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    const uint32_t m = e->meta.pq_bytes;
+    uint32_t L = c->L > k ? c->L : k;
+    uint32_t max_expand = 4 * L > 32 ? 4 * L : 32;
+
+    pq_table_compute(e->pq, q->query, c->table);
+    ann_visited_reset(&c->visited);
+    ann_candlist_reset_cap(&c->cand, L);
+    uint32_t entry = e->meta.medoid;
+    const uint8_t *entry_code =
+        e->meta.layout == DREC_LAYOUT_FULL ? e->meta.medoid_code : e->codes + (size_t)entry * m;
+    ann_visited_test_and_set(&c->visited, entry);
+    ann_candlist_insert(&c->cand, pq_adc_distance(c->table, entry_code, m), entry);
+    q->local.code_dists++;
+
+    for (uint32_t expanded = 0; expanded < max_expand; expanded++) {
+        int pos = ann_candlist_next(&c->cand);
+        if (pos < 0)
+            break;
+        int rc = expand(q, c->cand.c[pos].id);
+        if (rc)
+            return rc;
+    }
+
+    uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
+    if (depth > c->cand.n)
+        depth = c->cand.n;
+    for (uint32_t i = 0; i < depth; i++) {
+        float d;
+        int rc = full_distance(q, c->cand.c[i].id, &d);
+        if (rc)
+            return rc;
+        if (d < ann_topk_bound(top))
+            ann_topk_push(top, d, c->cand.c[i].id);
+    }
+    return 0;
+}
+
+int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
+                ann_stats *stats)
+{
+    const ann_engine *e = ctx->eng;
+    uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    drec_query q = { .ctx = ctx, .query = query };
+    kv_stats kv0, kv1;
+    ann_topk top;
+    int rc = 0, began = 0;
+    if (k > ctx->k_max)
+        k = ctx->k_max;
+    ann_topk_init(&top, ctx->top_dist, ctx->top_id, k);
+    if (e->meta.n == 0 || k == 0)
+        goto out;
+    kv_reader_stats(ctx->rd, &kv0);
+    rc = kv_reader_begin(ctx->rd);
+    if (rc)
+        goto out;
+    began = 1;
+    rc = e->meta.mode == DREC_MODE_SCAN ? scan(&q, &top) : walk_and_rerank(&q, k, &top);
+out:
+    if (began) {
+        kv_reader_end(ctx->rd);
+        kv_reader_stats(ctx->rd, &kv1);
+        q.local.cache_hits += kv1.cache_hits - kv0.cache_hits;
+    }
+    uint32_t got = ann_topk_sorted(&top, ids, dists);
+    q.local.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    stats->reads += q.local.reads;
+    stats->bytes_read += q.local.bytes_read;
+    stats->hops += q.local.hops;
+    stats->full_dists += q.local.full_dists;
+    stats->code_dists += q.local.code_dists;
+    stats->cache_hits += q.local.cache_hits;
+    stats->io_wait_ns += q.local.io_wait_ns;
+    stats->cpu_ns += q.local.cpu_ns;
+    return rc ? rc : (int)got;
+}

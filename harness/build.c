@@ -1,0 +1,50 @@
+/*
+ * build.c: `annlab build SPEC.json`, one index build in its own process.
+ * The engine's build goes through ann_engine_build, which writes to a
+ * temporary directory and renames it into place only when complete, so the
+ * runner's cache never holds a half-built index.
+ */
+#include "harness/child.h"
+
+#include "engines/core/status.h"
+#include "engines/engine.h"
+#include "datasets/bundle.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+int harness_build_main(const char *spec_path)
+{
+    int rc = 0;
+    json_error_t jerr;
+    ann_bundle ds = { 0 };
+    ann_vecsrc *src = NULL;
+    json_t *spec = json_load_file(spec_path, 0, &jerr);
+    if (!spec) {
+        fprintf(stderr, "annlab build: %s: %s\n", spec_path, jerr.text);
+        return 1;
+    }
+    const char *engine = json_string_value(json_object_get(spec, "engine"));
+    const char *dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
+    const char *index_dir = json_string_value(json_object_get(spec, "index_dir"));
+    const ann_engine_ops *ops = ann_engine_find(engine);
+    if (!ops || !dataset_dir || !index_dir) {
+        rc = ann_fail(ANN_ECONFIG, "%s: needs a registered engine, dataset_dir and index_dir",
+                      spec_path);
+        goto out;
+    }
+    rc = ann_bundle_open(dataset_dir, &ds);
+    if (rc)
+        goto out;
+    rc = ann_bundle_base(&ds, &src);
+    if (rc)
+        goto out;
+    rc = ann_engine_build(ops, src, json_object_get(spec, "build"), index_dir, NULL);
+out:
+    if (rc)
+        fprintf(stderr, "annlab build: %s\n", ann_errmsg(rc));
+    ann_vecsrc_destroy(src);
+    ann_bundle_close(&ds);
+    json_decref(spec);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,664 @@
+/*
+ * config.c: validation and deterministic sweep expansion of experiment
+ * configs (schema in configs/README.md, contract in harness/config.h).
+ *
+ * Validation walks the whole document and never stops at the first problem:
+ * a config with a misspelt key, a wrong type and an unknown engine gets all
+ * three reported, each with its JSON path.  Engine parameters are checked
+ * through ann_params_check against the tables each engine declares, element
+ * by element for sweeps, so "engines[0].search.L[2]" names the bad value.
+ */
+#include "harness/config.h"
+
+#include "engines/core/status.h"
+#include "engines/engine.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The schema's top-level keys and their defaults. */
+typedef struct cfg_key {
+    const char *name;
+    const char *type; /* shown in messages */
+    double def;
+} cfg_key;
+
+static const cfg_key cfg_keys[] = {
+    { "name", "a string", 0 },
+    { "description", "a string", 0 },
+    { "dataset", "a dataset name or {\"path\": DIR}", 0 },
+    { "dataset_root", "a string", 0 },
+    { "index_root", "a string", 0 },
+    { "k", "an integer", 10 },
+    { "queries", "an integer", 0 },
+    { "engines", "a non-empty list", 0 },
+    { "threads", "a list of integers", 0 },
+    { "modes", "a list of \"cold\"/\"warm\"", 0 },
+    { "memory_caps", "a list", 0 },
+    { "repeats", "an integer", 1 },
+    { "warmup_queries", "an integer", 1000 },
+    { "timeout_s", "a number", 600 },
+    { "build_timeout_s", "a number", 7200 },
+    { "qps_min_seconds", "a number", 0.5 },
+    { "drop_caches", "true or false", 1 },
+    { "exclude", "a list of objects", 0 },
+};
+
+static const cfg_key *cfg_key_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
+        if (!strcmp(cfg_keys[i].name, name))
+            return &cfg_keys[i];
+    return NULL;
+}
+
+void harness_problem(harness_problems *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        char **m = realloc(p->msgs, (size_t)cap * sizeof *m);
+        if (!m) {
+            p->n++; /* counted, message lost */
+            return;
+        }
+        p->msgs = m;
+        p->cap = cap;
+    }
+    p->msgs[p->n] = strdup(buf);
+    p->n++;
+}
+
+void harness_problems_fini(harness_problems *p)
+{
+    for (int i = 0; i < p->n && i < p->cap; i++)
+        free(p->msgs[i]);
+    free(p->msgs);
+    memset(p, 0, sizeof *p);
+}
+
+int64_t harness_cfg_int(const json_t *cfg, const char *key)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    const cfg_key *k = cfg_key_find(key);
+    return k ? (int64_t)k->def : 0;
+}
+
+double harness_cfg_real(const json_t *cfg, const char *key)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (json_is_number(v))
+        return json_number_value(v);
+    const cfg_key *k = cfg_key_find(key);
+    return k ? k->def : 0;
+}
+
+int harness_cfg_bool(const json_t *cfg, const char *key)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (json_is_boolean(v))
+        return json_is_true(v);
+    const cfg_key *k = cfg_key_find(key);
+    return k ? k->def != 0 : 0;
+}
+
+int harness_parse_bytes(const json_t *v, uint64_t *bytes)
+{
+    if (json_is_null(v)) {
+        *bytes = 0;
+        return 0;
+    }
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) <= 0)
+            return ann_fail(ANN_ECONFIG, "must be a positive number of bytes");
+        *bytes = (uint64_t)json_integer_value(v);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return ann_fail(ANN_ECONFIG, "expected null, bytes, or a string like \"512MiB\"");
+    const char *s = json_string_value(v);
+    char *end = NULL;
+    double x = strtod(s, &end);
+    if (end == s || !isfinite(x) || x <= 0)
+        return ann_fail(ANN_ECONFIG, "\"%s\" is not a size like \"512MiB\"", s);
+    while (*end == ' ')
+        end++;
+    static const struct { const char *unit; double mult; } units[] = {
+        { "", 1 },     { "B", 1 },      { "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 },
+        { "KB", 1e3 }, { "MB", 1e6 },   { "GB", 1e9 },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (!strcmp(end, units[i].unit)) {
+            double b = x * units[i].mult;
+            if (b < 1 << 20)
+                return ann_fail(ANN_ECONFIG, "\"%s\" is below 1 MiB, too small to run an engine", s);
+            if (b > 1.8e19)
+                return ann_fail(ANN_ECONFIG, "\"%s\" is too large", s);
+            *bytes = (uint64_t)b;
+            return 0;
+        }
+    }
+    return ann_fail(ANN_ECONFIG, "\"%s\": unknown unit (use B, KiB, MiB, GiB, KB, MB, GB)", s);
+}
+
+/* ---- engine parameters ------------------------------------------------- */
+
+/* Rewrites "<path>.<key>: msg" from ann_params_check into "<path>.<key>[i]: msg". */
+typedef struct param_report {
+    harness_problems *probs;
+    int index; /* -1 for a scalar */
+    size_t prefix_len;
+} param_report;
+
+static void param_report_fn(void *user, const char *msg)
+{
+    param_report *r = user;
+    if (r->index < 0 || strlen(msg) < r->prefix_len) {
+        harness_problem(r->probs, "%s", msg);
+        return;
+    }
+    harness_problem(r->probs, "%.*s[%d]%s", (int)r->prefix_len, msg, r->index, msg + r->prefix_len);
+}
+
+int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const char *path,
+                                harness_problems *probs)
+{
+    int before = probs->n;
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj)) {
+        harness_problem(probs, "%s: expected an object of parameters", path);
+        return 1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        char keypath[512];
+        snprintf(keypath, sizeof keypath, "%s.%s", path, key);
+        param_report r = { .probs = probs, .index = -1, .prefix_len = strlen(keypath) };
+        if (!json_is_array(v)) {
+            json_t *one = json_pack("{sO}", key, v);
+            ann_params_check(one, specs, path, param_report_fn, &r);
+            json_decref(one);
+            continue;
+        }
+        if (json_array_size(v) == 0) {
+            harness_problem(probs, "%s: an empty sweep (give at least one value)", keypath);
+            continue;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            if (json_is_array(e) || json_is_object(e)) {
+                harness_problem(probs, "%s[%zu]: a sweep value must be a scalar", keypath, i);
+                continue;
+            }
+            json_t *one = json_pack("{sO}", key, e);
+            int known = 0;
+            for (const ann_param_spec *sp = specs; sp && sp->name; sp++)
+                known |= !strcmp(sp->name, key);
+            r.index = known ? (int)i : -1; /* an unknown key: said once, without an index */
+            ann_params_check(one, specs, path, param_report_fn, &r);
+            json_decref(one);
+            if (!known)
+                break;
+        }
+    }
+    return probs->n - before;
+}
+
+/* ---- the document ------------------------------------------------------ */
+
+static int is_name_ok(const char *s)
+{
+    if (!*s || strlen(s) > 128 || s[0] == '.')
+        return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+            return 0;
+    return 1;
+}
+
+static void check_int(const json_t *cfg, const char *key, int64_t lo, int64_t hi,
+                      harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (!v)
+        return;
+    if (!json_is_integer(v))
+        harness_problem(probs, "%s: expected an integer in [%lld, %lld]", key, (long long)lo,
+                        (long long)hi);
+    else if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+        harness_problem(probs, "%s: %lld is out of range [%lld, %lld]", key,
+                        (long long)json_integer_value(v), (long long)lo, (long long)hi);
+}
+
+static void check_real(const json_t *cfg, const char *key, double lo, double hi,
+                       harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (!v)
+        return;
+    if (!json_is_number(v))
+        harness_problem(probs, "%s: expected a number in [%g, %g]", key, lo, hi);
+    else if (!(json_number_value(v) >= lo && json_number_value(v) <= hi))
+        harness_problem(probs, "%s: %g is out of range [%g, %g]", key, json_number_value(v), lo, hi);
+}
+
+static void check_string(const json_t *cfg, const char *key, harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (v && (!json_is_string(v) || !json_string_length(v)))
+        harness_problem(probs, "%s: expected a non-empty string", key);
+}
+
+static void check_engines(const json_t *cfg, harness_problems *probs)
+{
+    const json_t *engines = json_object_get(cfg, "engines");
+    if (!engines) {
+        harness_problem(probs, "engines: missing (a list of {\"engine\": NAME, ...})");
+        return;
+    }
+    if (!json_is_array(engines) || json_array_size(engines) == 0) {
+        harness_problem(probs, "engines: expected a non-empty list");
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(engines, i, e) {
+        char path[64];
+        snprintf(path, sizeof path, "engines[%zu]", i);
+        if (!json_is_object(e)) {
+            harness_problem(probs, "%s: expected an object {\"engine\": NAME, ...}", path);
+            continue;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach(e, key, v) {
+            if (strcmp(key, "engine") && strcmp(key, "label") && strcmp(key, "build") &&
+                strcmp(key, "open") && strcmp(key, "search"))
+                harness_problem(probs, "%s.%s: unknown key (known: engine, label, build, open, search)",
+                                path, key);
+        }
+        const json_t *label = json_object_get(e, "label");
+        if (label && (!json_is_string(label) || !is_name_ok(json_string_value(label))))
+            harness_problem(probs, "%s.label: expected a name of letters, digits, '-', '_', '.'", path);
+        const char *name = json_string_value(json_object_get(e, "engine"));
+        if (!json_object_get(e, "engine")) {
+            harness_problem(probs, "%s.engine: missing", path);
+            continue;
+        }
+        if (!name) {
+            harness_problem(probs, "%s.engine: expected a string", path);
+            continue;
+        }
+        const ann_engine_ops *ops = ann_engine_find(name);
+        if (!ops) {
+            char known[512] = "";
+            size_t used = 0;
+            for (size_t j = 0; ann_engine_at(j); j++) {
+                int w = snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "",
+                                 ann_engine_at(j)->name);
+                if (w < 0 || (size_t)w >= sizeof known - used)
+                    break;
+                used += (size_t)w;
+            }
+            harness_problem(probs, "%s.engine: unknown engine \"%s\" (registered: %s)", path, name,
+                            known);
+            continue;
+        }
+        static const char *const sections[] = { "build", "open", "search" };
+        for (int s = 0; s < 3; s++) {
+            const ann_param_spec *specs = s == 0   ? ops->build_params
+                                          : s == 1 ? ops->open_params
+                                                   : ops->search_params;
+            char spath[96];
+            snprintf(spath, sizeof spath, "%s.%s", path, sections[s]);
+            harness_check_engine_params(json_object_get(e, sections[s]), specs, spath, probs);
+        }
+    }
+    /* Labels name rows of tables: two entries may not share one. */
+    json_array_foreach(engines, i, e) {
+        const char *li = json_string_value(json_object_get(e, "label"));
+        if (!li)
+            continue;
+        for (size_t j = 0; j < i; j++) {
+            const char *lj = json_string_value(json_object_get(json_array_get(engines, j), "label"));
+            if (lj && !strcmp(li, lj))
+                harness_problem(probs, "engines[%zu].label: \"%s\" is already used by engines[%zu]",
+                                i, li, j);
+        }
+    }
+}
+
+static void check_list(const json_t *cfg, const char *key, harness_problems *probs,
+                       void (*elem)(const json_t *v, const char *path, harness_problems *probs))
+{
+    const json_t *v = json_object_get(cfg, key);
+    if (!v)
+        return;
+    if (!json_is_array(v) || json_array_size(v) == 0) {
+        harness_problem(probs, "%s: expected a non-empty list", key);
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        char path[64];
+        snprintf(path, sizeof path, "%s[%zu]", key, i);
+        elem(e, path, probs);
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(e, json_array_get(v, j))) {
+                harness_problem(probs, "%s: repeats %s[%zu]", path, key, j);
+                break;
+            }
+    }
+}
+
+static void elem_threads(const json_t *v, const char *path, harness_problems *probs)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1024)
+        harness_problem(probs, "%s: expected an integer in [1, 1024]", path);
+}
+
+static void elem_mode(const json_t *v, const char *path, harness_problems *probs)
+{
+    const char *s = json_string_value(v);
+    if (!s || (strcmp(s, "cold") && strcmp(s, "warm")))
+        harness_problem(probs, "%s: expected \"cold\" or \"warm\"", path);
+}
+
+static void elem_cap(const json_t *v, const char *path, harness_problems *probs)
+{
+    uint64_t b;
+    if (harness_parse_bytes(v, &b))
+        harness_problem(probs, "%s: %s", path, ann_errmsg(ANN_ECONFIG));
+}
+
+static void check_exclude(const json_t *cfg, harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, "exclude");
+    if (!v)
+        return;
+    if (!json_is_array(v)) {
+        harness_problem(probs, "exclude: expected a list of objects");
+        return;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        if (!json_is_object(e) || json_object_size(e) == 0) {
+            harness_problem(probs, "exclude[%zu]: expected a non-empty object", i);
+            continue;
+        }
+        const char *key;
+        json_t *x;
+        json_object_foreach(e, key, x) {
+            char path[96];
+            snprintf(path, sizeof path, "exclude[%zu].%s", i, key);
+            if (!strcmp(key, "engine") || !strcmp(key, "label"))
+                check_string(e, key, probs);
+            else if (!strcmp(key, "mode"))
+                elem_mode(x, path, probs);
+            else if (!strcmp(key, "threads"))
+                elem_threads(x, path, probs);
+            else if (!strcmp(key, "memory_cap"))
+                elem_cap(x, path, probs);
+            else if (!strcmp(key, "build") || !strcmp(key, "open") || !strcmp(key, "search")) {
+                if (!json_is_object(x))
+                    harness_problem(probs, "%s: expected an object of parameter values", path);
+            } else
+                harness_problem(probs,
+                                "%s: unknown key (known: engine, label, build, open, search, "
+                                "mode, threads, memory_cap)",
+                                path);
+        }
+    }
+}
+
+int harness_config_check(const json_t *cfg, harness_problems *probs)
+{
+    int before = probs->n;
+    if (!json_is_object(cfg)) {
+        harness_problem(probs, "(top level): expected a JSON object");
+        return probs->n - before;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)cfg, key, v) {
+        if (!cfg_key_find(key)) {
+            char known[512] = "";
+            size_t used = 0;
+            for (size_t i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
+                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", used ? ", " : "",
+                                         cfg_keys[i].name);
+            harness_problem(probs, "%s: unknown key (known: %s)", key, known);
+        }
+    }
+    const json_t *name = json_object_get(cfg, "name");
+    if (!name)
+        harness_problem(probs, "name: missing");
+    else if (!json_is_string(name) || !is_name_ok(json_string_value(name)))
+        harness_problem(probs, "name: expected a name of letters, digits, '-', '_', '.'");
+    check_string(cfg, "description", probs);
+    const json_t *ds = json_object_get(cfg, "dataset");
+    if (!ds)
+        harness_problem(probs, "dataset: missing (a dataset name or {\"path\": DIR})");
+    else if (json_is_string(ds)) {
+        if (!is_name_ok(json_string_value(ds)))
+            harness_problem(probs, "dataset: \"%s\" is not a dataset name", json_string_value(ds));
+    } else if (json_is_object(ds)) {
+        json_object_foreach((json_t *)ds, key, v)
+            if (strcmp(key, "path"))
+                harness_problem(probs, "dataset.%s: unknown key (known: path)", key);
+        check_string(ds, "path", probs);
+        if (!json_object_get(ds, "path"))
+            harness_problem(probs, "dataset.path: missing");
+    } else
+        harness_problem(probs, "dataset: expected a dataset name or {\"path\": DIR}");
+    check_string(cfg, "dataset_root", probs);
+    check_string(cfg, "index_root", probs);
+    check_int(cfg, "k", 1, 10000, probs);
+    check_int(cfg, "queries", 0, 100000000, probs);
+    check_int(cfg, "repeats", 1, 100, probs);
+    check_int(cfg, "warmup_queries", 0, 100000000, probs);
+    check_real(cfg, "timeout_s", 0.001, 1e7, probs);
+    check_real(cfg, "build_timeout_s", 0.001, 1e7, probs);
+    check_real(cfg, "qps_min_seconds", 0, 3600, probs);
+    const json_t *dc = json_object_get(cfg, "drop_caches");
+    if (dc && !json_is_boolean(dc))
+        harness_problem(probs, "drop_caches: expected true or false");
+    check_engines(cfg, probs);
+    check_list(cfg, "threads", probs, elem_threads);
+    check_list(cfg, "modes", probs, elem_mode);
+    check_list(cfg, "memory_caps", probs, elem_cap);
+    check_exclude(cfg, probs);
+    return probs->n - before;
+}
+
+int harness_config_check_dataset(const json_t *cfg, uint32_t gt_k, harness_problems *probs)
+{
+    int before = probs->n;
+    int64_t k = harness_cfg_int(cfg, "k");
+    if (k > (int64_t)gt_k)
+        harness_problem(probs, "k: %lld exceeds the dataset's ground-truth depth %u", (long long)k,
+                        gt_k);
+    return probs->n - before;
+}
+
+/* ---- expansion --------------------------------------------------------- */
+
+void harness_json_hash16(const json_t *v, char out[17])
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_Digest(s ? s : "", s ? strlen(s) : 0, md, &len, EVP_sha256(), NULL);
+    free(s);
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+void harness_cell_id(const json_t *cell, char out[17])
+{
+    json_t *ident = json_object();
+    static const char *const keys[] = { "engine", "label", "build", "open", "search",
+                                        "mode", "threads", "memory_cap_bytes" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(cell, keys[i]);
+        if (v)
+            json_object_set(ident, keys[i], v);
+    }
+    harness_json_hash16(ident, out);
+    json_decref(ident);
+}
+
+/* All combinations of a parameter object whose list values are sweeps. */
+static json_t *product(const json_t *params)
+{
+    json_t *out = json_array();
+    json_array_append_new(out, json_object());
+    if (!json_is_object(params))
+        return out;
+    /* keys in sorted order for a deterministic expansion */
+    size_t nkeys = json_object_size(params);
+    const char **keys = calloc(nkeys ? nkeys : 1, sizeof *keys);
+    size_t n = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)params, key, v)
+        keys[n++] = key;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+            const char *t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        json_t *vals = json_object_get(params, keys[i]);
+        json_t *next = json_array();
+        size_t a, b;
+        json_t *partial, *val;
+        json_array_foreach(out, a, partial) {
+            if (json_is_array(vals)) {
+                json_array_foreach(vals, b, val) {
+                    json_t *c = json_deep_copy(partial);
+                    json_object_set(c, keys[i], val);
+                    json_array_append_new(next, c);
+                }
+            } else {
+                json_t *c = json_deep_copy(partial);
+                json_object_set(c, keys[i], vals);
+                json_array_append_new(next, c);
+            }
+        }
+        json_decref(out);
+        out = next;
+    }
+    free(keys);
+    return out;
+}
+
+static int subset_matches(const json_t *want, const json_t *have)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)want, key, v) {
+        const json_t *h = json_object_get(have, key);
+        if (!h || !json_equal(v, h))
+            return 0;
+    }
+    return 1;
+}
+
+static int excluded(const json_t *cfg, const json_t *cell)
+{
+    size_t i;
+    json_t *ex;
+    json_array_foreach(json_object_get(cfg, "exclude"), i, ex) {
+        int match = 1;
+        const char *key;
+        json_t *v;
+        json_object_foreach(ex, key, v) {
+            if (!strcmp(key, "build") || !strcmp(key, "open") || !strcmp(key, "search"))
+                match = subset_matches(v, json_object_get(cell, key));
+            else if (!strcmp(key, "memory_cap")) {
+                uint64_t b = 0;
+                harness_parse_bytes(v, &b);
+                json_t *c = json_object_get(cell, "memory_cap_bytes");
+                match = b == 0 ? json_is_null(c) : (json_is_integer(c) && (uint64_t)json_integer_value(c) == b);
+            } else
+                match = json_equal(v, json_object_get(cell, key));
+            if (!match)
+                break;
+        }
+        if (match)
+            return 1;
+    }
+    return 0;
+}
+
+json_t *harness_config_expand(const json_t *cfg)
+{
+    json_t *cells = json_array();
+    json_t *threads = json_object_get(cfg, "threads");
+    json_t *modes = json_object_get(cfg, "modes");
+    json_t *caps = json_object_get(cfg, "memory_caps");
+    json_t *def_threads = json_pack("[i]", 1);
+    json_t *def_modes = json_pack("[ss]", "cold", "warm");
+    json_t *def_caps = json_pack("[n]");
+    if (!threads)
+        threads = def_threads;
+    if (!modes)
+        modes = def_modes;
+    if (!caps)
+        caps = def_caps;
+    size_t ei;
+    json_t *e;
+    json_array_foreach(json_object_get(cfg, "engines"), ei, e) {
+        const char *engine = json_string_value(json_object_get(e, "engine"));
+        const char *label = json_string_value(json_object_get(e, "label"));
+        json_t *builds = product(json_object_get(e, "build"));
+        json_t *opens = product(json_object_get(e, "open"));
+        json_t *searches = product(json_object_get(e, "search"));
+        size_t bi, oi, si, ti, mi, ci;
+        json_t *b, *o, *s, *t, *m, *c;
+        json_array_foreach(builds, bi, b) json_array_foreach(opens, oi, o)
+            json_array_foreach(searches, si, s) json_array_foreach(threads, ti, t)
+                json_array_foreach(modes, mi, m) json_array_foreach(caps, ci, c) {
+            uint64_t cap = 0;
+            harness_parse_bytes(c, &cap);
+            json_t *cell = json_pack("{s:s, s:s, s:O, s:O, s:O, s:O, s:O}", "engine", engine,
+                                     "label", label ? label : engine, "build", b, "open", o,
+                                     "search", s, "mode", m, "threads", t);
+            json_object_set_new(cell, "memory_cap_bytes",
+                                cap ? json_integer((json_int_t)cap) : json_null());
+            if (excluded(cfg, cell)) {
+                json_decref(cell);
+                continue;
+            }
+            char id[17];
+            harness_cell_id(cell, id);
+            json_object_set_new(cell, "id", json_string(id));
+            json_array_append_new(cells, cell);
+        }
+        json_decref(builds);
+        json_decref(opens);
+        json_decref(searches);
+    }
+    json_decref(def_threads);
+    json_decref(def_modes);
+    json_decref(def_caps);
+    return cells;
+}

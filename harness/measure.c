@@ -1,0 +1,181 @@
+/*
+ * measure.c: process memory (peak RSS of a phase), thread pinning and the
+ * machine description.  Page-cache eviction, residency and device counters
+ * are cgroups/'s (evict.h, devstat.h).
+ */
+#include "harness/measure.h"
+
+#include "cgroups/devstat.h"
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <hwloc.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+int harness_rss_reset(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = write(fd, "5", 1) == 1 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
+int harness_mem_read(harness_mem *m)
+{
+    memset(m, 0, sizeof *m);
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return ann_fail_errno("/proc/self/status: open");
+    char line[256];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            m->peak_rss_bytes = kb * 1024;
+        else if (sscanf(line, "RssAnon: %llu kB", &kb) == 1)
+            m->anon_bytes = kb * 1024;
+        else if (sscanf(line, "RssFile: %llu kB", &kb) == 1)
+            m->file_bytes = kb * 1024;
+    }
+    fclose(f);
+    return 0;
+}
+
+static void read_line(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    if (fgets(buf, (int)len, f))
+        buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+}
+
+/* Filesystem type of path from the longest matching /proc/mounts entry. */
+static void fs_type(const char *path, char *buf, size_t len)
+{
+    char real[PATH_MAX];
+    snprintf(buf, len, "unknown");
+    if (!realpath(path, real))
+        return;
+    FILE *f = fopen("/proc/mounts", "re");
+    if (!f)
+        return;
+    char dev[512], mnt[1024], type[64];
+    size_t best = 0;
+    while (fscanf(f, "%511s %1023s %63s %*[^\n]", dev, mnt, type) == 3) {
+        size_t n = strlen(mnt);
+        if (strncmp(real, mnt, n) == 0 && (real[n] == '/' || real[n] == '\0' || n == 1) &&
+            n >= best) {
+            best = n;
+            snprintf(buf, len, "%s", type);
+        }
+    }
+    fclose(f);
+}
+
+int harness_pin_thread(unsigned i)
+{
+    hwloc_topology_t topo = NULL;
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+        if (topo)
+            hwloc_topology_destroy(topo);
+        return ANN_EUNSUPPORTED;
+    }
+    int rc = 0;
+    int npu = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_obj_t pu = npu > 0 ? hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(i % (unsigned)npu)) : NULL;
+    if (!pu || hwloc_set_cpubind(topo, pu->cpuset, HWLOC_CPUBIND_THREAD) != 0)
+        rc = ANN_EUNSUPPORTED;
+    hwloc_topology_destroy(topo);
+    return rc;
+}
+
+json_t *harness_machine_describe(const char *index_dir)
+{
+    json_t *m = json_object();
+    hwloc_topology_t topo = NULL;
+    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        topo = NULL;
+    }
+    if (topo) {
+        json_t *t = json_pack("{s:i, s:i, s:i, s:i}", "packages",
+                              hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE), "numa_nodes",
+                              hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE), "cores",
+                              hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE), "pus",
+                              hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU));
+        hwloc_obj_t pkg = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PACKAGE, 0);
+        const char *model = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+        json_object_set_new(m, "cpu_model", json_string(model ? model : "unknown"));
+        hwloc_obj_t l3 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_L3CACHE, 0);
+        if (l3 && l3->attr)
+            json_object_set_new(t, "l3_bytes", json_integer((json_int_t)l3->attr->cache.size));
+        json_object_set_new(m, "topology", t);
+        hwloc_topology_destroy(topo);
+    }
+    json_object_set_new(m, "simd", json_string(ann_dist_active()->name));
+    struct utsname u;
+    if (uname(&u) == 0) {
+        char k[400];
+        snprintf(k, sizeof k, "%s %s %s", u.sysname, u.release, u.machine);
+        json_object_set_new(m, "kernel", json_string(k));
+        json_object_set_new(m, "hostname", json_string(u.nodename));
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    json_object_set_new(m, "memory_bytes", json_integer((json_int_t)pages * page));
+    if (index_dir) {
+        devstat_dev dev;
+        int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
+        char path[256], model[256] = "", rot[16] = "";
+        if (dev_ok) {
+            snprintf(path, sizeof path, "/sys/block/%s/device/model", dev.name);
+            read_line(path, model, sizeof model);
+            snprintf(path, sizeof path, "/sys/block/%s/queue/rotational", dev.name);
+            read_line(path, rot, sizeof rot);
+        }
+        char fs[64];
+        fs_type(index_dir, fs, sizeof fs);
+        json_object_set_new(m, "disk",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "device", dev_ok ? dev.name : "",
+                                      "model", model[0] ? model : "unknown", "rotational",
+                                      rot[0] ? rot : "unknown", "stat_source",
+                                      dev_ok ? dev.stat_path : dev.reason, "filesystem", fs));
+    }
+    /* the commit of the source tree the binary was built in (build/annlab -> ..) */
+    char exe[PATH_MAX], cmd[PATH_MAX + 200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' 2>/dev/null && git rev-parse HEAD 2>/dev/null && git status --porcelain "
+             "--untracked-files=no 2>/dev/null | head -1",
+             exe[0] ? exe : ".");
+    FILE *g = strchr(exe, '\'') ? NULL : popen(cmd, "r");
+    if (g) {
+        char commit[128] = "", dirty[256] = "";
+        if (fgets(commit, sizeof commit, g))
+            commit[strcspn(commit, "\n")] = '\0';
+        int is_dirty = fgets(dirty, sizeof dirty, g) != NULL;
+        pclose(g);
+        json_object_set_new(m, "git_commit", json_string(commit[0] ? commit : "unknown"));
+        json_object_set_new(m, "git_dirty", json_boolean(is_dirty));
+    }
+    return m;
+}

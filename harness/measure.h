@@ -1,0 +1,40 @@
+/*
+ * measure.h: what the harness observes outside the engine besides what
+ * cgroups/ provides (eviction, residency, device counters, caps): process
+ * memory of a phase, thread pinning, and the machine description.
+ */
+#ifndef ANNLAB_HARNESS_MEASURE_H
+#define ANNLAB_HARNESS_MEASURE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Reset the process's peak RSS (writes "5" to /proc/self/clear_refs).
+ * Returns 0, or -errno when the kernel refuses (the peak then covers the
+ * whole process life; callers record that). */
+int harness_rss_reset(void);
+
+typedef struct harness_mem {
+    uint64_t peak_rss_bytes; /* VmHWM */
+    uint64_t anon_bytes;     /* RssAnon at the time of reading */
+    uint64_t file_bytes;     /* RssFile at the time of reading */
+} harness_mem;
+
+/* Read VmHWM, RssAnon and RssFile from /proc/self/status. */
+int harness_mem_read(harness_mem *m);
+
+/*
+ * Describe this machine: hwloc topology counts and CPU model, SIMD kernels
+ * in use, kernel, the disk and filesystem holding index_dir, the git commit
+ * of the source tree (when git is available).  New object; NULL on ENOMEM.
+ */
+json_t *harness_machine_describe(const char *index_dir);
+
+/*
+ * Pin the calling thread to the i-th processing unit (modulo their number)
+ * through hwloc.  Returns 0, or a negative code when binding is refused
+ * (callers record it and go on unpinned).
+ */
+int harness_pin_thread(unsigned i);
+
+#endif

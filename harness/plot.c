@@ -1,0 +1,326 @@
+/*
+ * plot.c: `annlab plot RUN_DIR`, figures of a run through gnuplot, each as
+ * PNG (pngcairo) and SVG:
+ *
+ *   recall_qps     QPS against recall@k per engine (warm, the largest thread
+ *                  count), all points plus each engine's Pareto frontier
+ *                  (points no other point of the engine beats on both axes)
+ *   recall_p99     p99 latency against recall@k, per engine and mode
+ *   reads_vs_L     engine reads and device reads per query against the
+ *                  search parameter L (when cells sweep L)
+ *   memory_caps    QPS and p50 latency against the memory cap (when capped
+ *                  cells finished)
+ *
+ * The data behind each figure is written beside it (plots/<figure>.dat, one
+ * gnuplot index per series) with the script (plots/<figure>.gp), so a figure
+ * can be redrawn or restyled by hand.  Axes switch to log scale when the
+ * data spans more than a decade.
+ */
+#include "harness/run.h"
+
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+typedef struct pt {
+    double x, y;
+} pt;
+
+typedef struct series {
+    char name[160];
+    pt *p;
+    size_t n, cap;
+} series;
+
+typedef struct figure {
+    series *s;
+    size_t n, cap;
+} figure;
+
+static series *fig_series(figure *f, const char *name)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->s[i].name, name))
+            return &f->s[i];
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 8;
+        series *s = realloc(f->s, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        f->s = s;
+        f->cap = cap;
+    }
+    series *s = &f->s[f->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    return s;
+}
+
+static int series_add(series *s, double x, double y)
+{
+    if (!s || !isfinite(x) || !isfinite(y))
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        pt *p = realloc(s->p, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->p = p;
+        s->cap = cap;
+    }
+    s->p[s->n++] = (pt){ x, y };
+    return 0;
+}
+
+static void fig_free(figure *f)
+{
+    for (size_t i = 0; i < f->n; i++)
+        free(f->s[i].p);
+    free(f->s);
+    memset(f, 0, sizeof *f);
+}
+
+static int cmp_x(const void *a, const void *b)
+{
+    const pt *p = a, *q = b;
+    return (p->x > q->x) - (p->x < q->x) ?: (p->y > q->y) - (p->y < q->y);
+}
+
+/* Does the data on one axis span more than a decade (and stay positive)? */
+static int wants_log(const figure *f, int y)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t j = 0; j < f->s[i].n; j++) {
+            double v = y ? f->s[i].p[j].y : f->s[i].p[j].x;
+            if (v <= 0)
+                return 0;
+            lo = fmin(lo, v);
+            hi = fmax(hi, v);
+        }
+    return isfinite(lo) && hi / lo > 10;
+}
+
+/* The Pareto frontier (maximise x and y) of s, sorted by x. */
+static size_t pareto(const series *s, pt *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int dominated = 0;
+        for (size_t j = 0; j < s->n && !dominated; j++)
+            dominated = j != i && s->p[j].x >= s->p[i].x && s->p[j].y >= s->p[i].y &&
+                        (s->p[j].x > s->p[i].x || s->p[j].y > s->p[i].y);
+        if (!dominated)
+            out[n++] = s->p[i];
+    }
+    qsort(out, n, sizeof *out, cmp_x);
+    return n;
+}
+
+typedef struct plot_spec {
+    const char *name, *title, *xlabel, *ylabel;
+    int frontier;   /* draw each series' Pareto frontier */
+    int lines;      /* connect points sorted by x */
+    int xrange_recall;
+} plot_spec;
+
+static int run_gnuplot(const char *script)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return ann_fail_errno("fork gnuplot");
+    if (pid == 0) {
+        execlp("gnuplot", "gnuplot", script, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return ann_fail(ANN_EUNSUPPORTED, "gnuplot %s: exit %d (is gnuplot-nox installed?)", script,
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+static int write_figure(const char *dir, const plot_spec *ps, figure *f)
+{
+    if (f->n == 0)
+        return 0;
+    char dat[4400], gp[4400];
+    snprintf(dat, sizeof dat, "%s/plots/%s.dat", dir, ps->name);
+    snprintf(gp, sizeof gp, "%s/plots/%s.gp", dir, ps->name);
+    FILE *d = fopen(dat, "we");
+    if (!d)
+        return ann_fail_errno("%s: create", dat);
+    /* index 2i: the points; index 2i+1: the frontier (or the sorted line) */
+    for (size_t i = 0; i < f->n; i++) {
+        series *s = &f->s[i];
+        qsort(s->p, s->n, sizeof *s->p, cmp_x);
+        fprintf(d, "# %s\n", s->name);
+        for (size_t j = 0; j < s->n; j++)
+            fprintf(d, "%.9g %.9g\n", s->p[j].x, s->p[j].y);
+        fprintf(d, "\n\n# %s frontier\n", s->name);
+        pt *fr = malloc((s->n ? s->n : 1) * sizeof *fr);
+        size_t nf = fr ? (ps->frontier ? pareto(s, fr) : s->n) : 0;
+        if (fr && !ps->frontier)
+            memcpy(fr, s->p, s->n * sizeof *fr);
+        for (size_t j = 0; j < nf; j++)
+            fprintf(d, "%.9g %.9g\n", fr[j].x, fr[j].y);
+        free(fr);
+        fprintf(d, "\n\n");
+    }
+    fclose(d);
+    FILE *g = fopen(gp, "we");
+    if (!g)
+        return ann_fail_errno("%s: create", gp);
+    int logx = wants_log(f, 0), logy = wants_log(f, 1);
+    for (int t = 0; t < 2; t++) {
+        if (t == 0)
+            fprintf(g, "set terminal pngcairo noenhanced size 1000,750 font 'Sans,12'\nset output '%s/%s.png'\n", dir, ps->name);
+        else
+            fprintf(g, "set terminal svg noenhanced size 1000,750 font 'Sans,12' dynamic\nset output '%s/%s.svg'\n", dir, ps->name);
+        fprintf(g, "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"%s\"\n", ps->title, ps->xlabel, ps->ylabel);
+        fprintf(g, "set grid\nset key outside right top vertical box\nset format y '%%g'\n");
+        fprintf(g, logx ? "set logscale x\n" : "unset logscale x\n");
+        fprintf(g, logy ? "set logscale y\n" : "unset logscale y\n");
+        if (ps->xrange_recall) {
+            /* recall axis: from a round value below the lowest point to 1 */
+            double lo = 1;
+            for (size_t i = 0; i < f->n; i++)
+                for (size_t j = 0; j < f->s[i].n; j++)
+                    lo = fmin(lo, f->s[i].p[j].x);
+            lo = fmax(0, floor((lo - 0.02) * 20) / 20);
+            fprintf(g, "set xrange [%g:1.01]\n", lo);
+            fprintf(g, "set offsets 0, 0, graph 0.1, graph 0.1\n");
+        } else {
+            fprintf(g, "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1\n");
+        }
+        fprintf(g, "plot ");
+        for (size_t i = 0; i < f->n; i++) {
+            const char *n = f->s[i].name;
+            fprintf(g, "%s'%s' index %zu using 1:2 with points pt %zu ps 1.5 lc %zu title \"%s\"", i ? ", \\\n  " : "",
+                    dat, 2 * i, 5 + 2 * (i % 4), i + 1, n);
+            if (ps->frontier)
+                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu title \"%s (Pareto frontier)\"",
+                        dat, 2 * i + 1, i + 1, n);
+            else if (ps->lines)
+                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu notitle", dat, 2 * i + 1, i + 1);
+        }
+        fprintf(g, "\n");
+    }
+    fclose(g);
+    return run_gnuplot(gp);
+}
+
+static const char *sget(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static double nget(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+int harness_plots_render(const char *run_dir, int *made)
+{
+    *made = 0;
+    json_t *cells = NULL;
+    int rc = harness_cells_load(run_dir, &cells);
+    if (rc)
+        return rc;
+    char pdir[4200];
+    snprintf(pdir, sizeof pdir, "%s/plots", run_dir);
+    if (mkdir(pdir, 0755) != 0 && errno != EEXIST) {
+        json_decref(cells);
+        return ann_fail_errno("%s: mkdir", pdir);
+    }
+    long long k = 10;
+    figure fq = { 0 }, fl = { 0 }, fr = { 0 }, fcq = { 0 }, fcl = { 0 };
+    /* largest thread count among warm ok cells, for the QPS figure */
+    json_int_t tmax = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c)
+        if (!strcmp(sget(c, "status"), "ok") && json_integer_value(json_object_get(c, "threads")) > tmax)
+            tmax = json_integer_value(json_object_get(c, "threads"));
+    json_array_foreach(cells, i, c) {
+        if (strcmp(sget(c, "status"), "ok"))
+            continue;
+        k = json_integer_value(json_object_get(c, "k"));
+        const char *label = sget(c, "label"), *mode = sget(c, "mode");
+        int capped = !json_is_null(json_object_get(c, "memory_cap_bytes"));
+        json_int_t t = json_integer_value(json_object_get(c, "threads"));
+        double recall = nget(c, "recall", NULL);
+        char name[200];
+        if (!capped) {
+            if (t == tmax) {
+                snprintf(name, sizeof name, "%s %s", label, mode);
+                series_add(fig_series(&fq, name), recall, nget(c, "qps", NULL));
+            }
+            if (t == 1 || tmax == 0) {
+                snprintf(name, sizeof name, "%s %s", label, mode);
+                series_add(fig_series(&fl, name), recall, nget(c, "latency_us", "p99"));
+            }
+            const json_t *L = json_object_get(json_object_get(c, "search"), "L");
+            if (json_is_number(L) && t == 1) {
+                snprintf(name, sizeof name, "%s %s engine reads", label, mode);
+                series_add(fig_series(&fr, name), json_number_value(L), nget(c, "engine_stats", "reads"));
+                snprintf(name, sizeof name, "%s %s device reads", label, mode);
+                series_add(fig_series(&fr, name), json_number_value(L), nget(c, "device", "reads_per_query"));
+            }
+        } else {
+            double cap_mib = nget(c, "memory_cap_bytes", NULL) / 1048576.0;
+            snprintf(name, sizeof name, "%s %s T=%lld", label, mode, (long long)t);
+            series_add(fig_series(&fcq, name), cap_mib, nget(c, "qps", NULL));
+            series_add(fig_series(&fcl, name), cap_mib, nget(c, "latency_us", "p50"));
+        }
+    }
+    char xl[64], title[160];
+    snprintf(xl, sizeof xl, "recall@%lld (tie-aware)", k);
+    snprintf(title, sizeof title, "Throughput against recall (%lld threads)", (long long)tmax);
+    const plot_spec specs[] = {
+        { "recall_qps", title, xl, "queries per second", 1, 0, 1 },
+        { "recall_p99", "Tail latency against recall (1 thread)", xl, "p99 latency (microseconds)", 0, 1, 1 },
+        { "reads_vs_L", "Reads per query against search list size L", "L (search list size)", "reads per query", 0, 1, 0 },
+        { "memory_caps_qps", "Throughput against memory cap", "memory cap (MiB)", "queries per second", 0, 1, 0 },
+        { "memory_caps_latency", "Median latency against memory cap", "memory cap (MiB)", "p50 latency (microseconds)", 0, 1, 0 },
+    };
+    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl };
+    for (size_t j = 0; j < 5 && !rc; j++) {
+        if (figs[j]->n) {
+            rc = write_figure(run_dir, &specs[j], figs[j]);
+            if (!rc)
+                (*made)++;
+        }
+    }
+    for (size_t j = 0; j < 5; j++)
+        fig_free(figs[j]);
+    json_decref(cells);
+    return rc;
+}
+
+int harness_plot_main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: annlab plot RUN_DIR\n");
+        return 2;
+    }
+    int made = 0;
+    int rc = harness_plots_render(argv[1], &made);
+    if (rc) {
+        fprintf(stderr, "annlab plot: %s\n", ann_errmsg(rc));
+        return 1;
+    }
+    printf("%d figures in %s (*.png, *.svg)\n", made, argv[1]);
+    return 0;
+}

@@ -1,0 +1,920 @@
+/*
+ * run.c: `annlab run`, the experiment runner.
+ *
+ * Order of work: validate everything (config, engines' parameter tables,
+ * dataset, output directory) and report every problem before touching
+ * anything; then prepare the dataset if needed; then walk the expanded
+ * cells in order.  Each index is built once, in a child process, into
+ * index_root/<engine>/<hash of engine, build params, dataset checksum>
+ * (ann_engine_build renames a complete build into place, so a cached
+ * directory is always whole).  Each cell runs as `annlab cell` in a fresh
+ * child process in its own process group, so a timeout or Ctrl-C can stop
+ * it and whatever it started.  A cell's record is appended to cells.jsonl
+ * with one write() followed by fsync, so an interrupted run leaves whole
+ * lines only; resuming skips every cell whose id is already recorded.
+ */
+#include "harness/run.h"
+
+#include "engines/core/status.h"
+#include "engines/engine.h"
+#include "harness/config.h"
+#include "datasets/bundle.h"
+#include "datasets/prepare.h"
+#include "harness/measure.h"
+#include "cgroups/cgroup.h"
+#include "cgroups/devstat.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t run_interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    run_interrupted = 1;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return ann_fail_errno("%s: mkdir", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return ann_fail_errno("%s: mkdir", buf);
+    return 0;
+}
+
+static int write_json_atomic(const json_t *v, const char *path)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (json_dump_file(v, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
+        unlink(tmp);
+        return ann_fail(-EIO, "%s: cannot write", tmp);
+    }
+    if (rename(tmp, path) != 0) {
+        int rc = ann_fail_errno("%s: rename", path);
+        unlink(tmp);
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- cells.jsonl -------------------------------------------------------- */
+
+int harness_cells_load(const char *run_dir, json_t **cells)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/cells.jsonl", run_dir);
+    *cells = json_array();
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: open", path);
+    int rc = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    unsigned lineno = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        if (line[len - 1] != '\n')
+            break; /* torn last line: its cell was not finished */
+        json_error_t jerr;
+        json_t *c = json_loads(line, 0, &jerr);
+        if (!json_is_object(c)) {
+            json_decref(c);
+            rc = ann_fail(ANN_ECORRUPT, "%s: line %u: %s", path, lineno,
+                          c ? "not an object" : jerr.text);
+            break;
+        }
+        json_array_append_new(*cells, c);
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* Cut a torn last line off cells.jsonl before appending to it. */
+static int cells_trim(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: open", path);
+    int rc = 0;
+    off_t size = lseek(fd, 0, SEEK_END), keep = size;
+    char c;
+    while (keep > 0 && pread(fd, &c, 1, keep - 1) == 1 && c != '\n')
+        keep--;
+    if (keep != size && ftruncate(fd, keep) != 0)
+        rc = ann_fail_errno("%s: truncate torn line", path);
+    close(fd);
+    return rc;
+}
+
+static int cells_append(const char *path, const json_t *rec)
+{
+    char *s = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+    if (!s)
+        return ann_fail(-ENOMEM, "cells.jsonl: cannot serialise a record");
+    size_t n = strlen(s);
+    char *line = realloc(s, n + 2);
+    if (!line) {
+        free(s);
+        return ann_fail(-ENOMEM, "cells.jsonl: no memory");
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    int rc = 0;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        rc = ann_fail_errno("%s: open", path);
+    else if (write(fd, line, n + 1) != (ssize_t)(n + 1))
+        rc = ann_fail_errno("%s: append", path);
+    else if (fsync(fd) != 0)
+        rc = ann_fail_errno("%s: fsync", path);
+    if (fd >= 0)
+        close(fd);
+    free(line);
+    return rc;
+}
+
+/* ---- children ----------------------------------------------------------- */
+
+typedef struct child_result {
+    int exited, code, signaled, sig, timed_out, interrupted;
+    int wait_status;
+    double seconds;
+} child_result;
+
+/* A memory-capped child: the group it runs in and what it counted. */
+typedef struct child_cg {
+    const cg_system *sys;
+    uint64_t cap_bytes;
+    char name[64];       /* group name */
+    dev_t dev;           /* disk whose reads the group counts (0 = all) */
+    int setup_failed;    /* the child was told to quit: reason in reason[] */
+    char reason[600];
+    cg_counters counters;
+    cg_outcome outcome;
+} child_cg;
+
+/*
+ * Run argv in a child in its own process group with stdout and stderr to
+ * log_path; wait for it, killing the group after timeout_s or on Ctrl-C.
+ */
+static int child_run(char *const argv[], const char *log_path, double timeout_s, child_cg *cg,
+                     child_result *res)
+{
+    memset(res, 0, sizeof *res);
+    cg_gate gate = { { -1, -1 } };
+    cg_group *group = NULL;
+    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0)
+        return ann_fail_errno("%s: create", log_path);
+    if (cg && cg_gate_init(&gate) != 0) {
+        close(log_fd);
+        return ann_fail_errno("cgroup gate");
+    }
+    double t0 = mono_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(log_fd);
+        cg_gate_fini(&gate);
+        return ann_fail_errno("fork");
+    }
+    if (pid == 0) {
+        if (cg) {
+            /* the cell waits on this descriptor until it is in its group */
+            char fdbuf[16];
+            fcntl(gate.fds[0], F_SETFD, 0);
+            snprintf(fdbuf, sizeof fdbuf, "%d", gate.fds[0]);
+            setenv("ANNLAB_CG_GATE_FD", fdbuf, 1);
+        }
+        setpgid(0, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        dup2(log_fd, 1);
+        dup2(log_fd, 2);
+        execvp(argv[0], argv);
+        dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(log_fd);
+    setpgid(pid, pid);
+    if (cg) {
+        int rc = cg_group_create(cg->sys, cg->name, cg->cap_bytes, &group);
+        if (!rc)
+            rc = cg_group_add_pid(group, pid);
+        if (rc) {
+            cg->setup_failed = 1;
+            snprintf(cg->reason, sizeof cg->reason, "memory cap not applied: %s", ann_errmsg(rc));
+        }
+        cg_gate_release(&gate, rc == 0);
+        cg_gate_fini(&gate);
+    }
+    int status = 0, killed = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR)
+            return ann_fail_errno("waitpid");
+        if (!killed && run_interrupted) {
+            res->interrupted = 1;
+            kill(-pid, SIGKILL);
+            killed = 1;
+        } else if (!killed && mono_s() - t0 > timeout_s) {
+            res->timed_out = 1;
+            kill(-pid, SIGKILL);
+            killed = 1;
+        }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    if (killed)
+        kill(-pid, SIGKILL); /* anything the child left in its group */
+    res->seconds = mono_s() - t0;
+    res->wait_status = status;
+    if (group) {
+        cg_group_read(group, cg->dev, &cg->counters);
+        cg_classify(status, &cg->counters, &cg->outcome);
+        cg_group_destroy(group);
+    }
+    res->exited = WIFEXITED(status);
+    res->code = res->exited ? WEXITSTATUS(status) : -1;
+    res->signaled = WIFSIGNALED(status);
+    res->sig = res->signaled ? WTERMSIG(status) : 0;
+    return 0;
+}
+
+/* The last non-empty line of a log file, for a failure's reason. */
+static void log_tail(const char *path, char *buf, size_t len)
+{
+    snprintf(buf, len, "no message");
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        /* the child's own "annlab cell: " prefix says nothing here */
+        const char *msg = line;
+        if (!strncmp(msg, "annlab cell: ", 13) || !strncmp(msg, "annlab build: ", 14))
+            msg = strchr(msg, ':') + 2;
+        if (msg[0])
+            snprintf(buf, len, "%s", msg);
+    }
+    fclose(f);
+}
+
+static void self_exe(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0)
+        snprintf(buf, len, "annlab");
+    else
+        buf[n] = '\0';
+}
+
+/* ---- the runner --------------------------------------------------------- */
+
+typedef struct run_ctx {
+    const char *config_path;
+    json_t *cfg;
+    char out_dir[4096];
+    char dataset_dir[4096];
+    char index_root[4096];
+    char exe[4096];
+    ann_bundle ds;
+    json_t *builds; /* hash -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
+    int tty;
+    double t_start;
+    cg_system cgs;   /* memory caps: usable when cg_ok */
+    int cg_ok;
+    dev_t index_dev; /* disk of the index root, for cgroup read counters */
+} run_ctx;
+
+static const char *signame(int sig)
+{
+    const char *s = sigabbrev_np(sig);
+    return s ? s : "?";
+}
+
+/* Make sure the index for cell exists; returns its build entry (borrowed). */
+static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
+{
+    const char *engine = json_string_value(json_object_get(cell, "engine"));
+    json_t *key = json_pack("{s:s, s:O, s:s}", "engine", engine, "build",
+                            json_object_get(cell, "build"), "dataset", rc_->ds.checksum);
+    char hash[17];
+    harness_json_hash16(key, hash);
+    json_decref(key);
+    json_t *b = json_object_get(rc_->builds, hash);
+    if (b)
+        return b;
+    char index_dir[4300], path[4400];
+    snprintf(index_dir, sizeof index_dir, "%s/%s/%s", rc_->index_root, engine, hash);
+    snprintf(path, sizeof path, "%s/build.json", index_dir);
+    b = json_pack("{s:s}", "index_dir", index_dir);
+    json_object_set_new(rc_->builds, hash, b);
+    json_error_t jerr;
+    json_t *info = json_load_file(path, 0, &jerr);
+    if (info) {
+        json_object_set_new(b, "status", json_string("ok"));
+        json_object_set_new(b, "cached", json_true());
+        json_object_set_new(b, "info", info);
+        return b;
+    }
+    char parent[4300];
+    snprintf(parent, sizeof parent, "%s/%s", rc_->index_root, engine);
+    int rc = mkdirs(parent);
+    if (rc) {
+        json_object_set_new(b, "status", json_string("error"));
+        json_object_set_new(b, "reason", json_string(ann_errmsg(rc)));
+        return b;
+    }
+    if (access(index_dir, F_OK) == 0) {
+        /* a directory without build.json is not an index ann_engine_build made */
+        json_object_set_new(b, "status", json_string("error"));
+        json_object_set_new(b, "reason", json_sprintf("%s exists without build.json; remove it", index_dir));
+        return b;
+    }
+    char spec_path[4400], log_path[4400];
+    snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, hash);
+    snprintf(log_path, sizeof log_path, "%s/logs/build-%s.log", rc_->out_dir, hash);
+    json_t *spec = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
+                             json_object_get(cell, "build"), "dataset_dir", rc_->dataset_dir,
+                             "index_dir", index_dir);
+    rc = write_json_atomic(spec, spec_path);
+    json_decref(spec);
+    if (rc) {
+        json_object_set_new(b, "status", json_string("error"));
+        json_object_set_new(b, "reason", json_string(ann_errmsg(rc)));
+        return b;
+    }
+    if (rc_->tty)
+        fprintf(stderr, "\r\033[Kbuilding %s %s ...", engine, hash);
+    else
+        fprintf(stderr, "building %s index %s\n", engine, hash);
+    char *argv[] = { rc_->exe, "build", spec_path, NULL };
+    child_result res;
+    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
+    char reason[1100];
+    if (rc) {
+        snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
+    } else if (res.interrupted) {
+        json_object_del(rc_->builds, hash);
+        return NULL;
+    } else if (res.timed_out) {
+        snprintf(reason, sizeof reason, "build exceeded build_timeout_s=%g", harness_cfg_real(rc_->cfg, "build_timeout_s"));
+    } else if (res.signaled) {
+        snprintf(reason, sizeof reason, "build killed by SIG%s", signame(res.sig));
+    } else if (res.code != 0) {
+        char tail[1024];
+        log_tail(log_path, tail, sizeof tail);
+        snprintf(reason, sizeof reason, "build failed: %s", tail);
+    } else if (!(info = json_load_file(path, 0, &jerr))) {
+        snprintf(reason, sizeof reason, "%s: %s", path, jerr.text);
+    } else {
+        json_object_set_new(b, "status", json_string("ok"));
+        json_object_set_new(b, "cached", json_false());
+        json_object_set_new(b, "info", info);
+        return b;
+    }
+    json_object_set_new(b, "status", json_string("error"));
+    json_object_set_new(b, "reason", json_string(reason));
+    return b;
+}
+
+/* The record of a cell that produced no figures. */
+static json_t *record_empty(const json_t *cell)
+{
+    json_t *r = json_deep_copy(cell);
+    static const char *const nulls[] = { "recall", "recall_plain", "recall_p5", "latency_us", "qps",
+                                         "engine_stats", "device", "memory", "cache_eviction", "index" };
+    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+        json_object_set_new(r, nulls[i], json_null());
+    return r;
+}
+
+static void set_index_fields(json_t *rec, const json_t *build)
+{
+    const json_t *info = json_object_get(build, "info");
+    if (!info)
+        return;
+    json_object_set_new(rec, "index",
+                        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "bytes_on_disk",
+                                  json_object_get(info, "bytes_on_disk"), "build_seconds",
+                                  json_object_get(info, "build_seconds"), "build_cpu_seconds",
+                                  json_object_get(info, "build_cpu_seconds"), "build_peak_rss_bytes",
+                                  json_object_get(info, "build_peak_rss_bytes"), "dir",
+                                  json_object_get(build, "index_dir"), "cached_at_run",
+                                  json_is_true(json_object_get(build, "cached"))));
+}
+
+/* Run one cell; *rec receives its record, or NULL when interrupted. */
+static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
+{
+    *rec = NULL;
+    const char *id = json_string_value(json_object_get(cell, "id"));
+    json_t *r = NULL;
+    int capped = !json_is_null(json_object_get(cell, "memory_cap_bytes"));
+    if (capped && !x->cg_ok) {
+        /* never run uncapped in place of a capped cell */
+        r = record_empty(cell);
+        json_object_set_new(r, "status", json_string("skipped"));
+        json_object_set_new(r, "reason", json_sprintf("memory caps unavailable here: %s", x->cgs.reason));
+        goto done;
+    }
+    json_t *b = ensure_build(x, cell);
+    if (!b)
+        return 0; /* interrupted */
+    if (strcmp(json_string_value(json_object_get(b, "status")), "ok") != 0) {
+        r = record_empty(cell);
+        json_object_set_new(r, "status", json_string("error"));
+        json_object_set_new(r, "reason", json_copy(json_object_get(b, "reason")));
+        goto done;
+    }
+    char spec_path[4400], out_path[4400], log_path[4400], lat_path[4400], lat_rel[64];
+    snprintf(spec_path, sizeof spec_path, "%s/specs/%s.json", x->out_dir, id);
+    snprintf(out_path, sizeof out_path, "%s/specs/%s.result.json", x->out_dir, id);
+    snprintf(log_path, sizeof log_path, "%s/logs/%s.log", x->out_dir, id);
+    snprintf(lat_rel, sizeof lat_rel, "latencies/%s.txt", id);
+    snprintf(lat_path, sizeof lat_path, "%s/%s", x->out_dir, lat_rel);
+    unlink(out_path);
+    json_t *spec = json_pack(
+        "{s:O, s:I, s:s, s:O, s:I, s:I, s:I, s:f, s:b, s:s}", "cell", cell, "k",
+        (json_int_t)harness_cfg_int(x->cfg, "k"), "dataset_dir", x->dataset_dir, "index_dir",
+        json_object_get(b, "index_dir"), "queries", (json_int_t)harness_cfg_int(x->cfg, "queries"),
+        "warmup_queries", (json_int_t)harness_cfg_int(x->cfg, "warmup_queries"), "repeats",
+        (json_int_t)harness_cfg_int(x->cfg, "repeats"), "qps_min_seconds",
+        harness_cfg_real(x->cfg, "qps_min_seconds"), "drop_caches",
+        harness_cfg_bool(x->cfg, "drop_caches"), "latency_path", lat_path);
+    int rc = write_json_atomic(spec, spec_path);
+    json_decref(spec);
+    if (rc)
+        return rc;
+    const char *wrapper = getenv("ANNLAB_CELL_WRAPPER");
+    char *argv_plain[] = { x->exe, "cell", spec_path, out_path, NULL };
+    char *argv_wrap[] = { (char *)wrapper, x->exe, "cell", spec_path, out_path, NULL };
+    child_result res;
+    child_cg cg = { .sys = &x->cgs, .dev = x->index_dev };
+    if (capped) {
+        cg.cap_bytes = (uint64_t)json_integer_value(json_object_get(cell, "memory_cap_bytes"));
+        snprintf(cg.name, sizeof cg.name, "annlab-%s-%d", id, (int)getpid());
+    }
+    double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
+    rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
+                   capped ? &cg : NULL, &res);
+    if (rc)
+        return rc;
+    if (res.interrupted)
+        return 0;
+    r = record_empty(cell);
+    char reason[1200] = "";
+    const char *status = "ok";
+    json_error_t jerr;
+    json_t *figures = NULL;
+    if (capped && cg.setup_failed) {
+        status = "error";
+        snprintf(reason, sizeof reason, "%s", cg.reason);
+    } else if (res.timed_out) {
+        status = "timeout";
+        snprintf(reason, sizeof reason, "exceeded timeout_s=%g", timeout_s);
+    } else if (capped && cg.outcome.status == CG_OOM) {
+        status = "oom";
+        snprintf(reason, sizeof reason, "%s", cg.outcome.reason);
+    } else if (res.signaled) {
+        status = "error";
+        snprintf(reason, sizeof reason, "cell process killed by SIG%s%s", signame(res.sig),
+                 res.sig == SIGKILL ? " (not by the harness)" : "");
+    } else if (res.code != 0) {
+        char tail[1024];
+        log_tail(log_path, tail, sizeof tail);
+        status = "error";
+        snprintf(reason, sizeof reason, "%s", tail);
+    } else if (!(figures = json_load_file(out_path, 0, &jerr))) {
+        status = "error";
+        snprintf(reason, sizeof reason, "%s: %s", out_path, jerr.text);
+    } else {
+        json_object_update(r, figures);
+        json_decref(figures);
+        json_object_set_new(r, "latency_file", json_string(lat_rel));
+        unlink(out_path);
+    }
+    json_object_set_new(r, "status", json_string(status));
+    json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
+    json_object_set_new(r, "cell_seconds", json_real(res.seconds));
+    if (capped && !cg.setup_failed)
+        json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
+    set_index_fields(r, b);
+done:
+    json_object_set_new(r, "k", json_integer(harness_cfg_int(x->cfg, "k")));
+    json_object_set_new(r, "dataset", json_pack("{s:s, s:s}", "name", x->ds.name, "checksum", x->ds.checksum));
+    json_object_set_new(r, "finished_at", json_integer((json_int_t)time(NULL)));
+    *rec = r;
+    return 0;
+}
+
+static void describe_cell(const json_t *c, char *buf, size_t len)
+{
+    char *s = json_dumps(json_object_get(c, "search"), JSON_COMPACT | JSON_SORT_KEYS);
+    char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
+    snprintf(buf, len, "%s %s T=%lld build=%s search=%s%s",
+             json_string_value(json_object_get(c, "label")),
+             json_string_value(json_object_get(c, "mode")),
+             (long long)json_integer_value(json_object_get(c, "threads")), b ? b : "{}", s ? s : "{}",
+             json_is_null(json_object_get(c, "memory_cap_bytes")) ? "" : " capped");
+    free(s);
+    free(b);
+}
+
+static void figures_line(const json_t *r, char *buf, size_t len)
+{
+    const char *status = json_string_value(json_object_get(r, "status"));
+    if (strcmp(status, "ok") != 0) {
+        snprintf(buf, len, "%s: %s", status, json_string_value(json_object_get(r, "reason")));
+        return;
+    }
+    const json_t *lat = json_object_get(r, "latency_us");
+    const json_t *dev = json_object_get(r, "device");
+    snprintf(buf, len, "recall=%.3f p50=%.0fus p99=%.0fus qps=%.0f dev_reads/q=%.2f",
+             json_number_value(json_object_get(r, "recall")), json_number_value(json_object_get(lat, "p50")),
+             json_number_value(json_object_get(lat, "p99")), json_number_value(json_object_get(r, "qps")),
+             json_number_value(json_object_get(dev, "reads_per_query")));
+}
+
+static void usage_run(FILE *fp)
+{
+    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE]\n");
+}
+
+/* Newest run directory under results/<name>/ holding a config.json. */
+static int latest_run(const char *name, char *out, size_t len)
+{
+    char root[512];
+    snprintf(root, sizeof root, "results/%s", name);
+    DIR *d = opendir(root);
+    if (!d)
+        return ANN_ENOTFOUND;
+    char best[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s/config.json", root, e->d_name);
+        if (e->d_name[0] != '.' && access(p, F_OK) == 0 && strcmp(e->d_name, best) > 0)
+            snprintf(best, sizeof best, "%s", e->d_name);
+    }
+    closedir(d);
+    if (!best[0])
+        return ANN_ENOTFOUND;
+    snprintf(out, len, "%s/%s", root, best);
+    return 0;
+}
+
+static int prepare_dataset(run_ctx *x, const char *name, const char *root)
+{
+    char log_path[4400];
+    fprintf(stderr, "preparing dataset %s into %s/%s\n", name, root, name);
+    int rc = mkdirs(root);
+    if (rc)
+        return rc;
+    snprintf(log_path, sizeof log_path, "%s/.prepare-%s.log", root, name);
+    char *argv[] = { x->exe, "dataset", "prepare", (char *)name, "--root", (char *)root, NULL };
+    child_result res;
+    rc = child_run(argv, log_path, 1e7, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.interrupted)
+        return ann_fail(-EINTR, "dataset preparation interrupted");
+    if (!res.exited || res.code != 0) {
+        char tail[1024];
+        log_tail(log_path, tail, sizeof tail);
+        return ann_fail(ANN_ENOTFOUND, "dataset: cannot prepare \"%s\": %s (log: %s)", name, tail,
+                        log_path);
+    }
+    unlink(log_path);
+    return 0;
+}
+
+int harness_run_main(int argc, char **argv)
+{
+    int exit_code = 1, rc = 0;
+    run_ctx x = { .t_start = mono_s() };
+    harness_problems probs = { 0 };
+    json_t *cells = NULL, *done = NULL, *machine = NULL;
+    const char *out_arg = NULL, *only = NULL;
+    int resume = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out_arg = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--resume"))
+            resume = 1;
+        else if (argv[i][0] == '-' || x.config_path) {
+            fprintf(stderr, "annlab run: unexpected argument '%s'\n", argv[i]);
+            usage_run(stderr);
+            return 2;
+        } else
+            x.config_path = argv[i];
+    }
+    if (!x.config_path) {
+        usage_run(stderr);
+        return 2;
+    }
+    self_exe(x.exe, sizeof x.exe);
+    json_error_t jerr;
+    x.cfg = json_load_file(x.config_path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!x.cfg) {
+        fprintf(stderr, "annlab run: %s: line %d column %d: %s\n", x.config_path, jerr.line,
+                jerr.column, jerr.text);
+        return 2;
+    }
+
+    /* 1. validate everything, report every problem */
+    harness_config_check(x.cfg, &probs);
+    const char *name = json_string_value(json_object_get(x.cfg, "name"));
+    const json_t *dsv = json_object_get(x.cfg, "dataset");
+    const char *ds_root = json_string_value(json_object_get(x.cfg, "dataset_root"));
+    const char *ix_root = json_string_value(json_object_get(x.cfg, "index_root"));
+    snprintf(x.index_root, sizeof x.index_root, "%s", ix_root ? ix_root : "index");
+    if (!ds_root)
+        ds_root = "datasets/data";
+    const char *prepare_name = NULL;
+    int ds_ok = 0;
+    if (json_is_string(dsv)) {
+        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s/%s", ds_root, json_string_value(dsv));
+        rc = ann_bundle_open(x.dataset_dir, &x.ds);
+        if (rc == 0)
+            ds_ok = 1;
+        else if (rc == ANN_ENOTFOUND) {
+            /* a registry name: prepared after validation */
+            ds_registry reg = { 0 };
+            int lrc = ds_registry_load(NULL, &reg);
+            if (lrc)
+                harness_problem(&probs, "dataset: %s", ann_errmsg(lrc));
+            else if (!ds_registry_find(&reg, json_string_value(dsv)))
+                harness_problem(&probs,
+                                "dataset: \"%s\" is neither prepared under %s/ nor in the registry "
+                                "(annlab dataset list)",
+                                json_string_value(dsv), ds_root);
+            else
+                prepare_name = json_string_value(dsv);
+            ds_registry_free(&reg);
+        } else
+            harness_problem(&probs, "dataset: %s", ann_errmsg(rc));
+    } else if (json_is_string(json_object_get(dsv, "path"))) {
+        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s",
+                 json_string_value(json_object_get(dsv, "path")));
+        rc = ann_bundle_open(x.dataset_dir, &x.ds);
+        if (rc)
+            harness_problem(&probs, "dataset.path: %s", ann_errmsg(rc));
+        else
+            ds_ok = 1;
+    }
+    if (ds_ok)
+        harness_config_check_dataset(x.cfg, x.ds.gt_k, &probs);
+    if (only) {
+        int found = 0;
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(x.cfg, "engines"), i, e) {
+            const char *en = json_string_value(json_object_get(e, "engine"));
+            const char *la = json_string_value(json_object_get(e, "label"));
+            if ((en && !strcmp(en, only)) || (la && !strcmp(la, only)))
+                found = 1;
+        }
+        if (!found)
+            harness_problem(&probs, "--only: \"%s\" is not an engine or label of this config", only);
+    }
+    if (name) {
+        if (out_arg)
+            snprintf(x.out_dir, sizeof x.out_dir, "%s", out_arg);
+        else if (resume) {
+            if (latest_run(name, x.out_dir, sizeof x.out_dir) != 0)
+                harness_problem(&probs, "--resume: no earlier run of \"%s\" under results/%s/", name, name);
+        } else {
+            char stamp[32];
+            time_t now = time(NULL);
+            struct tm tm;
+            gmtime_r(&now, &tm);
+            strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+            snprintf(x.out_dir, sizeof x.out_dir, "results/%s/%s", name, stamp);
+        }
+        char cpath[4200];
+        snprintf(cpath, sizeof cpath, "%s/config.json", x.out_dir);
+        json_t *old = x.out_dir[0] ? json_load_file(cpath, 0, &jerr) : NULL;
+        DIR *d = x.out_dir[0] ? opendir(x.out_dir) : NULL;
+        int nonempty = 0;
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL)
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    nonempty = 1;
+            closedir(d);
+        }
+        if (old && !json_equal(old, x.cfg))
+            harness_problem(&probs, "--out %s: holds a different run (its config.json differs from %s)",
+                            x.out_dir, x.config_path);
+        else if (old && !resume)
+            harness_problem(&probs, "--out %s: already holds this run; pass --resume to continue it",
+                            x.out_dir);
+        else if (!old && nonempty)
+            harness_problem(&probs, "--out %s: not empty and not a run directory (no config.json)",
+                            x.out_dir);
+        json_decref(old);
+    }
+    if (probs.n) {
+        for (int i = 0; i < probs.n && i < probs.cap; i++)
+            fprintf(stderr, "annlab run: %s: %s\n", x.config_path, probs.msgs[i]);
+        fprintf(stderr, "annlab run: %d problem%s; nothing was run\n", probs.n, probs.n > 1 ? "s" : "");
+        exit_code = 2;
+        goto out;
+    }
+
+    /* 2. dataset */
+    if (prepare_name) {
+        rc = prepare_dataset(&x, prepare_name, ds_root);
+        if (!rc)
+            rc = ann_bundle_open(x.dataset_dir, &x.ds);
+        if (rc) {
+            fprintf(stderr, "annlab run: %s: %s\n", x.config_path, ann_errmsg(rc));
+            exit_code = 2;
+            goto out;
+        }
+        harness_config_check_dataset(x.cfg, x.ds.gt_k, &probs);
+        if (probs.n) {
+            for (int i = 0; i < probs.n && i < probs.cap; i++)
+                fprintf(stderr, "annlab run: %s: %s\n", x.config_path, probs.msgs[i]);
+            exit_code = 2;
+            goto out;
+        }
+    }
+
+    /* 3. the run directory */
+    cells = harness_config_expand(x.cfg);
+    if (!cells) {
+        fprintf(stderr, "annlab run: no memory\n");
+        goto out;
+    }
+    char path[4400];
+    static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
+        if ((rc = mkdirs(path)))
+            goto fail;
+    }
+    if ((rc = mkdirs(x.index_root)))
+        goto fail;
+    snprintf(path, sizeof path, "%s/config.json", x.out_dir);
+    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path)))
+        goto fail;
+    machine = harness_machine_describe(x.index_root);
+    json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
+                                                      "dir", x.dataset_dir, "checksum", x.ds.checksum,
+                                                      "n", (json_int_t)x.ds.n, "dim", (int)x.ds.dim));
+    snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
+    if ((rc = write_json_atomic(machine, path)))
+        goto fail;
+    char cells_path[4400];
+    snprintf(cells_path, sizeof cells_path, "%s/cells.jsonl", x.out_dir);
+    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done)))
+        goto fail;
+
+    /* 4. the sweep */
+    x.builds = json_object();
+    x.cg_ok = cg_detect(NULL, &x.cgs) == 0;
+    devstat_dev idev;
+    if (devstat_resolve(x.index_root, NULL, &idev) == 0)
+        x.index_dev = devstat_devt(&idev);
+    json_object_set_new(machine, "cgroup",
+                        x.cg_ok ? json_pack("{s:i, s:s}", "version", (int)x.cgs.version, "parent", x.cgs.memory_parent)
+                                : json_pack("{s:s}", "unavailable", x.cgs.reason));
+    snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
+    if ((rc = write_json_atomic(machine, path)))
+        goto fail;
+    x.tty = isatty(2);
+    struct sigaction sa = { .sa_handler = on_interrupt };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    size_t n = json_array_size(cells), todo = 0, skipped_done = 0, counts[5] = { 0 };
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        const char *engine = json_string_value(json_object_get(c, "engine"));
+        const char *label = json_string_value(json_object_get(c, "label"));
+        if (only && strcmp(only, engine) && strcmp(only, label))
+            json_object_set_new(c, "filtered", json_true());
+        else
+            todo++;
+    }
+    fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, todo, x.out_dir);
+    size_t pos = 0;
+    char last[512] = "";
+    json_array_foreach(cells, i, c) {
+        if (json_is_true(json_object_get(c, "filtered")))
+            continue;
+        pos++;
+        const char *id = json_string_value(json_object_get(c, "id"));
+        int seen = 0;
+        size_t j;
+        json_t *d;
+        json_array_foreach(done, j, d)
+            if (json_equal(json_object_get(d, "id"), json_object_get(c, "id")))
+                seen = 1;
+        if (seen) {
+            skipped_done++;
+            continue;
+        }
+        char desc[512];
+        describe_cell(c, desc, sizeof desc);
+        if (x.tty)
+            fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, todo, mono_s() - x.t_start, desc,
+                    last[0] ? "  | last: " : "", last);
+        json_t *rec = NULL;
+        if ((rc = run_cell(&x, c, &rec)))
+            goto fail;
+        if (!rec || run_interrupted) {
+            json_decref(rec);
+            fprintf(stderr, "%sinterrupted; %zu cells recorded.  Resume with:\n  annlab run %s --out %s --resume\n",
+                    x.tty ? "\n" : "", pos - 1, x.config_path, x.out_dir);
+            exit_code = 130;
+            goto out;
+        }
+        if ((rc = cells_append(cells_path, rec))) {
+            json_decref(rec);
+            goto fail;
+        }
+        const char *st = json_string_value(json_object_get(rec, "status"));
+        counts[!strcmp(st, "ok") ? 0 : !strcmp(st, "error") ? 1 : !strcmp(st, "timeout") ? 2 : !strcmp(st, "oom") ? 3 : 4]++;
+        figures_line(rec, last, sizeof last);
+        if (!x.tty)
+            fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, todo, mono_s() - x.t_start, id, desc, last);
+        json_decref(rec);
+    }
+    if (x.tty)
+        fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", todo, todo, mono_s() - x.t_start, last);
+    fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded\n",
+            name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done);
+
+    /* 5. tables and figures */
+    snprintf(path, sizeof path, "%s/tables.md", x.out_dir);
+    FILE *tf = fopen(path, "we");
+    if (!tf) {
+        rc = ann_fail_errno("%s: create", path);
+        goto fail;
+    }
+    rc = harness_tables_render(x.out_dir, tf);
+    fclose(tf);
+    if (rc)
+        goto fail;
+    harness_tables_render(x.out_dir, stdout);
+    int made = 0;
+    rc = harness_plots_render(x.out_dir, &made);
+    if (rc)
+        fprintf(stderr, "annlab run: figures not written: %s\n", ann_errmsg(rc));
+    printf("\nresults: %s/cells.jsonl\ntables:  %s/tables.md\nplots:   %s/*.png (%d figures)\n",
+           x.out_dir, x.out_dir, x.out_dir, made);
+    exit_code = 0;
+    goto out;
+fail:
+    fprintf(stderr, "annlab run: %s\n", ann_errmsg(rc));
+    exit_code = 1;
+out:
+    harness_problems_fini(&probs);
+    json_decref(cells);
+    json_decref(done);
+    json_decref(machine);
+    json_decref(x.builds);
+    json_decref(x.cfg);
+    ann_bundle_close(&x.ds);
+    return exit_code;
+}

@@ -1,0 +1,50 @@
+/*
+ * run.h: the `annlab` subcommands of the harness.
+ *
+ *   annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE]
+ *   annlab table RUN_DIR
+ *   annlab plot RUN_DIR
+ *
+ * Each takes argv with argv[0] = the subcommand name and returns the
+ * process exit code: 0 success, 1 failure, 2 bad usage or invalid config
+ * (nothing was run), 130 interrupted (the run is resumable).
+ */
+#ifndef ANNLAB_HARNESS_RUN_H
+#define ANNLAB_HARNESS_RUN_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+/*
+ * `annlab run`: validate the config (every problem with its JSON path, exit
+ * 2 before any work), prepare the dataset when it is a registry name not yet
+ * prepared, expand the sweep into cells, build each distinct index once in a
+ * child process (cached under index_root by a hash of engine, build
+ * parameters and dataset checksum), run every cell in a fresh child process
+ * and append its record to cells.jsonl (one write + fsync per line), then
+ * write tables.md and figures.  Environment: ANNLAB_CELL_WRAPPER, when set,
+ * is a program the cell children run under (`$ANNLAB_CELL_WRAPPER annlab
+ * cell SPEC OUT`, e.g. a script calling perf or numactl).
+ */
+int harness_run_main(int argc, char **argv);
+
+/* `annlab table RUN_DIR`: write RUN_DIR/tables.md and print it. */
+int harness_table_main(int argc, char **argv);
+
+/* `annlab plot RUN_DIR`: write gnuplot figures (PNG and SVG) into RUN_DIR. */
+int harness_plot_main(int argc, char **argv);
+
+/*
+ * Read RUN_DIR/cells.jsonl into a new array (caller decrefs).  A torn last
+ * line (no newline: the writer was killed mid-line) is ignored; any other
+ * unparsable line is ANN_ECORRUPT naming the file and line.
+ */
+int harness_cells_load(const char *run_dir, json_t **cells);
+
+/* Render the tables of a run (markdown) to fp.  Returns 0 or a code. */
+int harness_tables_render(const char *run_dir, FILE *fp);
+
+/* Write the figures of a run; *made receives how many figures were written. */
+int harness_plots_render(const char *run_dir, int *made);
+
+#endif

@@ -1,0 +1,133 @@
+/*
+ * test_artifacts.c: the build cache.  Without ANNLAB_ARTIFACT_DIR nothing
+ * is written; with it, the first get builds and writes the codebook, codes
+ * and graph, the second returns byte-identical artifacts from the cache;
+ * another pq_bytes reuses the graph; a corrupted cached file is an error
+ * naming it; no temporary files are left behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "engines/core/artifacts.h"
+#include "engines/core/status.h"
+#include "tests/support/testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int count_files(const char *dir, const char *needle)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int c = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && strstr(e->d_name, needle))
+            c++;
+    closedir(d);
+    return c;
+}
+
+static void test_artifacts_cache(void **state)
+{
+    (void)state;
+    const uint64_t n = 1200;
+    const uint32_t dim = 32;
+    float *x = tu_clustered(n, dim, 10, 99, 0);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(x, n, dim, ANN_METRIC_L2, &src), 0);
+    snprintf(src->id, sizeof src->id, "sha256:abc/def");
+    ann_artifacts_params p;
+    ann_artifacts_params_default(&p, dim);
+    p.graph.R = 16;
+    p.graph.L_build = 32;
+    p.graph.threads = 2;
+    p.pq.pq_bytes = 8;
+    p.keep_vectors = 1;
+
+    /* caching off */
+    unsetenv("ANNLAB_ARTIFACT_DIR");
+    char path[4096];
+    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), ANN_ENOTFOUND);
+    ann_artifacts a;
+    assert_int_equal(ann_artifacts_get(src, &p, &a), 0);
+    assert_non_null(a.graph);
+    assert_non_null(a.pq);
+    assert_non_null(a.pq_codes);
+    assert_non_null(a.vectors);
+    assert_memory_equal(a.vectors, x, n * dim * sizeof *x);
+    assert_int_equal(a.graph_cached, 0);
+    assert_int_equal(a.pq_cached, 0);
+    ann_artifacts_fini(&a);
+
+    char *dir = tu_tmpdir("artifacts");
+    setenv("ANNLAB_ARTIFACT_DIR", dir, 1);
+    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
+    char want[4096];
+    snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1.vamana",
+             dir);
+    assert_string_equal(path, want);
+
+    ann_artifacts b, c;
+    assert_int_equal(ann_artifacts_get(src, &p, &b), 0);
+    assert_int_equal(b.graph_cached, 0);
+    assert_int_equal(b.pq_cached, 0);
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/sha256_abc_def-n1200-d32-l2", dir);
+    assert_int_equal(count_files(sub, ".vamana"), 1);
+    assert_int_equal(count_files(sub, ".pqcb"), 1);
+    assert_int_equal(count_files(sub, ".pqcodes"), 1);
+    assert_int_equal(count_files(sub, ".tmp."), 0);
+
+    assert_int_equal(ann_artifacts_get(src, &p, &c), 0);
+    assert_int_equal(c.graph_cached, 1);
+    assert_int_equal(c.pq_cached, 1);
+    assert_int_equal(c.graph->entry, b.graph->entry);
+    assert_memory_equal(c.graph->degree, b.graph->degree, n * 4);
+    assert_memory_equal(c.graph->adj, b.graph->adj, n * 16 * 4);
+    assert_memory_equal(c.pq->centroids, b.pq->centroids, 8 * 256 * 4 * 4);
+    assert_memory_equal(c.pq_codes, b.pq_codes, n * 8);
+    assert_non_null(c.vectors); /* loaded although nothing was built */
+    ann_artifacts_fini(&c);
+
+    /* another PQ budget: new codes, same graph */
+    p.pq.pq_bytes = 4;
+    assert_int_equal(ann_artifacts_get(src, &p, &c), 0);
+    assert_int_equal(c.graph_cached, 1);
+    assert_int_equal(c.pq_cached, 0);
+    assert_int_equal(count_files(sub, ".pqcb"), 2);
+    ann_artifacts_fini(&c);
+    p.pq.pq_bytes = 8;
+
+    /* a corrupted cached graph is an error naming it, not a silent rebuild */
+    size_t len = 0;
+    uint8_t *file = tu_read_file(path, &len);
+    file[60] ^= 1;
+    assert_int_equal(tu_write_file(path, file, len), 0);
+    free(file);
+    assert_int_equal(ann_artifacts_get(src, &p, &c), ANN_ECORRUPT);
+    char msg[4600];
+    snprintf(msg, sizeof msg, "%s: checksum mismatch", path);
+    assert_memory_equal(ann_errmsg(ANN_ECORRUPT), msg, strlen(msg));
+    assert_null(c.graph);
+
+    ann_artifacts_fini(&b);
+    unsetenv("ANNLAB_ARTIFACT_DIR");
+    tu_rmdir(dir);
+    ann_vecsrc_destroy(src);
+    free(x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_artifacts_cache),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,347 @@
+/*
+ * test_datasets_cli.c: `annlab dataset ...` through the built binary
+ * ($ANNLAB_BIN): import + verify end to end, exit codes (0 ok, 1 failure
+ * with the detail message, 2 usage), a failed import leaving nothing, the
+ * registry's list, prepare of bigann-10k whose shipped ground truth must
+ * verify (skipped without the shared data), and the download datasets
+ * saying why they cannot be fetched here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "datasets/readers.h"
+#include "engines/core/vecfile.h"
+#include "tests/support/testutil.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *dir;
+static const char *bin;
+
+static int setup(void **state)
+{
+    (void)state;
+    bin = getenv("ANNLAB_BIN");
+    dir = tu_tmpdir("dscli");
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmdir(dir);
+    return 0;
+}
+
+static void path_of(char *buf, const char *name)
+{
+    snprintf(buf, 4096, "%s/%s", dir, name);
+}
+
+/* Run `annlab <args>`; returns the exit code; stdout/stderr kept in files. */
+static int run(const char *args)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/out.txt' 2>'%s/err.txt'", bin, args, dir, dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *captured(const char *which)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s.txt", dir, which);
+    size_t len = 0;
+    char *s = tu_read_file(p, &len);
+    assert_non_null(s);
+    char *z = realloc(s, len + 1);
+    z[len] = '\0';
+    return z;
+}
+
+static void assert_captured(const char *which, const char *want)
+{
+    char *s = captured(which);
+    if (!strstr(s, want))
+        fail_msg("%s \"%s\" lacks \"%s\"", which, s, want);
+    free(s);
+}
+
+#define NEED_BIN()                                                     \
+    do {                                                               \
+        if (!bin || access(bin, X_OK) != 0) {                          \
+            print_message("ANNLAB_BIN not set: skipping\n");          \
+            skip();                                                    \
+        }                                                              \
+    } while (0)
+
+static void write_fvecs_set(const char *b, const char *q, const char *g, uint32_t n, uint32_t nq,
+                            uint32_t dim, uint32_t k)
+{
+    float *x = tu_clustered(n, dim, 5, 42, 0), *y = tu_clustered(nq, dim, 5, 43, 0);
+    assert_int_equal(ds_texmex_write(b, ANN_ELEM_F32, x, n, dim), 0);
+    assert_int_equal(ds_texmex_write(q, ANN_ELEM_F32, y, nq, dim), 0);
+    if (g) {
+        /* True ground truth by brute force, in the TEXMEX .ivecs layout. */
+        int32_t *ids = malloc((size_t)nq * k * sizeof *ids);
+        for (uint32_t i = 0; i < nq; i++) {
+            double *d = malloc(n * sizeof *d);
+            for (uint32_t j = 0; j < n; j++) {
+                double s = 0;
+                for (uint32_t t = 0; t < dim; t++) {
+                    double u = (double)y[i * dim + t] - x[(size_t)j * dim + t];
+                    s += u * u;
+                }
+                d[j] = s;
+            }
+            for (uint32_t r = 0; r < k; r++) {
+                uint32_t best = 0;
+                for (uint32_t j = 1; j < n; j++)
+                    if (d[j] < d[best])
+                        best = j;
+                ids[i * k + r] = (int32_t)best;
+                d[best] = 1e300;
+            }
+            free(d);
+        }
+        assert_int_equal(ds_texmex_write(g, ANN_ELEM_I32, ids, nq, k), 0);
+        free(ids);
+    }
+    free(x);
+    free(y);
+}
+
+static void test_import_fvecs_and_verify(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char b[4096], q[4096], g[4096], out[4096], args[20000];
+    path_of(b, "s.fvecs");
+    path_of(q, "s-q.fvecs");
+    path_of(g, "s-gt.ivecs");
+    path_of(out, "imported");
+    write_fvecs_set(b, q, g, 800, 20, 12, 10);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' '%s' --out '%s' --metric l2 --name tiny "
+                                "--warmup-sample 50",
+             b, q, g, out);
+    assert_int_equal(run(args), 0);
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+    assert_captured("out", "\"verdict\": \"pass\"");
+    assert_captured("out", "\"ids_agreed\": 200");
+
+    /* The shipped ids were checked and kept; the manifest says so. */
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", out);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_non_null(m);
+    assert_string_equal(json_string_value(json_object_get(m, "name")), "tiny");
+    assert_int_equal(json_integer_value(json_object_get(m, "n_warmup")), 50);
+    json_t *c = json_object_get(m, "gt_check");
+    assert_string_equal(json_string_value(json_object_get(c, "source")), "shipped");
+    assert_string_equal(json_string_value(json_object_get(c, "verdict")), "pass");
+    json_decref(m);
+
+    /* Corrupt base.fbin: verify exits 1 naming the file. */
+    snprintf(mp, sizeof mp, "%s/base.fbin", out);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(mp, &len);
+    bytes[100] ^= 1;
+    assert_int_equal(tu_write_file(mp, bytes, len), 0);
+    free(bytes);
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "base.fbin: sha256 sha256:");
+}
+
+static void test_import_hdf5(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char h[4096], out[4096], args[10000];
+    path_of(h, "ab.hdf5");
+    path_of(out, "from-hdf5");
+    const uint32_t n = 300, nq = 10, dim = 8, k = 5;
+    float *x = tu_clustered(n, dim, 4, 7, 0), *y = tu_clustered(nq, dim, 4, 8, 0);
+    int64_t nb[10 * 5];
+    for (uint32_t i = 0; i < nq * k; i++)
+        nb[i] = 0; /* wrong on purpose: the check must catch and replace it */
+    hid_t f = H5Fcreate(h, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t d1[2] = { n, dim }, d2[2] = { nq, dim }, d3[2] = { nq, k };
+    hid_t s1 = H5Screate_simple(2, d1, NULL), s2 = H5Screate_simple(2, d2, NULL),
+          s3 = H5Screate_simple(2, d3, NULL);
+    hid_t a = H5Dcreate2(f, "train", H5T_IEEE_F32LE, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(a, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
+    H5Dclose(a);
+    a = H5Dcreate2(f, "test", H5T_IEEE_F32LE, s2, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(a, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, y);
+    H5Dclose(a);
+    a = H5Dcreate2(f, "neighbors", H5T_STD_I64LE, s3, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(a, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, nb);
+    H5Dclose(a);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, 9); /* fixed-length string this time */
+    hid_t sc = H5Screate(H5S_SCALAR);
+    a = H5Acreate2(f, "distance", t, sc, H5P_DEFAULT, H5P_DEFAULT);
+    H5Awrite(a, t, "euclidean");
+    H5Aclose(a);
+    H5Sclose(sc);
+    H5Tclose(t);
+    H5Sclose(s1);
+    H5Sclose(s2);
+    H5Sclose(s3);
+    H5Fclose(f);
+    free(x);
+    free(y);
+
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s'", h, out);
+    assert_int_equal(run(args), 0);
+    assert_captured("err", "shipped ground truth failed the check");
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", out);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(m, "metric")), "l2");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(m, "gt_check"), "verdict")), "fail");
+    json_decref(m);
+
+    /* --metric contradicting the file is refused. */
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s-2' --metric cosine", h, out);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "--metric cosine contradicts the file's 'distance' attribute (l2)");
+}
+
+static void test_failed_import_leaves_nothing(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char b[4096], q[4096], out[4096], args[20000];
+    path_of(b, "f.fvecs");
+    path_of(q, "f-q.fvecs");
+    path_of(out, "failed");
+    float *x = tu_clustered(50, 6, 2, 1, 0);
+    x[40 * 6 + 2] = 0.0f / 0.0f;
+    assert_int_equal(ds_texmex_write(b, ANN_ELEM_F32, x, 50, 6), 0);
+    assert_int_equal(ds_texmex_write(q, ANN_ELEM_F32, x, 3, 6), 0);
+    free(x);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s'", b, q, out);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "f.fvecs: row 40, component 2 is NaN");
+    assert_int_equal(access(out, F_OK), -1); /* no directory, so no manifest, no temp files */
+}
+
+static void test_usage_errors_exit_2(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    assert_int_equal(run("dataset"), 2);
+    assert_int_equal(run("dataset frobnicate"), 2);
+    assert_captured("err", "unknown subcommand 'frobnicate'");
+    assert_int_equal(run("dataset import a.fvecs b.fvecs"), 2);
+    assert_captured("err", "--out DIR is required");
+    assert_int_equal(run("dataset import a.fvecs b.fvecs --out x --metric manhattan"), 2);
+    assert_int_equal(run("dataset import a.txt --out x"), 2);
+    assert_captured("err", "'a.txt': unknown extension");
+    assert_int_equal(run("dataset verify"), 2);
+    assert_int_equal(run("dataset prepare"), 2);
+    char args[8192];
+    snprintf(args, sizeof args, "dataset verify '%s/nothing-here'", dir);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "nothing-here: not a prepared dataset (no manifest.json)");
+}
+
+static void test_list_and_download_entries(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char args[8192];
+    snprintf(args, sizeof args, "dataset list --root '%s'", dir);
+    assert_int_equal(run(args), 0);
+    const char *names[] = { "fashion-mnist-784-euclidean", "glove-100-angular-wink", "bigann-10k",
+                            "gist-960-euclidean", "cohere-768-cosine-1m", "synth-768-cosine-10k",
+                            "synth-768-cosine-100k", "synth-768-cosine-1m", "synth-960-l2-10k",
+                            "synth-960-l2-100k", "synth-960-l2-1m" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_captured("out", names[i]);
+
+    snprintf(args, sizeof args, "dataset prepare gist-960-euclidean --root '%s'", dir);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "needs a network this machine does not have");
+    assert_captured("err", "--from FILE.hdf5");
+    snprintf(args, sizeof args, "dataset prepare cohere-768-cosine-1m --root '%s'", dir);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "needs a network this machine does not have");
+    snprintf(args, sizeof args, "dataset prepare no-such-set --root '%s'", dir);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "no-such-set: no such dataset");
+
+    /* --from takes an ann-benchmarks file, checked against the registry's shape. */
+    char h[4096];
+    path_of(h, "ab.hdf5");
+    if (access(h, R_OK) == 0) {
+        snprintf(args, sizeof args, "dataset prepare gist-960-euclidean --root '%s' --from '%s'",
+                 dir, h);
+        assert_int_equal(run(args), 1);
+        assert_captured("err", "base holds 300 x 8, but gist-960-euclidean is 1000000 x 960");
+        char gd[4200];
+        snprintf(gd, sizeof gd, "%s/gist-960-euclidean", dir);
+        assert_int_equal(access(gd, F_OK), -1);
+    }
+}
+
+static void test_prepare_bigann_10k_gt_verifies(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    const char *shared = tu_shared_data();
+    char p[4200];
+    if (shared)
+        snprintf(p, sizeof p, "%s/bigann-10k/base.10k.u8bin", shared);
+    if (!shared || access(p, R_OK) != 0) {
+        print_message("shared bigann-10k absent: skipping\n");
+        skip();
+    }
+    char args[8192];
+    snprintf(args, sizeof args, "dataset prepare bigann-10k --root '%s'", dir);
+    assert_int_equal(run(args), 0);
+    snprintf(p, sizeof p, "%s/bigann-10k/manifest.json", dir);
+    json_t *m = json_load_file(p, 0, NULL);
+    assert_non_null(m);
+    json_t *c = json_object_get(m, "gt_check");
+    assert_string_equal(json_string_value(json_object_get(c, "source")), "shipped");
+    assert_string_equal(json_string_value(json_object_get(c, "verdict")), "pass");
+    assert_int_equal(json_integer_value(json_object_get(c, "ids_checked")), 100 * 100);
+    assert_int_equal(json_integer_value(json_object_get(m, "n")), 10000);
+    assert_int_equal(json_integer_value(json_object_get(m, "dim")), 128);
+    json_decref(m);
+    snprintf(args, sizeof args, "dataset verify '%s/bigann-10k' --sample 100", dir);
+    assert_int_equal(run(args), 0);
+    assert_captured("out", "\"agreement\": 1.0");
+    /* A second prepare finds it done. */
+    snprintf(args, sizeof args, "dataset prepare bigann-10k --root '%s'", dir);
+    assert_int_equal(run(args), 0);
+    assert_captured("out", "already prepared");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_import_fvecs_and_verify),
+        cmocka_unit_test(test_import_hdf5),
+        cmocka_unit_test(test_failed_import_leaves_nothing),
+        cmocka_unit_test(test_usage_errors_exit_2),
+        cmocka_unit_test(test_list_and_download_entries),
+        cmocka_unit_test(test_prepare_bigann_10k_gt_verifies),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

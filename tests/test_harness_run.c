@@ -1,0 +1,412 @@
+/*
+ * test_harness_run.c: `annlab run` end to end on a small hand-written
+ * bundle, through the real binary (ANNLAB_BIN; skipped when unset):
+ * the results schema (every required key of every cell), flat's recall of
+ * 1, resume (finished cells are not redone; a torn last line is dropped),
+ * failed cells (a cell killed by a signal, a corrupt index, a timeout)
+ * recorded while the sweep goes on, and bad input refused before any work.
+ */
+#include "tests/support/harness_fixture.h"
+#include "tests/support/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+typedef struct fx {
+    char *dir;       /* working directory of the runs: results/, index/ */
+    char bundle[4200];
+} fx;
+
+static int setup(void **state)
+{
+    static fx f;
+    if (!hf_bin()) {
+        print_message("ANNLAB_BIN unset: skipping the CLI tests\n");
+        *state = NULL;
+        return 0;
+    }
+    f.dir = tu_tmpdir("harness-run");
+    snprintf(f.bundle, sizeof f.bundle, "%s/bundle", f.dir);
+    if (hf_bundle(f.bundle, 3000, 16, 60, 100, 20, 7) != 0)
+        return -1;
+    *state = &f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    if (f)
+        tu_rmdir(f->dir);
+    return 0;
+}
+
+static json_t *config(const fx *f, const char *name)
+{
+    json_t *c = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s}], s:[i, i], s:[s, s], s:b, s:i, s:f}", "name",
+                          name, "dataset", "path", f->bundle, "k", 10, "engines", "engine", "flat",
+                          "threads", 1, 2, "modes", "cold", "warm", "drop_caches", 0,
+                          "warmup_queries", 20, "qps_min_seconds", 0.01);
+    return c;
+}
+
+static int run(const fx *f, const char *cfg_path, const char *out, int resume, char **log)
+{
+    const char *args[8] = { "run", cfg_path, "--out", out, resume ? "--resume" : NULL, NULL };
+    int rc = hf_annlab(f->dir, log, args);
+    return rc;
+}
+
+static json_t *load_cells(const char *out_dir)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/cells.jsonl", out_dir);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    json_t *cells = json_array();
+    char line[65536];
+    while (fgets(line, sizeof line, fp)) {
+        json_error_t e;
+        json_t *c = json_loads(line, 0, &e);
+        assert_non_null(c);
+        json_array_append_new(cells, c);
+    }
+    fclose(fp);
+    return cells;
+}
+
+static const json_t *cell_by(const json_t *cells, const char *mode, int threads)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "mode")), mode) &&
+            json_integer_value(json_object_get(c, "threads")) == threads)
+            return c;
+    return NULL;
+}
+
+static void test_schema_and_flat_recall(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/schema.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-schema", f->dir);
+    json_t *cfg = config(f, "schema");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc != 0)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "## (a) Engines x effort"));
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 4);
+    static const char *const required[] = {
+        "engine", "build", "open", "search", "mode", "threads", "memory_cap_bytes", "status",
+        "reason", "k", "recall", "recall_plain", "recall_p5", "latency_us", "qps", "engine_stats",
+        "device", "memory", "cache_eviction", "index",
+    };
+    static const char *const lat_keys[] = { "p50", "p95", "p99", "p999", "mean", "max" };
+    static const char *const stat_keys[] = { "reads", "bytes_read", "hops", "full_dists",
+                                             "code_dists", "cache_hits", "io_wait_ns", "cpu_ns" };
+    static const char *const dev_keys[] = { "reads_per_query", "bytes_per_query", "source" };
+    static const char *const mem_keys[] = { "peak_rss_bytes", "peak_anon_bytes", "peak_file_bytes",
+                                            "cgroup_peak_bytes" };
+    static const char *const ix_keys[] = { "bytes_on_disk", "build_seconds", "build_cpu_seconds",
+                                           "build_peak_rss_bytes" };
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        for (size_t j = 0; j < sizeof required / sizeof *required; j++)
+            if (!json_object_get(c, required[j]))
+                fail_msg("cell %zu lacks \"%s\"", i, required[j]);
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "ok");
+        assert_true(json_is_null(json_object_get(c, "reason")));
+        assert_true(json_is_null(json_object_get(c, "memory_cap_bytes")));
+        assert_int_equal(json_integer_value(json_object_get(c, "k")), 10);
+        assert_true(json_real_value(json_object_get(c, "recall")) == 1.0);
+        assert_true(json_real_value(json_object_get(c, "recall_plain")) == 1.0);
+        assert_true(json_real_value(json_object_get(c, "recall_p5")) == 1.0);
+        assert_true(json_number_value(json_object_get(c, "qps")) > 0);
+        for (size_t j = 0; j < 6; j++)
+            assert_true(json_is_number(json_object_get(json_object_get(c, "latency_us"), lat_keys[j])));
+        for (size_t j = 0; j < 8; j++)
+            assert_true(json_is_number(json_object_get(json_object_get(c, "engine_stats"), stat_keys[j])));
+        for (size_t j = 0; j < 3; j++)
+            assert_non_null(json_object_get(json_object_get(c, "device"), dev_keys[j]));
+        for (size_t j = 0; j < 4; j++)
+            assert_non_null(json_object_get(json_object_get(c, "memory"), mem_keys[j]));
+        for (size_t j = 0; j < 4; j++)
+            assert_true(json_is_number(json_object_get(json_object_get(c, "index"), ix_keys[j])));
+        /* flat scans every vector once per query */
+        assert_true(json_number_value(json_object_get(json_object_get(c, "engine_stats"), "full_dists")) == 3000);
+        /* the raw latencies: header + one line per query */
+        char lat[4600];
+        snprintf(lat, sizeof lat, "%s/%s", out, json_string_value(json_object_get(c, "latency_file")));
+        size_t len = 0;
+        char *text = tu_read_file(lat, &len);
+        assert_non_null(text);
+        size_t lines = 0;
+        for (size_t j = 0; j < len; j++)
+            lines += text[j] == '\n';
+        assert_int_equal(lines, 1 + 60);
+        free(text);
+    }
+    const json_t *cold = cell_by(cells, "cold", 1);
+    assert_non_null(cold);
+    const json_t *ev = json_object_get(cold, "cache_eviction");
+    assert_string_equal(json_string_value(json_object_get(ev, "mode")), "cold");
+    assert_true(json_is_false(json_object_get(ev, "drop_caches")));
+    assert_string_equal(json_string_value(json_object_get(ev, "drop_caches_reason")), "disabled");
+    /* nothing of the index resident when the measured pass starts */
+    assert_int_equal(json_integer_value(json_object_get(ev, "resident_at_measure_start_bytes")), 0);
+    const json_t *warm = cell_by(cells, "warm", 1);
+    const json_t *wev = json_object_get(warm, "cache_eviction");
+    assert_string_equal(json_string_value(json_object_get(wev, "mode")), "warm");
+    assert_true(json_number_value(json_object_get(wev, "resident_fraction")) == 1.0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(warm, "warm"), "warmup_queries")), 20);
+    /* run-level files */
+    static const char *const files[] = { "config.json", "machine.json", "tables.md", "recall_qps.png",
+                                         "recall_qps.svg", "recall_p99.png" };
+    for (size_t j = 0; j < sizeof files / sizeof *files; j++) {
+        char p[4600];
+        snprintf(p, sizeof p, "%s/%s", out, files[j]);
+        if (access(p, F_OK) != 0)
+            fail_msg("%s missing", p);
+    }
+    char mp[4600];
+    snprintf(mp, sizeof mp, "%s/machine.json", out);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_non_null(json_object_get(m, "simd"));
+    assert_non_null(json_object_get(m, "kernel"));
+    assert_non_null(json_object_get(m, "topology"));
+    json_decref(m);
+    json_decref(cells);
+    json_decref(cfg);
+    free(log);
+}
+
+static void test_resume_skips_finished(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400], jl[4600];
+    snprintf(cfg_path, sizeof cfg_path, "%s/resume.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-resume", f->dir);
+    snprintf(jl, sizeof jl, "%s/cells.jsonl", out);
+    json_t *cfg = config(f, "resume");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    char *log = NULL;
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    json_t *first = load_cells(out);
+    assert_int_equal(json_array_size(first), 4);
+
+    /* the same output without --resume is refused */
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    assert_non_null(strstr(log, "already holds this run; pass --resume to continue it"));
+    free(log);
+
+    /* resume: nothing redone */
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 0);
+    assert_non_null(strstr(log, "0 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 4 already recorded"));
+    free(log);
+    json_t *second = load_cells(out);
+    assert_true(json_equal(first, second));
+
+    /* drop the last record and leave a torn line, as a kill mid-write would */
+    size_t len = 0;
+    char *text = tu_read_file(jl, &len);
+    char *last = text + len - 1;
+    while (last > text && last[-1] != '\n')
+        last--;
+    size_t keep = (size_t)(last - text);
+    memcpy(text + keep, "{\"id\": \"torn", 12);
+    assert_int_equal(tu_write_file(jl, text, keep + 12), 0);
+    free(text);
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 0);
+    assert_non_null(strstr(log, "1 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 3 already recorded"));
+    free(log);
+    json_t *third = load_cells(out);
+    assert_int_equal(json_array_size(third), 4);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(json_equal(json_array_get(first, i), json_array_get(third, i)));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(third, 3), "id")),
+                        json_string_value(json_object_get(json_array_get(first, 3), "id")));
+
+    /* another config into the same directory is refused */
+    json_object_set_new(cfg, "k", json_integer(5));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 2);
+    assert_non_null(strstr(log, "holds a different run (its config.json differs from"));
+    free(log);
+    json_decref(first);
+    json_decref(second);
+    json_decref(third);
+    json_decref(cfg);
+}
+
+static void test_failed_cells_do_not_stop_the_sweep(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    /* a wrapper that crashes every warm cell and runs the others */
+    char wrapper[4400], cfg_path[4400], out[4400];
+    snprintf(wrapper, sizeof wrapper, "%s/crash-warm.sh", f->dir);
+    const char *script = "#!/bin/sh\n"
+                         "if grep -q '\"mode\": \"warm\"' \"$3\"; then kill -SEGV $$; fi\n"
+                         "exec \"$@\"\n";
+    assert_int_equal(tu_write_file(wrapper, script, strlen(script)), 0);
+    chmod(wrapper, 0755);
+    snprintf(cfg_path, sizeof cfg_path, "%s/crash.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-crash", f->dir);
+    json_t *cfg = config(f, "crash");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    setenv("ANNLAB_CELL_WRAPPER", wrapper, 1);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    unsetenv("ANNLAB_CELL_WRAPPER");
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 4);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        const char *mode = json_string_value(json_object_get(c, "mode"));
+        if (!strcmp(mode, "warm")) {
+            assert_string_equal(json_string_value(json_object_get(c, "status")), "error");
+            assert_string_equal(json_string_value(json_object_get(c, "reason")), "cell process killed by SIGSEGV");
+            assert_true(json_is_null(json_object_get(c, "recall")));
+        } else {
+            assert_string_equal(json_string_value(json_object_get(c, "status")), "ok");
+        }
+    }
+    json_decref(cells);
+
+    /* a corrupt index: every cell fails at open, each recorded with the file at fault;
+     * its own index root, so the other tests keep a good index */
+    json_object_set_new(cfg, "index_root", json_string("index-corrupt"));
+    json_object_set_new(cfg, "name", json_string("corrupt"));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    snprintf(out, sizeof out, "%s/out-corrupt-1", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    char fj[4600], cmd[4600], hash[64] = "";
+    snprintf(cmd, sizeof cmd, "ls %s/index-corrupt/flat", f->dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(fgets(hash, sizeof hash, p));
+    pclose(p);
+    hash[strcspn(hash, "\n")] = '\0';
+    snprintf(fj, sizeof fj, "%s/index-corrupt/flat/%s/flat.json", f->dir, hash);
+    json_t *b = json_pack("{s:s, s:i, s:s, s:i, s:i}", "format", "annlab-flat", "version", 99,
+                          "metric", "l2", "n", 3000, "dim", 16);
+    assert_int_equal(hf_write_json(fj, b), 0);
+    json_decref(b);
+    snprintf(out, sizeof out, "%s/out-corrupt-2", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 4);
+    char want[4800];
+    snprintf(fj, sizeof fj, "index-corrupt/flat/%s/flat.json", hash);
+    snprintf(want, sizeof want, "%s: version 99, this build reads 1", fj);
+    json_array_foreach(cells, i, c) {
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "error");
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        if (!strstr(reason, want))
+            fail_msg("reason \"%s\" does not name %s", reason, want);
+    }
+    json_decref(cells);
+    json_decref(cfg);
+}
+
+static void test_timeout_recorded(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char wrapper[4400], cfg_path[4400], out[4400];
+    snprintf(wrapper, sizeof wrapper, "%s/hang-cold.sh", f->dir);
+    const char *script = "#!/bin/sh\n"
+                         "if grep -q '\"mode\": \"cold\"' \"$3\"; then exec sleep 60; fi\n"
+                         "exec \"$@\"\n";
+    assert_int_equal(tu_write_file(wrapper, script, strlen(script)), 0);
+    chmod(wrapper, 0755);
+    snprintf(cfg_path, sizeof cfg_path, "%s/hang.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-hang", f->dir);
+    json_t *cfg = config(f, "hang");
+    json_object_set_new(cfg, "threads", json_pack("[i]", 1));
+    json_object_set_new(cfg, "timeout_s", json_real(0.5));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    setenv("ANNLAB_CELL_WRAPPER", wrapper, 1);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    unsetenv("ANNLAB_CELL_WRAPPER");
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    const json_t *cold = cell_by(cells, "cold", 1), *warm = cell_by(cells, "warm", 1);
+    assert_string_equal(json_string_value(json_object_get(cold, "status")), "timeout");
+    assert_string_equal(json_string_value(json_object_get(cold, "reason")), "exceeded timeout_s=0.5");
+    assert_string_equal(json_string_value(json_object_get(warm, "status")), "ok");
+    json_decref(cells);
+    json_decref(cfg);
+}
+
+static void test_bad_config_refused_before_work(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/bad.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-bad", f->dir);
+    const char *text = "{\"name\": \"bad\", \"dataset\": {\"path\": \"/nonexistent/ds\"}, \"k\": 0,"
+                       " \"engines\": [{\"engine\": \"flat\", \"search\": {\"L\": 10}}, {\"engine\": \"hnsw-nope\"}],"
+                       " \"modes\": [\"tepid\"]}";
+    assert_int_equal(tu_write_file(cfg_path, text, strlen(text)), 0);
+    char *log = NULL;
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    assert_non_null(strstr(log, "bad.json: k: 0 is out of range [1, 10000]"));
+    assert_non_null(strstr(log, "bad.json: engines[0].search.L: unknown parameter (known: none)"));
+    assert_non_null(strstr(log, "bad.json: engines[1].engine: unknown engine \"hnsw-nope\""));
+    assert_non_null(strstr(log, "bad.json: modes[0]: expected \"cold\" or \"warm\""));
+    assert_non_null(strstr(log, "bad.json: dataset.path: /nonexistent/ds: not a prepared dataset (no manifest.json)"));
+    assert_non_null(strstr(log, "5 problems; nothing was run"));
+    free(log);
+    assert_int_not_equal(access(out, F_OK), 0); /* nothing written */
+
+    /* malformed JSON names line and column */
+    assert_int_equal(tu_write_file(cfg_path, "{\"name\": }", 10), 0);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    assert_non_null(strstr(log, "bad.json: line 1 column"));
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_schema_and_flat_recall),
+        cmocka_unit_test(test_resume_skips_finished),
+        cmocka_unit_test(test_failed_cells_do_not_stop_the_sweep),
+        cmocka_unit_test(test_timeout_recorded),
+        cmocka_unit_test(test_bad_config_refused_before_work),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
