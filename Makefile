@@ -66,6 +66,8 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz
 .DEFAULT_GOAL := all
+# Keep intermediate objects of tests and benchmarks (no rebuild on every run).
+.SECONDARY:
 
 all: $(BIN) annlab
 
