@@ -13,7 +13,10 @@
  *   reopen, k > n   same answers after close + open; k beyond n returns all
  *   corruption      wrong magic, wrong version, truncated file, out-of-range
  *                   neighbour, degree beyond R: ANN_ECORRUPT/ANN_EVERSION
- *                   with the exact message naming file and node
+ *                   with the exact message naming file and node; a file
+ *                   that shrinks under an open index fails the search with
+ *                   the short read named (every backend), and the context
+ *                   answers again once the file is back
  *   parameters      unknown / out-of-range / unknown io backend named
  */
 #include <setjmp.h>
@@ -493,6 +496,30 @@ static void test_corruption(void **state)
     assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
     snprintf(msg, sizeof msg, "%s: node %u: vector is not finite", path, medoid);
     expect_error(f, "{}", ANN_ECORRUPT, msg);
+
+    /* the file shrinks under an open index: the read comes back short and
+     * the search fails naming the node, for every backend */
+    static const char *const backends[] = { "{\"io\": \"io_uring\"}", "{\"io\": \"libaio\"}",
+                                            "{\"io\": \"pread\"}" };
+    for (int bk = 0; bk < 3; bk++) {
+        restore_index(path);
+        opened o;
+        assert_int_equal(open_ctx(f->small, backends[bk], "{\"L\": 50, \"beam_width\": 4}", K, &o),
+                         0);
+        assert_int_equal(truncate(path, 4096), 0);
+        uint32_t ids[K];
+        float d[K];
+        ann_stats st = { 0 };
+        int rc = ops()->search(o.ctx, f->small_data, K, ids, d, &st);
+        assert_int_equal(rc, ANN_ECORRUPT);
+        snprintf(msg, sizeof msg, "%s: node %u: truncated (read 0 of 4096 bytes)", path, medoid);
+        assert_string_equal(ann_errmsg(rc), msg);
+        /* the context stays usable: after the file is restored it answers */
+        restore_index(path);
+        assert_int_equal(ops()->search(o.ctx, f->small_data, K, ids, d, &st), K);
+        assert_int_equal(ids[0], 0);
+        close_ctx(&o);
+    }
 
     restore_index(path);
     assert_int_equal(open_and_search(f, "{}"), 0);
