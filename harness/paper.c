@@ -392,8 +392,9 @@ static void paper_build_rows(const json_t *cells, FILE *fp)
         if (!json_is_object(ix) || !*dir || json_object_get(seen, dir))
             continue;
         json_object_set_new(seen, dir, json_true());
-        char name[160], b[256], w[32], cpu[32], rss[32], disk[32];
-        paper_index_col(name, sizeof name, c);
+        /* the engine, not the label: labels that share a build share its row */
+        const char *name = paper_index_name(paper_str(c, "engine"));
+        char b[256], w[32], cpu[32], rss[32], disk[32];
         paper_build_col(b, sizeof b, c);
         const json_t *wv = paper_num(ix, "build_seconds", NULL), *cv = paper_num(ix, "build_cpu_seconds", NULL),
                      *rv = paper_num(ix, "build_peak_rss_bytes", NULL), *dv = paper_num(ix, "bytes_on_disk", NULL);
