@@ -9,7 +9,9 @@
 #   scripts/paper-smoke.sh                                   every -100k twin
 #   scripts/paper-smoke.sh configs/paper/sector-gist-100k.json
 #
-# Environment: OUT (default results/paper-smoke/<UTC time>), QUERIES (20).
+# Environment: OUT (default results/paper-smoke/<UTC time>), QUERIES (20),
+# DATASET (a prepared bundle directory to use instead of the 10k preset, e.g.
+# a few real vectors imported with `annlab dataset import`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/paper-smoke/$(date -u +%Y%m%dT%H%M%SZ)}
@@ -22,10 +24,11 @@ for cfg in "${configs[@]}"; do
   base=$(basename "$cfg" .json)
   small="$OUT/$base.smoke.json"
   # the 10k preset of the same shape: synth-768-cosine-* or synth-960-l2-*
-  jq --argjson q "$QUERIES" '
+  jq --argjson q "$QUERIES" --arg dsdir "${DATASET:-}" '
     (if (.dataset | type) == "string" then .dataset else .dataset.path end) as $ds
     | .name = (.name + "-smoke")
-    | .dataset = (if ($ds | test("synth-960-l2")) then "synth-960-l2-10k" else "synth-768-cosine-10k" end)
+    | .dataset = (if $dsdir != "" then {path: $dsdir}
+                  elif ($ds | test("synth-960-l2")) then "synth-960-l2-10k" else "synth-768-cosine-10k" end)
     | .queries = $q | .repeats = 1 | .warmup_queries = $q | .qps_min_seconds = 0.05
     | .timeout_s = 600 | .drop_caches = false
     | .engines |= map(if .engine == "ivfpq-record" then .build.nlist = 128 else . end)
