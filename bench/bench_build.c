@@ -7,7 +7,7 @@
  *
  *   build/bench/bench_build N DIM [--metric l2|cosine] [--threads T]
  *       [--R 64] [--L 100] [--alpha 1.2] [--passes 1] [--pq-bytes 96]
- *       [--seed 1] [--repeats 1] [--data base.fbin]
+ *       [--seed 1] [--repeats 1] [--f16 1] [--data base.fbin]
  *
  * With --repeats > 1 every phase is rebuilt and the median is printed with
  * the spread (min..max).  The generated data: 256 cluster centres plus a
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: %s N DIM [--metric l2|cosine] [--threads T] [--R R] [--L L] "
                         "[--alpha A] [--passes P] [--pq-bytes B] [--seed S] [--repeats K] "
-                        "[--data base.fbin]\n", argv[0]);
+                        "[--f16 0|1] [--data base.fbin]\n", argv[0]);
         return 2;
     }
     uint64_t n = strtoull(argv[1], NULL, 10);
@@ -163,6 +163,8 @@ int main(int argc, char **argv)
             pp.pq_bytes = (uint32_t)atoi(v);
         else if (!strcmp(k, "--seed"))
             vp.seed = pp.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--f16"))
+            vp.build_f16 = atoi(v);
         else if (!strcmp(k, "--repeats"))
             reps = atoi(v);
         else if (!strcmp(k, "--data"))
@@ -212,9 +214,9 @@ int main(int argc, char **argv)
     }
     const float *queries = x + n * dim;
     printf("bench_build: n %llu, dim %u, metric %s, threads %d, R %u, L_build %u, alpha %.2f, "
-           "passes %u, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
+           "passes %u, build_f16 %d, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
            (unsigned long long)n, dim, ann_metric_name(metric), threads, vp.R, vp.L_build,
-           (double)vp.alpha, vp.passes, pp.pq_bytes, ann_dist_active()->name,
+           (double)vp.alpha, vp.passes, vp.build_f16, pp.pq_bytes, ann_dist_active()->name,
            data ? data : "generated", now_s() - t0, data ? "read" : "generate");
 
     double t_train[64], t_encode[64], t_medoid[64], t_graph[64], t_final[64], t_total[64];
@@ -227,7 +229,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_build: set-up failed\n");
         return 1;
     }
-    uint64_t evals = 0;
+    uint64_t evals = 0, prune_evals = 0, reprunes = 0;
     for (int r = 0; r < reps; r++) {
         pq_codebook *cb = NULL;
         double a = now_s(), ca = cpu_s();
@@ -261,6 +263,8 @@ int main(int argc, char **argv)
         c_graph[r] = cd - cc;
         c_total[r] = cd - ca;
         evals = st.dist_evals;
+        prune_evals = st.prune_dist_evals;
+        reprunes = st.reprunes;
     }
     printf("phases (wall clock, median of %d):\n", reps);
     summary("PQ training", t_train, reps);
@@ -277,8 +281,10 @@ int main(int argc, char **argv)
     uint64_t edges = 0;
     for (uint64_t v = 0; v < g->n; v++)
         edges += g->degree[v];
-    printf("graph: mean degree %.1f of R %u, %.1f full distances per point\n",
-           (double)edges / (double)n, vp.R, (double)evals / (double)n);
+    printf("graph: mean degree %.1f of R %u, %.1f full distances per point (%.1f in prunes), "
+           "%.2f back-edge re-prunes per point\n",
+           (double)edges / (double)n, vp.R, (double)evals / (double)n,
+           (double)prune_evals / (double)n, (double)reprunes / (double)n);
     printf("peak RSS: %.2f GiB (vectors %.2f GiB)\n", peak_rss_bytes() / 1073741824.0,
            (double)n * dim * 4 / 1073741824.0);
 

@@ -46,6 +46,10 @@ typedef struct vamana_params {
                           re-pruned to R (default 1.3) */
     uint64_t seed;     /* insertion order (default 1) */
     int threads;       /* <= 0: all online cores (default 0) */
+    int build_f16;     /* 1: build distances on half-precision copies of the rows
+                          (half the memory traffic; n * dim * 2 bytes more memory;
+                          float32 is kept when a value is outside the half range)
+                          (default 1) */
 } vamana_params;
 
 void vamana_params_default(vamana_params *p);
@@ -86,6 +90,9 @@ typedef struct vamana_build_stats {
     double graph_s;     /* all insertion passes */
     double finalize_s;  /* final prune to R and compaction */
     uint64_t dist_evals;/* full-precision distances computed */
+    uint64_t prune_dist_evals; /* of which inside RobustPrune */
+    uint64_t reprunes;  /* back-edge overflows that re-pruned a node */
+    int half_precision; /* 1: distances were computed on half-precision rows */
 } vamana_build_stats;
 
 /*
