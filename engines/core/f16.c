@@ -178,3 +178,20 @@ const ann_f16_kernels *ann_f16_active(void)
     pthread_once(&f16_once, f16_choose);
     return f16_active;
 }
+
+const ann_f16_kernels *ann_f16_variant(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (!strcmp(name, "scalar"))
+        return &k_scalar;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f"))
+        return &k_avx512;
+    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        return &k_avx2;
+#endif
+    return NULL;
+}

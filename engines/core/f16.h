@@ -40,6 +40,9 @@ typedef struct ann_f16_kernels {
 /* The kernels in use (never NULL; thread-safe). */
 const ann_f16_kernels *ann_f16_active(void);
 
+/* A specific variant by name, or NULL when unknown or unsupported here. */
+const ann_f16_kernels *ann_f16_variant(const char *name);
+
 /* The scalar reference kernels. */
 float ann_f16_l2sq_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim);
 float ann_f16_ip_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim);
