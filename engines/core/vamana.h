@@ -107,7 +107,8 @@ typedef struct vamana_build_stats {
  * deterministic function of (vectors, params).
  * stats may be NULL.  *out owned by the caller.
  * Errors: ANN_EPARAM (R == 0, L_build == 0, alpha < 1, passes not 1 or 2,
- * slack < 1, n == 0 or n >= 2^32 - 1), -ENOMEM.
+ * slack < 1, n == 0 or n >= 2^32 - 1), -ENOMEM, ANN_EINTERNAL (the built
+ * graph failed vamana_check: a bug, with the checker's message).
  */
 int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann_metric metric,
                              const vamana_params *p, vamana_graph **out,
