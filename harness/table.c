@@ -174,11 +174,13 @@ int harness_tables_render(const char *run_dir, FILE *fp)
 
     /* (a) */
     fprintf(fp, "## (a) Engines x effort\n\nLatency: one thread, median over repeats of each "
-                "percentile. QPS: warm, the largest thread count run. Device reads: whole device "
-                "during the latency pass, per query.\n\n");
+                "percentile. QPS: warm, the largest thread count run. Dev reads: read requests of "
+                "the whole disk during the latency pass, per query (other processes included); "
+                "proc read: bytes this cell's process fetched from storage (/proc/self/io), per "
+                "query.\n\n");
     fprintf(fp, "| engine | build | open | search | recall@%lld | cold p50 (us) | cold p99 (us) | "
                 "warm p50 (us) | warm p99 (us) | QPS | threads | dev reads/q cold | dev reads/q warm | "
-                "dev KiB/q cold | dev KiB/q warm | engine reads/q |\n",
+                "proc read KiB/q cold | proc read KiB/q warm | engine reads/q |\n",
             k);
     fprintf(fp, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     json_t *keys = rows(cells, 0, 0, is_uncapped_ok);
@@ -201,8 +203,8 @@ int harness_tables_render(const char *run_dir, FILE *fp)
         fmt(dc, sizeof dc, num(cold, "device", "reads_per_query"), "%.2f", 1);
         fmt(dw, sizeof dw, num(warm, "device", "reads_per_query"), "%.2f", 1);
         fmt(er, sizeof er, num(any, "engine_stats", "reads"), "%.2f", 1);
-        fmt(bc, sizeof bc, num(cold, "device", "bytes_per_query"), "%.1f", 1.0 / 1024);
-        fmt(bw, sizeof bw, num(warm, "device", "bytes_per_query"), "%.1f", 1.0 / 1024);
+        fmt(bc, sizeof bc, num(cold, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
+        fmt(bw, sizeof bw, num(warm, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
         engine_cols(fp, any);
         fprintf(fp, "| %s | %s | %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", r, c50, c99, w50,
                 w99, qps, q ? (long long)json_integer_value(json_object_get(q, "threads")) : 0LL, dc, dw,
