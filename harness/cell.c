@@ -377,7 +377,8 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     if (rc)
         goto out;
 
-    /* latency passes */
+    /* latency passes, on the first processing unit */
+    int lat_pinned = harness_pin_thread(0) == 0;
     int rss_reset_rc = harness_rss_reset();
     int cg_peak_reset = s.cg ? cg_group_reset_peak(s.cg) == 0 : 0;
     cg_counters cg0, cg1;
@@ -500,9 +501,9 @@ int harness_cell_main(const char *spec_path, const char *out_path)
                   harness_median(s.rep_p[5], reps)));
     json_object_set_new(result, "qps", json_real(harness_median(s.rep_qps, reps)));
     json_object_set_new(result, "qps_detail",
-                        json_pack("{s:I, s:f, s:i, s:i}", "passes", (json_int_t)passes_done,
+                        json_pack("{s:I, s:f, s:i, s:i, s:b}", "passes", (json_int_t)passes_done,
                                   "wall_seconds_last", wall_s, "threads_pinned", pinned,
-                                  "threads", (int)threads));
+                                  "threads", (int)threads, "latency_thread_pinned", lat_pinned));
     json_object_set_new(
         result, "engine_stats",
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "reads", sum.reads / n, "bytes_read",

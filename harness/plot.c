@@ -231,6 +231,26 @@ static double nget(const json_t *o, const char *k1, const char *k2)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* "R=32 L=50" from a parameter object; "" for an empty or absent one. */
+static void params_text(const json_t *obj, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    size_t used = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        char *val = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        int w = snprintf(buf + used, len - used, "%s%s=%s", used ? " " : "", key, val ? val : "?");
+        free(val);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    for (char *q = buf; *q; q++)
+        if (*q == '"')
+            *q = '\'';
+}
+
 int harness_plots_render(const char *run_dir, int *made)
 {
     *made = 0;
@@ -257,7 +277,12 @@ int harness_plots_render(const char *run_dir, int *made)
         if (strcmp(sget(c, "status"), "ok"))
             continue;
         k = json_integer_value(json_object_get(c, "k"));
-        const char *label = sget(c, "label"), *mode = sget(c, "mode");
+        const char *mode = sget(c, "mode");
+        /* a series per engine entry and build; efforts are its points */
+        char label[160], btext[96], stext[96];
+        params_text(json_object_get(c, "build"), btext, sizeof btext);
+        params_text(json_object_get(c, "search"), stext, sizeof stext);
+        snprintf(label, sizeof label, "%s%s%s", sget(c, "label"), btext[0] ? " " : "", btext);
         int capped = !json_is_null(json_object_get(c, "memory_cap_bytes"));
         json_int_t t = json_integer_value(json_object_get(c, "threads"));
         double recall = nget(c, "recall", NULL);
@@ -280,7 +305,8 @@ int harness_plots_render(const char *run_dir, int *made)
             }
         } else {
             double cap_mib = nget(c, "memory_cap_bytes", NULL) / 1048576.0;
-            snprintf(name, sizeof name, "%s %s T=%lld", label, mode, (long long)t);
+            snprintf(name, sizeof name, "%s %s%s%s T=%lld", label, mode, stext[0] ? " " : "", stext,
+                     (long long)t);
             series_add(fig_series(&fcq, name), cap_mib, nget(c, "qps", NULL));
             series_add(fig_series(&fcl, name), cap_mib, nget(c, "latency_us", "p50"));
         }

@@ -229,6 +229,8 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     setpgid(pid, pid);
     if (cg) {
         int rc = cg_group_create(cg->sys, cg->name, cg->cap_bytes, &group);
+        if (!rc && cg->dev) /* v1 blkio counts reads only where a rule is set */
+            (void)cg_group_watch_device(group, cg->dev);
         if (!rc)
             rc = cg_group_add_pid(group, pid);
         if (rc) {
@@ -326,6 +328,25 @@ static const char *signame(int sig)
     return s ? s : "?";
 }
 
+/* Remove "<hash>.tmp.*" beside an index that a killed build child left. */
+static void remove_build_temps(const char *parent, const char *hash)
+{
+    DIR *d = opendir(parent);
+    if (!d)
+        return;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s.tmp.", hash);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        ann_dir_remove(path);
+    }
+    closedir(d);
+}
+
 /* Make sure the index for cell exists; returns its build entry (borrowed). */
 static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
 {
@@ -385,6 +406,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
     rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
+    if (rc || res.interrupted || res.timed_out || res.signaled)
+        remove_build_temps(parent, hash); /* the child could not clean up after itself */
     char reason[1100];
     if (rc) {
         snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
@@ -570,9 +593,16 @@ static void figures_line(const json_t *r, char *buf, size_t len)
              json_number_value(json_object_get(dev, "reads_per_query")));
 }
 
+/* Report a failure of the run itself (not of a cell); the exit code. */
+static int run_failed(int rc)
+{
+    fprintf(stderr, "annlab run: %s\n", ann_errmsg(rc));
+    return 1;
+}
+
 static void usage_run(FILE *fp)
 {
-    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE]\n");
+    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]\n");
 }
 
 /* Newest run directory under results/<name>/ holding a config.json. */
@@ -630,7 +660,7 @@ int harness_run_main(int argc, char **argv)
     harness_problems probs = { 0 };
     json_t *cells = NULL, *done = NULL, *machine = NULL;
     const char *out_arg = NULL, *only = NULL;
-    int resume = 0;
+    int resume = 0, dry_run = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out_arg = argv[++i];
@@ -638,6 +668,8 @@ int harness_run_main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--resume"))
             resume = 1;
+        else if (!strcmp(argv[i], "--dry-run"))
+            dry_run = 1;
         else if (argv[i][0] == '-' || x.config_path) {
             fprintf(stderr, "annlab run: unexpected argument '%s'\n", argv[i]);
             usage_run(stderr);
@@ -759,6 +791,23 @@ int harness_run_main(int argc, char **argv)
         goto out;
     }
 
+    if (dry_run) {
+        /* validated: list the cells, touch nothing */
+        json_t *list = harness_config_expand(x.cfg);
+        size_t i;
+        json_t *c;
+        json_array_foreach(list, i, c) {
+            char desc[512];
+            describe_cell(c, desc, sizeof desc);
+            printf("%s %s\n", json_string_value(json_object_get(c, "id")), desc);
+        }
+        printf("%zu cells; dataset %s%s; output %s\n", json_array_size(list), x.dataset_dir,
+               prepare_name ? " (would be prepared)" : "", x.out_dir);
+        json_decref(list);
+        exit_code = 0;
+        goto out;
+    }
+
     /* 2. dataset */
     if (prepare_name) {
         rc = prepare_dataset(&x, prepare_name, ds_root);
@@ -788,25 +837,35 @@ int harness_run_main(int argc, char **argv)
     static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
     for (size_t i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
-        if ((rc = mkdirs(path)))
-            goto fail;
+        if ((rc = mkdirs(path))) {
+            exit_code = run_failed(rc);
+            goto out;
+        }
     }
-    if ((rc = mkdirs(x.index_root)))
-        goto fail;
+    if ((rc = mkdirs(x.index_root))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     snprintf(path, sizeof path, "%s/config.json", x.out_dir);
-    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path)))
-        goto fail;
+    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     machine = harness_machine_describe(x.index_root);
     json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
                                                       "dir", x.dataset_dir, "checksum", x.ds.checksum,
                                                       "n", (json_int_t)x.ds.n, "dim", (int)x.ds.dim));
     snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path)))
-        goto fail;
+    if ((rc = write_json_atomic(machine, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     char cells_path[4400];
     snprintf(cells_path, sizeof cells_path, "%s/cells.jsonl", x.out_dir);
-    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done)))
-        goto fail;
+    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
 
     /* 4. the sweep */
     x.builds = json_object();
@@ -818,8 +877,10 @@ int harness_run_main(int argc, char **argv)
                         x.cg_ok ? json_pack("{s:i, s:s}", "version", (int)x.cgs.version, "parent", x.cgs.memory_parent)
                                 : json_pack("{s:s}", "unavailable", x.cgs.reason));
     snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path)))
-        goto fail;
+    if ((rc = write_json_atomic(machine, path))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     x.tty = isatty(2);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);
@@ -860,8 +921,10 @@ int harness_run_main(int argc, char **argv)
             fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, todo, mono_s() - x.t_start, desc,
                     last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
-        if ((rc = run_cell(&x, c, &rec)))
-            goto fail;
+        if ((rc = run_cell(&x, c, &rec))) {
+            exit_code = run_failed(rc);
+            goto out;
+        }
         if (!rec || run_interrupted) {
             json_decref(rec);
             fprintf(stderr, "%sinterrupted; %zu cells recorded.  Resume with:\n  annlab run %s --out %s --resume\n",
@@ -870,8 +933,10 @@ int harness_run_main(int argc, char **argv)
             goto out;
         }
         if ((rc = cells_append(cells_path, rec))) {
-            json_decref(rec);
-            goto fail;
+            json_decref(rec); {
+                exit_code = run_failed(rc);
+                goto out;
+            }
         }
         const char *st = json_string_value(json_object_get(rec, "status"));
         counts[!strcmp(st, "ok") ? 0 : !strcmp(st, "error") ? 1 : !strcmp(st, "timeout") ? 2 : !strcmp(st, "oom") ? 3 : 4]++;
@@ -889,13 +954,17 @@ int harness_run_main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/tables.md", x.out_dir);
     FILE *tf = fopen(path, "we");
     if (!tf) {
-        rc = ann_fail_errno("%s: create", path);
-        goto fail;
+        rc = ann_fail_errno("%s: create", path); {
+            exit_code = run_failed(rc);
+            goto out;
+        }
     }
     rc = harness_tables_render(x.out_dir, tf);
     fclose(tf);
-    if (rc)
-        goto fail;
+    if (rc) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     harness_tables_render(x.out_dir, stdout);
     int made = 0;
     rc = harness_plots_render(x.out_dir, &made);
@@ -904,10 +973,6 @@ int harness_run_main(int argc, char **argv)
     printf("\nresults: %s/cells.jsonl\ntables:  %s/tables.md\nplots:   %s/*.png (%d figures)\n",
            x.out_dir, x.out_dir, x.out_dir, made);
     exit_code = 0;
-    goto out;
-fail:
-    fprintf(stderr, "annlab run: %s\n", ann_errmsg(rc));
-    exit_code = 1;
 out:
     harness_problems_fini(&probs);
     json_decref(cells);

@@ -1,7 +1,7 @@
 /*
  * run.h: the `annlab` subcommands of the harness.
  *
- *   annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE]
+ *   annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]
  *   annlab table RUN_DIR
  *   annlab plot RUN_DIR
  *
@@ -22,7 +22,8 @@
  * child process (cached under index_root by a hash of engine, build
  * parameters and dataset checksum), run every cell in a fresh child process
  * and append its record to cells.jsonl (one write + fsync per line), then
- * write tables.md and figures.  Environment: ANNLAB_CELL_WRAPPER, when set,
+ * write tables.md and figures.  --dry-run stops after validation and prints
+ * the cells.  Environment: ANNLAB_CELL_WRAPPER, when set,
  * is a program the cell children run under (`$ANNLAB_CELL_WRAPPER annlab
  * cell SPEC OUT`, e.g. a script calling perf or numactl).
  */

@@ -174,12 +174,15 @@ int harness_tables_render(const char *run_dir, FILE *fp)
 
     /* (a) */
     fprintf(fp, "## (a) Engines x effort\n\nLatency: one thread, median over repeats of each "
-                "percentile. QPS: warm, the largest thread count run. Device reads: whole device "
-                "during the latency pass, per query.\n\n");
+                "percentile. QPS: warm, the largest thread count run. Dev reads: read requests of "
+                "the whole disk during the latency pass, per query (other processes included); "
+                "proc read: bytes this cell's process fetched from storage (/proc/self/io), per "
+                "query.\n\n");
     fprintf(fp, "| engine | build | open | search | recall@%lld | cold p50 (us) | cold p99 (us) | "
-                "warm p50 (us) | warm p99 (us) | QPS | threads | dev reads/q cold | dev reads/q warm | engine reads/q |\n",
+                "warm p50 (us) | warm p99 (us) | QPS | threads | dev reads/q cold | dev reads/q warm | "
+                "proc read KiB/q cold | proc read KiB/q warm | engine reads/q |\n",
             k);
-    fprintf(fp, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    fprintf(fp, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     json_t *keys = rows(cells, 0, 0, is_uncapped_ok);
     size_t i;
     json_t *kv;
@@ -190,7 +193,7 @@ int harness_tables_render(const char *run_dir, FILE *fp)
         const json_t *q = find(cells, key, 0, 0, "warm", is_uncapped_ok, 1);
         if (!q)
             q = find(cells, key, 0, 0, "cold", is_uncapped_ok, 1);
-        char r[32], c50[32], c99[32], w50[32], w99[32], qps[32], dc[32], dw[32], er[32];
+        char r[32], c50[32], c99[32], w50[32], w99[32], qps[32], dc[32], dw[32], er[32], bc[32], bw[32];
         fmt(r, sizeof r, num(any, "recall", NULL), "%.3f", 1);
         fmt(c50, sizeof c50, num(cold, "latency_us", "p50"), "%.0f", 1);
         fmt(c99, sizeof c99, num(cold, "latency_us", "p99"), "%.0f", 1);
@@ -200,12 +203,15 @@ int harness_tables_render(const char *run_dir, FILE *fp)
         fmt(dc, sizeof dc, num(cold, "device", "reads_per_query"), "%.2f", 1);
         fmt(dw, sizeof dw, num(warm, "device", "reads_per_query"), "%.2f", 1);
         fmt(er, sizeof er, num(any, "engine_stats", "reads"), "%.2f", 1);
+        fmt(bc, sizeof bc, num(cold, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
+        fmt(bw, sizeof bw, num(warm, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
         engine_cols(fp, any);
-        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %lld | %s | %s | %s |\n", r, c50, c99, w50, w99,
-                qps, q ? (long long)json_integer_value(json_object_get(q, "threads")) : 0LL, dc, dw, er);
+        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %lld | %s | %s | %s | %s | %s |\n", r, c50, c99, w50,
+                w99, qps, q ? (long long)json_integer_value(json_object_get(q, "threads")) : 0LL, dc, dw,
+                bc, bw, er);
     }
     if (json_array_size(keys) == 0)
-        fprintf(fp, "| (no finished uncapped cells) |||||||||||||\n");
+        fprintf(fp, "| (no finished uncapped cells) |||||||||||||||\n");
     json_decref(keys);
 
     /* (b) */

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -369,6 +371,68 @@ static void test_timeout_recorded(void **state)
     json_decref(cfg);
 }
 
+static void test_interrupt_leaves_resumable_run(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    /* warm cells hang, so SIGINT arrives while the second cell runs */
+    char wrapper[4400], cfg_path[4400], out[4400], jl[4600], logp[4400];
+    snprintf(wrapper, sizeof wrapper, "%s/hang-warm.sh", f->dir);
+    const char *script = "#!/bin/sh\n"
+                         "if grep -q '\"mode\": \"warm\"' \"$3\"; then exec sleep 60; fi\n"
+                         "exec \"$@\"\n";
+    assert_int_equal(tu_write_file(wrapper, script, strlen(script)), 0);
+    chmod(wrapper, 0755);
+    snprintf(cfg_path, sizeof cfg_path, "%s/intr.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-intr", f->dir);
+    snprintf(jl, sizeof jl, "%s/cells.jsonl", out);
+    snprintf(logp, sizeof logp, "%s/intr.log", f->dir);
+    json_t *cfg = config(f, "intr");
+    json_object_set_new(cfg, "threads", json_pack("[i]", 1));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(f->dir) != 0)
+            _exit(126);
+        setenv("ANNLAB_CELL_WRAPPER", wrapper, 1);
+        FILE *lf = freopen(logp, "w", stderr);
+        (void)lf;
+        execl(hf_bin(), hf_bin(), "run", cfg_path, "--out", out, (char *)NULL);
+        _exit(127);
+    }
+    /* wait for the cold cell's line, then Ctrl-C */
+    size_t len = 0;
+    for (int i = 0; i < 3000; i++) {
+        char *text = tu_read_file(jl, &len);
+        free(text);
+        if (text && len > 0)
+            break;
+        usleep(10000);
+    }
+    assert_true(len > 0);
+    usleep(200000);
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    char *log = tu_read_file(logp, &len);
+    assert_non_null(strstr(log, "interrupted; 1 cells recorded.  Resume with:"));
+    free(log);
+    json_t *cells = load_cells(out); /* every line whole */
+    assert_int_equal(json_array_size(cells), 1);
+    json_decref(cells);
+    /* resume without the hanging wrapper finishes the rest */
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 0);
+    assert_non_null(strstr(log, "1 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 1 already recorded"));
+    free(log);
+    cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    json_decref(cells);
+    json_decref(cfg);
+}
+
 static void test_bad_config_refused_before_work(void **state)
 {
     fx *f = *state;
@@ -406,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_resume_skips_finished),
         cmocka_unit_test(test_failed_cells_do_not_stop_the_sweep),
         cmocka_unit_test(test_timeout_recorded),
+        cmocka_unit_test(test_interrupt_leaves_resumable_run),
         cmocka_unit_test(test_bad_config_refused_before_work),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -85,9 +85,9 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
                        (unsigned long long)pq_sample_rows(&q, src->n, src->dim), q.iters, what);
     } else if (strcmp(what, "graph") == 0) {
         const vamana_params *g = &p->graph;
-        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu.vamana", dir, g->R,
+        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s.vamana", dir, g->R,
                        g->L_build, (double)g->alpha, g->passes, (double)g->slack,
-                       (unsigned long long)g->seed);
+                       (unsigned long long)g->seed, g->build_f16 ? "f16" : "f32");
     } else {
         return ann_fail(ANN_EPARAM, "artifacts: unknown artifact '%s'", what);
     }
@@ -338,4 +338,14 @@ void ann_artifacts_fini(ann_artifacts *a)
     vamana_graph_destroy(a->graph);
     free(a->vectors);
     memset(a, 0, sizeof *a);
+}
+
+int ann_artifacts_codes_save(const char *path, const uint8_t *codes, uint64_t n, uint32_t m)
+{
+    return codes_save(path, codes, n, m);
+}
+
+int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t **out)
+{
+    return codes_load(path, n, m, out);
 }
