@@ -86,6 +86,8 @@ static int setup(void **state)
     f->base = tu_clustered(N, DIM, 50, 2024, 0);
     f->queries = malloc(NQ * DIM * sizeof(float));
     uint64_t s = 7;
+    for (size_t i = 0; i < (size_t)N * DIM; i++) /* blur the clusters: a harder search */
+        f->base[i] += 0.5f * tu_gauss(&s);
     for (int i = 0; i < NQ; i++)
         for (int j = 0; j < DIM; j++)
             f->queries[i * DIM + j] = f->base[(size_t)(i * 97) * DIM + j] + 0.1f * tu_gauss(&s);
@@ -237,16 +239,21 @@ static void test_distance_convention(void **state)
 
 /* Two contexts with different efforts on one engine keep their own
  * parameters: the low effort's answers do not change after the high one ran,
- * and the high effort finds more. */
+ * and the high effort finds more.  FAISS 1.7.3's HNSW reads efSearch from
+ * the index, so ref-faiss-hnsw refuses a second context with another
+ * ef_search on one engine (exact message), and its efforts are compared on
+ * two open engines. */
 static void test_per_context_params(void **state)
 {
     fixture *f = *state;
     static const struct {
         const char *engine, *low, *high;
+        int shared_ef;
     } pairs[] = {
-        { "ref-hnswlib", "{\"ef_search\": 10}", "{\"ef_search\": 200}" },
-        { "ref-faiss-hnsw", "{\"ef_search\": 10}", "{\"ef_search\": 200}" },
-        { "ref-faiss-ivfpq", "{\"nprobe\": 1, \"rerank\": 1}", "{\"nprobe\": 32, \"rerank\": 20}" },
+        { "ref-hnswlib", "{\"ef_search\": 16}", "{\"ef_search\": 200}", 0 },
+        { "ref-faiss-hnsw", "{\"ef_search\": 16}", "{\"ef_search\": 200}", 1 },
+        { "ref-faiss-ivfpq", "{\"nprobe\": 1, \"rerank\": 1}", "{\"nprobe\": 32, \"rerank\": 20}",
+          0 },
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
@@ -256,11 +263,22 @@ static void test_per_context_params(void **state)
         if (p == NPEERS || !f->index[p][0])
             continue;
         const ann_engine_ops *ops = ann_engine_find(pairs[i].engine);
-        ann_engine *eng;
+        ann_engine *eng, *eng_hi;
         ann_ctx *lo, *hi;
         open_peer(pairs[i].engine, f->index[p], pairs[i].low, K, &eng, &lo);
         json_t *sp = js(pairs[i].high);
-        assert_int_equal(ops->ctx_new(eng, sp, K, &hi), 0);
+        if (pairs[i].shared_ef) {
+            ann_ctx *refused = NULL;
+            int rc = ops->ctx_new(eng, sp, K, &refused);
+            assert_int_equal(rc, ANN_EUNSUPPORTED);
+            assert_null(refused);
+            assert_non_null(strstr(ann_errmsg(rc),
+                                   "search.ef_search: 200 differs from the 16 of a live context"));
+            open_peer(pairs[i].engine, f->index[p], pairs[i].high, K, &eng_hi, &hi);
+        } else {
+            eng_hi = NULL;
+            assert_int_equal(ops->ctx_new(eng, sp, K, &hi), 0);
+        }
         json_decref(sp);
         uint32_t *a = malloc(NQ * K * sizeof *a), *b = malloc(NQ * K * sizeof *b);
         double r_lo = recall_of(f, ops, lo, a);
@@ -275,6 +293,7 @@ static void test_per_context_params(void **state)
         ops->ctx_free(lo);
         ops->ctx_free(hi);
         ops->close(eng);
+        ops->close(eng_hi);
         ran++;
     }
     if (!ran)

@@ -5,7 +5,15 @@
  * context through SearchParametersHNSW).  Saved with write_index, loaded
  * with read_index; open() checks the graph read from disk (levels, links,
  * entry point) before any search may follow a link.  FAISS runs one OpenMP
- * thread inside a search call.  Per-query stats: cpu_ns only (FAISS's HNSW
+ * thread inside a search call.
+ *
+ * FAISS 1.7.3 honours SearchParametersHNSW::efSearch only in part: HNSW::
+ * search sizes its candidate heap from the index's own hnsw.efSearch (the
+ * default 16), so a larger per-call efSearch changes nothing past 16.  The
+ * shim therefore sets the index's efSearch at ctx_new (and passes the same
+ * value per call); contexts of one open engine must share one ef_search
+ * (a second context with another value is ANN_EUNSUPPORTED: open the index
+ * again for it).  The harness runs one effort per cell.  Per-query stats: cpu_ns only (FAISS's HNSW
  * counters are a process-wide global).
  */
 #include "engines/ref_faiss/common.hh"
@@ -14,6 +22,7 @@
 #include <omp.h>
 
 #include <cerrno>
+#include <mutex>
 #include <vector>
 
 namespace {
@@ -37,14 +46,16 @@ const ann_param_spec rfh_search_params[] = {
 
 struct rfh_engine {
     std::unique_ptr<faiss::Index> index; /* an IndexHNSWFlat; NULL when n == 0 */
-    const faiss::IndexHNSW *hnsw = nullptr;
+    faiss::IndexHNSW *hnsw = nullptr;
+    std::mutex ctx_lock; /* guards live_ctx and the index's efSearch */
+    int live_ctx = 0;
     ann_metric metric = ANN_METRIC_L2;
     uint64_t n = 0;
     uint32_t dim = 0;
 };
 
 struct rfh_ctx {
-    const rfh_engine *eng = nullptr;
+    rfh_engine *eng = nullptr;
     uint32_t k_max = 0;
     faiss::SearchParametersHNSW params;
     std::vector<faiss::Index::idx_t> labels;
@@ -140,7 +151,7 @@ int rfh_open_body(const char *dir, rfh_engine **out)
         rc = read_index(dir, e->index);
         if (rc)
             goto out;
-        e->hnsw = dynamic_cast<const faiss::IndexHNSWFlat *>(e->index.get());
+        e->hnsw = dynamic_cast<faiss::IndexHNSWFlat *>(e->index.get());
         rc = rfh_check(*e, meta, M, dir);
         if (rc)
             goto out;
@@ -183,15 +194,26 @@ int rfh_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, an
     if (ef < (int64_t)k_max)
         return ann_fail(ANN_EPARAM, "search.ef_search: %lld is less than k = %u",
                         (long long)ef, k_max);
+    rfh_engine *e = reinterpret_cast<rfh_engine *>(eng);
     rfh_ctx *c = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-hnsw ctx_new", [&]() {
+        std::lock_guard<std::mutex> guard(e->ctx_lock);
+        if (e->hnsw) {
+            if (e->live_ctx > 0 && e->hnsw->hnsw.efSearch != (int)ef)
+                return ann_fail(ANN_EUNSUPPORTED,
+                                "search.ef_search: %lld differs from the %d of a live context on "
+                                "this engine (FAISS 1.7.3 reads efSearch from the index)",
+                                (long long)ef, e->hnsw->hnsw.efSearch);
+            e->hnsw->hnsw.efSearch = (int)ef;
+        }
         auto cx = std::make_unique<rfh_ctx>();
-        cx->eng = reinterpret_cast<const rfh_engine *>(eng);
+        cx->eng = e;
         cx->k_max = k_max ? k_max : 1;
         cx->params.efSearch = (int)ef;
         cx->labels.resize(cx->k_max);
         cx->dists.resize(cx->k_max);
         c = cx.release();
+        e->live_ctx++;
         return 0;
     });
     if (rc == 0)
@@ -201,7 +223,15 @@ int rfh_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, an
 
 void rfh_ctx_free(ann_ctx *ctx)
 {
-    delete reinterpret_cast<rfh_ctx *>(ctx);
+    rfh_ctx *c = reinterpret_cast<rfh_ctx *>(ctx);
+    if (!c)
+        return;
+    rfh_engine *e = c->eng;
+    {
+        std::lock_guard<std::mutex> guard(e->ctx_lock);
+        e->live_ctx--;
+    }
+    delete c;
 }
 
 int rfh_search_body(rfh_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists)

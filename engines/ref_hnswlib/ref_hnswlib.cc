@@ -18,8 +18,18 @@
  * Cosine is hnswlib's InnerProductSpace on unit vectors (distance 1 - ip,
  * already annlab's convention); for ip the shim subtracts 1 to return -ip.
  * Per-query stats: only cpu_ns (hnswlib's counters are index-wide atomics).
+ * hnswlib picks its distance kernels at compile time: with the project's
+ * flags (no -march) that is its SSE path, not AVX, which understates it
+ * next to annlab's runtime-dispatched AVX-512 kernels.
  * No exception crosses into C (engines/core/cxx_shim.hh).
  */
+#if defined(__SANITIZE_ADDRESS__)
+/* hnswlib 0.6's SSE path reads one link past the end of a list to compute
+ * prefetch addresses (nmslib/hnswlib#578): harmless, but ASan stops on it.
+ * The sanitizer build therefore compiles hnswlib's portable path; the
+ * optimised build keeps its SSE kernels. */
+#define NO_MANUAL_VECTORIZATION
+#endif
 #include <hnswlib/hnswlib.h>
 
 extern "C" {
