@@ -661,6 +661,10 @@ int harness_run_main(int argc, char **argv)
     json_t *cells = NULL, *done = NULL, *machine = NULL;
     const char *out_arg = NULL, *only = NULL;
     int resume = 0, dry_run = 0;
+    /* Build and cell children inherit this: libgomp (FAISS) otherwise
+     * spin-waits between parallel regions and, on a machine with few cores,
+     * steals most of the CPU from the threads doing the work. */
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out_arg = argv[++i];
