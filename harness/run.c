@@ -850,6 +850,11 @@ int harness_run_main(int argc, char **argv)
         exit_code = run_failed(rc);
         goto out;
     }
+    /* Build children share the PQ codebook and the Vamana graph through
+     * engines/core/artifacts.h, so diskann-sector, -record and -resident
+     * are compared on the same graph (DESIGN.md) and it is built once. */
+    snprintf(path, sizeof path, "%s/artifacts", x.index_root);
+    setenv("ANNLAB_ARTIFACT_DIR", path, 0);
     snprintf(path, sizeof path, "%s/config.json", x.out_dir);
     if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path))) {
         exit_code = run_failed(rc);
