@@ -10,6 +10,7 @@
 #include "datasets/readers.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -27,32 +28,6 @@ typedef struct texmex {
     uint64_t row_bytes;
     char path[4096];
 } texmex;
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off, const char *path)
-{
-    unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t r = pread(fd, p, len, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return ann_fail_errno("%s: read at offset %llu", path, (unsigned long long)off);
-        }
-        if (r == 0)
-            return ann_fail(ANN_EFORMAT, "%s: unexpected end of file at offset %llu", path,
-                            (unsigned long long)off);
-        p += r;
-        len -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
 
 /* Open path, read row 0's dim, check the size is whole rows. */
 static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
@@ -75,7 +50,7 @@ static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
                       (long long)st.st_size);
         goto out;
     }
-    rc = pread_all(t->fd, d4, 4, 0, path);
+    rc = ann_pread_full(t->fd, d4, 4, 0, path);
     if (rc)
         goto out;
     int32_t dim = (int32_t)ds_le32(d4);
@@ -108,7 +83,7 @@ out:
  */
 static int texmex_read_raw(const texmex *t, uint64_t first, uint64_t count, unsigned char *buf)
 {
-    int rc = pread_all(t->fd, buf, count * t->row_bytes, first * t->row_bytes, t->path);
+    int rc = ann_pread_full(t->fd, buf, count * t->row_bytes, first * t->row_bytes, t->path);
     if (rc)
         return rc;
     size_t payload = (size_t)t->dim * t->isz;
@@ -164,9 +139,9 @@ int ds_texmex_open(const char *path, ann_metric metric, ann_vecsrc **out)
 {
     int rc = 0;
     size_t isz;
-    if (ends_with(path, ".fvecs"))
+    if (ann_str_ends_with(path, ".fvecs"))
         isz = 4;
-    else if (ends_with(path, ".bvecs"))
+    else if (ann_str_ends_with(path, ".bvecs"))
         isz = 1;
     else
         return ann_fail(ANN_EFORMAT, "%s: not a .fvecs or .bvecs file", path);
@@ -202,7 +177,7 @@ int ds_ivecs_load_gt(const char *path, uint64_t n_base, ann_gt *gt)
     texmex t = { .fd = -1 };
     uint64_t n = 0;
     memset(gt, 0, sizeof *gt);
-    if (!ends_with(path, ".ivecs"))
+    if (!ann_str_ends_with(path, ".ivecs"))
         return ann_fail(ANN_EFORMAT, "%s: not an .ivecs file", path);
     rc = texmex_init(&t, path, 4, &n);
     if (rc)
@@ -275,9 +250,9 @@ out:
 
 int ds_gt_load_any(const char *path, uint64_t n_base, ann_gt *gt)
 {
-    if (ends_with(path, ".ivecs"))
+    if (ann_str_ends_with(path, ".ivecs"))
         return ds_ivecs_load_gt(path, n_base, gt);
-    if (ends_with(path, ".ibin"))
+    if (ann_str_ends_with(path, ".ibin"))
         return ann_gt_load(path, n_base, gt);
     memset(gt, 0, sizeof *gt);
     return ann_fail(ANN_EFORMAT, "%s: ground truth must be .ibin or .ivecs", path);
@@ -285,9 +260,10 @@ int ds_gt_load_any(const char *path, uint64_t n_base, ann_gt *gt)
 
 int ds_vecsrc_open_any(const char *path, ann_metric metric, ann_vecsrc **out)
 {
-    if (ends_with(path, ".fvecs") || ends_with(path, ".bvecs"))
+    if (ann_str_ends_with(path, ".fvecs") || ann_str_ends_with(path, ".bvecs"))
         return ds_texmex_open(path, metric, out);
-    if (ends_with(path, ".fbin") || ends_with(path, ".u8bin") || ends_with(path, ".i8bin"))
+    if (ann_str_ends_with(path, ".fbin") || ann_str_ends_with(path, ".u8bin") ||
+        ann_str_ends_with(path, ".i8bin"))
         return ann_vecsrc_open_file(path, metric, out);
     return ann_fail(ANN_EFORMAT, "%s: unknown vector file extension (want .fvecs, .bvecs, "
                                  ".fbin, .u8bin or .i8bin)",

@@ -1,0 +1,47 @@
+/*
+ * fileio.h: plain-file helpers shared by core and datasets: a pread that
+ * reads exactly the bytes asked for, and the temporary-name + fsync +
+ * rename sequence that keeps a half-written file from ever standing under
+ * its final name.  (binio.h builds its checksummed writer on its own FILE;
+ * these serve the formats with no trailer: .fbin ground truth, .fvecs,
+ * manifest.json.)
+ */
+#ifndef ANNLAB_CORE_FILEIO_H
+#define ANNLAB_CORE_FILEIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Read exactly len bytes at byte offset off of fd into buf, retrying short
+ * reads and EINTR.  path (borrowed) names the file in messages.
+ * Thread-safe (pread).  Errors: -errno "<path>: read at offset N";
+ * ANN_EFORMAT "<path>: unexpected end of file at offset N" when the file
+ * ends first (N is the offset of the first byte not read).
+ */
+int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path);
+
+/* 1 when s ends with suffix, else 0. */
+int ann_str_ends_with(const char *s, const char *suffix);
+
+/*
+ * Create "<path>.tmp.<pid>" for writing (binary).  tmp (out, tmp_len bytes)
+ * receives the temporary's name; *out the stream, which the caller owns
+ * until it hands it to ann_tmpfile_commit or ann_tmpfile_discard.
+ * Errors: -errno "<tmp>: create".
+ */
+int ann_tmpfile_create(const char *path, char *tmp, size_t tmp_len, FILE **out);
+
+/*
+ * Flush, fsync and close fp, then rename tmp over path.  Always consumes fp;
+ * on any failure tmp is removed and nothing is left at path that was not
+ * there before.  Errors: -errno "<tmp>: write" (flush or fsync),
+ * "<tmp>: close", "<tmp>: rename".
+ */
+int ann_tmpfile_commit(FILE *fp, const char *tmp, const char *path);
+
+/* Close fp (may be NULL) and remove tmp: the path for a failed write. */
+void ann_tmpfile_discard(FILE *fp, const char *tmp);
+
+#endif
