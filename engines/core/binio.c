@@ -41,16 +41,21 @@ int ann_awriter_write(ann_awriter *w, const void *data, size_t len)
     return 0;
 }
 
-int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
+/* Append count 4-byte words (u32 or f32 bit patterns) little-endian. */
+static int awriter_write_words(ann_awriter *w, const void *v, size_t count)
 {
     if (ann_host_le())
         return ann_awriter_write(w, v, count * 4);
+    const uint8_t *src = v;
     uint8_t buf[BINIO_CHUNK];
     size_t i = 0;
     while (i < count) {
         size_t c = 0;
-        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
-            ann_put_u32(buf + c * 4, v[i]);
+        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++) {
+            uint32_t x;
+            memcpy(&x, src + i * 4, 4);
+            ann_put_u32(buf + c * 4, x);
+        }
         int rc = ann_awriter_write(w, buf, c * 4);
         if (rc)
             return rc;
@@ -58,21 +63,14 @@ int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
     return 0;
 }
 
+int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
+{
+    return awriter_write_words(w, v, count);
+}
+
 int ann_awriter_write_f32s(ann_awriter *w, const float *v, size_t count)
 {
-    if (ann_host_le())
-        return ann_awriter_write(w, v, count * 4);
-    uint8_t buf[BINIO_CHUNK];
-    size_t i = 0;
-    while (i < count) {
-        size_t c = 0;
-        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
-            ann_put_f32(buf + c * 4, v[i]);
-        int rc = ann_awriter_write(w, buf, c * 4);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return awriter_write_words(w, v, count);
 }
 
 int ann_awriter_finish(ann_awriter *w)
@@ -155,28 +153,28 @@ int ann_rfile_read(ann_rfile *r, void *buf, size_t len, const char *what)
     return 0;
 }
 
-int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what)
+/* Read count little-endian 4-byte words (u32 or f32 bit patterns) into v. */
+static int rfile_read_words(ann_rfile *r, void *v, size_t count, const char *what)
 {
     int rc = ann_rfile_read(r, v, count * 4, what);
-    if (rc == 0 && !ann_host_le())
+    if (rc == 0 && !ann_host_le()) {
+        uint8_t *p = v;
         for (size_t i = 0; i < count; i++) {
-            uint8_t b[4];
-            memcpy(b, &v[i], 4);
-            v[i] = ann_get_u32(b);
+            uint32_t x = ann_get_u32(p + i * 4);
+            memcpy(p + i * 4, &x, 4);
         }
+    }
     return rc;
+}
+
+int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what)
+{
+    return rfile_read_words(r, v, count, what);
 }
 
 int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what)
 {
-    int rc = ann_rfile_read(r, v, count * 4, what);
-    if (rc == 0 && !ann_host_le())
-        for (size_t i = 0; i < count; i++) {
-            uint8_t b[4];
-            memcpy(b, &v[i], 4);
-            v[i] = ann_get_f32(b);
-        }
-    return rc;
+    return rfile_read_words(r, v, count, what);
 }
 
 int ann_rfile_check_trailer(ann_rfile *r)
