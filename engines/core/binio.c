@@ -201,3 +201,34 @@ void ann_rfile_close(ann_rfile *r)
     if (r)
         r->fp = NULL;
 }
+
+int ann_awriter_open_header(ann_awriter *w, const char *path, const ann_binfmt *fmt,
+                            uint8_t *hdr)
+{
+    memcpy(hdr, fmt->magic, 8);
+    ann_put_u32(hdr + 8, fmt->version);
+    int rc = ann_awriter_open(w, path);
+    if (rc)
+        return rc;
+    rc = ann_awriter_write(w, hdr, fmt->header_bytes);
+    if (rc)
+        ann_awriter_abort(w);
+    return rc;
+}
+
+int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt, uint8_t *hdr)
+{
+    int rc = ann_rfile_open(r, path);
+    if (rc)
+        return rc;
+    rc = ann_rfile_read(r, hdr, fmt->header_bytes, "header");
+    if (rc)
+        return rc;
+    if (memcmp(hdr, fmt->magic, 8) != 0)
+        return ann_fail(ANN_EFORMAT, "%s: not a %s (bad magic)", path, fmt->name);
+    uint32_t version = ann_get_u32(hdr + 8);
+    if (version != fmt->version)
+        return ann_fail(ANN_EVERSION, "%s: %s version %u, this build reads %u", path,
+                        fmt->version_name, version, fmt->version);
+    return 0;
+}

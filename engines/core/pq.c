@@ -29,6 +29,14 @@
 
 #define PQ_MAGIC "ANNPQCB"
 #define PQ_HEADER_BYTES 48
+
+static const ann_binfmt pq_binfmt = {
+    .magic = PQ_MAGIC,
+    .version = PQ_FILE_VERSION,
+    .header_bytes = PQ_HEADER_BYTES,
+    .name = "PQ codebook",
+    .version_name = "PQ codebook",
+};
 #define PQ_ENCODE_BLOCK 1024
 
 uint32_t pq_default_bytes(uint32_t dim)
@@ -407,8 +415,6 @@ int pq_codebook_save(const pq_codebook *cb, const char *path)
     int rc = 0;
     ann_awriter w;
     uint8_t h[PQ_HEADER_BYTES] = { 0 };
-    memcpy(h, PQ_MAGIC, 8);
-    ann_put_u32(h + 8, PQ_FILE_VERSION);
     ann_put_u32(h + 12, cb->dim);
     ann_put_u32(h + 16, cb->m);
     ann_put_u32(h + 20, cb->dsub);
@@ -416,12 +422,9 @@ int pq_codebook_save(const pq_codebook *cb, const char *path)
     ann_put_u32(h + 28, (uint32_t)cb->metric);
     ann_put_u64(h + 32, cb->seed);
     ann_put_u64(h + 40, cb->n_train);
-    rc = ann_awriter_open(&w, path);
+    rc = ann_awriter_open_header(&w, path, &pq_binfmt, h);
     if (rc)
         return rc;
-    rc = ann_awriter_write(&w, h, sizeof h);
-    if (rc)
-        goto out;
     rc = ann_awriter_write_f32s(&w, cb->centroids, (size_t)cb->m * PQ_KSUB * cb->dsub);
     if (rc)
         goto out;
@@ -439,22 +442,9 @@ int pq_codebook_load(const char *path, pq_codebook **out)
     pq_codebook *cb = NULL;
     uint8_t h[PQ_HEADER_BYTES];
     *out = NULL;
-    rc = ann_rfile_open(&r, path);
-    if (rc)
-        return rc;
-    rc = ann_rfile_read(&r, h, sizeof h, "header");
+    rc = ann_rfile_open_header(&r, path, &pq_binfmt, h);
     if (rc)
         goto out;
-    if (memcmp(h, PQ_MAGIC, 8) != 0) {
-        rc = ann_fail(ANN_EFORMAT, "%s: not a PQ codebook (bad magic)", path);
-        goto out;
-    }
-    uint32_t version = ann_get_u32(h + 8);
-    if (version != PQ_FILE_VERSION) {
-        rc = ann_fail(ANN_EVERSION, "%s: PQ codebook version %u, this build reads %u", path,
-                      version, PQ_FILE_VERSION);
-        goto out;
-    }
     uint32_t dim = ann_get_u32(h + 12), m = ann_get_u32(h + 16), dsub = ann_get_u32(h + 20);
     uint32_t ksub = ann_get_u32(h + 24), metric = ann_get_u32(h + 28);
     if (dim == 0 || dim > (1u << 20)) {
