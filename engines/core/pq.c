@@ -364,23 +364,31 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
             table[k] += 1.0f;
 }
 
+/* Four ADC sums at once: four independent accumulators hide the latency of
+ * the table loads, which one running sum would serialise. */
+static inline void pq_adc4(const float *table, uint32_t m, const uint8_t *c0, const uint8_t *c1,
+                           const uint8_t *c2, const uint8_t *c3, float *out)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        const float *t = table + (size_t)j * PQ_KSUB;
+        s0 += t[c0[j]];
+        s1 += t[c1[j]];
+        s2 += t[c2[j]];
+        s3 += t[c3[j]];
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+
 void pq_adc_scan(const float *table, uint32_t m, const uint8_t *codes, uint64_t n, float *out)
 {
     uint64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const uint8_t *c0 = codes + i * m, *c1 = c0 + m, *c2 = c1 + m, *c3 = c2 + m;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (uint32_t j = 0; j < m; j++) {
-            const float *t = table + (size_t)j * PQ_KSUB;
-            s0 += t[c0[j]];
-            s1 += t[c1[j]];
-            s2 += t[c2[j]];
-            s3 += t[c3[j]];
-        }
-        out[i] = s0;
-        out[i + 1] = s1;
-        out[i + 2] = s2;
-        out[i + 3] = s3;
+        const uint8_t *c0 = codes + i * m;
+        pq_adc4(table, m, c0, c0 + m, c0 + 2 * (size_t)m, c0 + 3 * (size_t)m, out + i);
     }
     for (; i < n; i++)
         out[i] = pq_adc_distance(table, codes + i * m, m);
@@ -390,22 +398,9 @@ void pq_adc_gather(const float *table, uint32_t m, const uint8_t *codes, const u
                    uint32_t count, float *out)
 {
     uint32_t i = 0;
-    for (; i + 4 <= count; i += 4) {
-        const uint8_t *c0 = codes + (size_t)ids[i] * m, *c1 = codes + (size_t)ids[i + 1] * m;
-        const uint8_t *c2 = codes + (size_t)ids[i + 2] * m, *c3 = codes + (size_t)ids[i + 3] * m;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (uint32_t j = 0; j < m; j++) {
-            const float *t = table + (size_t)j * PQ_KSUB;
-            s0 += t[c0[j]];
-            s1 += t[c1[j]];
-            s2 += t[c2[j]];
-            s3 += t[c3[j]];
-        }
-        out[i] = s0;
-        out[i + 1] = s1;
-        out[i + 2] = s2;
-        out[i + 3] = s3;
-    }
+    for (; i + 4 <= count; i += 4)
+        pq_adc4(table, m, codes + (size_t)ids[i] * m, codes + (size_t)ids[i + 1] * m,
+                codes + (size_t)ids[i + 2] * m, codes + (size_t)ids[i + 3] * m, out + i);
     for (; i < count; i++)
         out[i] = pq_adc_distance(table, codes + (size_t)ids[i] * m, m);
 }
