@@ -35,6 +35,13 @@ int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out);
 int ds_sha256_file(const char *path, char *out, uint64_t *bytes);
 
 /*
+ * Append {"role", "path", "bytes", "sha256"} for the source file path to
+ * the JSON array list (a manifest's "sources").  Strings are copied.
+ * Errors: as ds_sha256_file (nothing appended then).
+ */
+int ds_source_entry(json_t *list, const char *role, const char *path);
+
+/*
  * Check rows of floats for NaN/Inf: ANN_EDATA "<what>: row R, component C
  * is NaN" with R counted from first_row.
  */

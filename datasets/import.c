@@ -249,19 +249,6 @@ out:
     return rc;
 }
 
-/* {"path", "bytes", "sha256"} for a source file. */
-static int source_entry(json_t *list, const char *role, const char *path)
-{
-    char sum[80];
-    uint64_t bytes = 0;
-    int rc = ds_sha256_file(path, sum, &bytes);
-    if (rc)
-        return rc;
-    json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:s}", "role", role, "path", path,
-                                          "bytes", (json_int_t)bytes, "sha256", sum));
-    return 0;
-}
-
 int ds_import_from_files(const ds_import_files *f)
 {
     int rc = 0;
@@ -291,7 +278,7 @@ int ds_import_from_files(const ds_import_files *f)
                          .warmup_seed = DS_WARMUP_SEED, .gt_k = f->gt_k };
     if (f->hdf5) {
         ann_metric file_metric;
-        if ((rc = source_entry(sources, "hdf5", f->hdf5)))
+        if ((rc = ds_source_entry(sources, "hdf5", f->hdf5)))
             goto out;
         if ((rc = ds_hdf5_open(f->hdf5, &h5, &file_metric)))
             goto out;
@@ -321,10 +308,10 @@ int ds_import_from_files(const ds_import_files *f)
             rc = ann_fail(ANN_EPARAM, "import: need a base and a query file (or one .hdf5 file)");
             goto out;
         }
-        if ((rc = source_entry(sources, "base", f->base)) ||
-            (rc = source_entry(sources, "query", f->query)) ||
-            (f->gt && (rc = source_entry(sources, "gt", f->gt))) ||
-            (f->warmup && (rc = source_entry(sources, "warmup", f->warmup))))
+        if ((rc = ds_source_entry(sources, "base", f->base)) ||
+            (rc = ds_source_entry(sources, "query", f->query)) ||
+            (f->gt && (rc = ds_source_entry(sources, "gt", f->gt))) ||
+            (f->warmup && (rc = ds_source_entry(sources, "warmup", f->warmup))))
             goto out;
         if ((rc = ds_vecsrc_open_any(f->base, metric, &base)) ||
             (rc = ds_vecsrc_open_any(f->query, metric, &query)) ||
