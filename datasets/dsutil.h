@@ -81,11 +81,8 @@ typedef struct ds_copy_spec {
 } ds_copy_spec;
 int ds_copy_rows(const ds_copy_spec *spec);
 
-/* Little-endian decoding. */
-static inline uint32_t ds_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+/* Big-endian decoding (MNIST idx); little-endian is engines/core/binio.h's
+ * ann_get_u32. */
 static inline uint32_t ds_be32(const unsigned char *p)
 {
     return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;

@@ -10,6 +10,7 @@
 #include "datasets/readers.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/binio.h"
 #include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
@@ -53,7 +54,7 @@ static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
     rc = ann_pread_full(t->fd, d4, 4, 0, path);
     if (rc)
         goto out;
-    int32_t dim = (int32_t)ds_le32(d4);
+    int32_t dim = (int32_t)ann_get_u32(d4);
     if (dim <= 0 || dim > (1 << 20)) {
         rc = ann_fail(ANN_EFORMAT, "%s: row 0 has dim %d (want 1 to %d)", path, dim, 1 << 20);
         goto out;
@@ -89,7 +90,7 @@ static int texmex_read_raw(const texmex *t, uint64_t first, uint64_t count, unsi
     size_t payload = (size_t)t->dim * t->isz;
     for (uint64_t i = 0; i < count; i++) {
         const unsigned char *row = buf + i * t->row_bytes;
-        int32_t d = (int32_t)ds_le32(row);
+        int32_t d = (int32_t)ann_get_u32(row);
         if (d != (int32_t)t->dim)
             return ann_fail(ANN_EFORMAT, "%s: row %llu has dim %d, expected %u (from row 0)",
                             t->path, (unsigned long long)(first + i), d, t->dim);
@@ -200,7 +201,7 @@ int ds_ivecs_load_gt(const char *path, uint64_t n_base, ann_gt *gt)
     for (uint64_t i = 0; i < n * gt->k; i++) {
         unsigned char b[4];
         memcpy(b, &gt->ids[i], 4);
-        gt->ids[i] = (int32_t)ds_le32(b);
+        gt->ids[i] = (int32_t)ann_get_u32(b);
         if (gt->ids[i] < 0 || (n_base > 0 && (uint64_t)gt->ids[i] >= n_base)) {
             rc = ann_fail(ANN_EDATA, "%s: query %llu rank %llu: id %d out of range [0, %llu)",
                           path, (unsigned long long)(i / gt->k), (unsigned long long)(i % gt->k),
@@ -227,8 +228,8 @@ int ds_texmex_write(const char *path, ann_elem elem, const void *rows, uint64_t 
     FILE *fp = fopen(tmp, "wb");
     if (!fp)
         return ann_fail_errno("%s: create", tmp);
-    unsigned char d4[4] = { (unsigned char)dim, (unsigned char)(dim >> 8),
-                            (unsigned char)(dim >> 16), (unsigned char)(dim >> 24) };
+    unsigned char d4[4];
+    ann_put_u32(d4, dim);
     const unsigned char *p = rows;
     for (uint64_t i = 0; i < n; i++) {
         if (fwrite(d4, 1, 4, fp) != 4 || fwrite(p + i * dim * isz, isz, dim, fp) != dim) {
