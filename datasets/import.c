@@ -15,6 +15,7 @@
 #include "datasets/dsutil.h"
 #include "datasets/readers.h"
 #include "engines/core/exact.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -30,20 +31,7 @@ static const char *const members[] = { "manifest.json", "base.fbin", "query.fbin
 
 int ds_mkdir_p(const char *path)
 {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return ann_fail(ANN_EPARAM, "%s: path too long", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return ann_fail_errno("%s: mkdir", buf);
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return ann_fail_errno("%s: mkdir", buf);
-    return 0;
+    return ann_mkdir_p(path, 0755, "mkdir");
 }
 
 static void remove_members(const char *dir)

@@ -7,6 +7,7 @@
 #include "engines/core/artifacts.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -104,23 +105,6 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
     return 0;
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(tmp, 0775) != 0 && errno != EEXIST)
-            return ann_fail_errno("%s: cannot create directory", tmp);
-        *s = '/';
-    }
-    if (mkdir(tmp, 0775) != 0 && errno != EEXIST)
-        return ann_fail_errno("%s: cannot create directory", tmp);
-    return 0;
-}
-
 static int ensure_parent(const char *file)
 {
     char dir[4096];
@@ -129,7 +113,7 @@ static int ensure_parent(const char *file)
     if (!slash)
         return 0;
     *slash = '\0';
-    return mkdir_p(dir);
+    return ann_mkdir_p(dir, 0775, "cannot create directory");
 }
 
 static int file_exists(const char *path)

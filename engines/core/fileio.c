@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path)
@@ -71,4 +72,22 @@ void ann_tmpfile_discard(FILE *fp, const char *tmp)
     if (fp)
         fclose(fp);
     unlink(tmp);
+}
+
+int ann_mkdir_p(const char *path, unsigned mode, const char *what)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ann_fail(ANN_EPARAM, "%s: path too long", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+            return ann_fail_errno("%s: %s", buf, what);
+        *p = '/';
+    }
+    if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
+        return ann_fail_errno("%s: %s", buf, what);
+    return 0;
 }

@@ -44,4 +44,13 @@ int ann_tmpfile_commit(FILE *fp, const char *tmp, const char *path);
 /* Close fp (may be NULL) and remove tmp: the path for a failed write. */
 void ann_tmpfile_discard(FILE *fp, const char *tmp);
 
+/*
+ * mkdir -p: create path and each missing parent with mode (an existing
+ * directory is fine).  what is the wording after "<dir>: " when a mkdir
+ * fails ("mkdir", "cannot create directory"); callers keep their own.
+ * Errors: ANN_EPARAM "<path>: path too long" (4096 bytes or more);
+ * -errno "<dir>: <what>" naming the component that failed.
+ */
+int ann_mkdir_p(const char *path, unsigned mode, const char *what);
+
 #endif
