@@ -14,6 +14,19 @@
 
 #define BINIO_CHUNK 4096
 
+/* crc32 over len bytes, fed in pieces that fit zlib's uInt length. */
+static unsigned long binio_crc(unsigned long crc, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len > 0) {
+        uInt part = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = crc32(crc, p, part);
+        p += part;
+        len -= part;
+    }
+    return crc;
+}
+
 int ann_awriter_open(ann_awriter *w, const char *path)
 {
     memset(w, 0, sizeof *w);
@@ -28,14 +41,7 @@ int ann_awriter_open(ann_awriter *w, const char *path)
 
 int ann_awriter_write(ann_awriter *w, const void *data, size_t len)
 {
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left > 0) {
-        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
-        w->crc = crc32(w->crc, p, part);
-        p += part;
-        left -= part;
-    }
+    w->crc = binio_crc(w->crc, data, len);
     if (len && fwrite(data, 1, len, w->fp) != len)
         return ann_fail_errno("%s: write failed", w->tmp);
     return 0;
@@ -141,14 +147,7 @@ int ann_rfile_read(ann_rfile *r, void *buf, size_t len, const char *what)
         return ann_fail(ANN_EFORMAT, "%s: truncated reading %s at offset %llu", r->path, what,
                         (unsigned long long)r->offset);
     }
-    const uint8_t *p = buf;
-    size_t left = len;
-    while (left > 0) {
-        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
-        r->crc = crc32(r->crc, p, part);
-        p += part;
-        left -= part;
-    }
+    r->crc = binio_crc(r->crc, buf, len);
     r->offset += len;
     return 0;
 }
