@@ -39,13 +39,9 @@ static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
     t->fd = -1;
     t->isz = isz;
     snprintf(t->path, sizeof t->path, "%s", path);
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (t->fd < 0)
-        return ann_fail_errno("%s: open", path);
-    if (fstat(t->fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &t->fd, &st);
+    if (rc)
+        return rc;
     if (st.st_size < 4) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, too short for a row", path,
                       (long long)st.st_size);

@@ -8,6 +8,7 @@
 #include "engines/core/status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,20 @@ int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path
         p += r;
         len -= (size_t)r;
         off += (uint64_t)r;
+    }
+    return 0;
+}
+
+int ann_open_stat(const char *path, int *fd, struct stat *st)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return ann_fail_errno("%s: open", path);
+    if (fstat(*fd, st) != 0) {
+        int rc = ann_fail_errno("%s: stat", path);
+        close(*fd);
+        *fd = -1;
+        return rc;
     }
     return 0;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 /*
  * Read exactly len bytes at byte offset off of fd into buf, retrying short
@@ -21,6 +22,13 @@
  * ends first (N is the offset of the first byte not read).
  */
 int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path);
+
+/*
+ * Open path read-only (O_CLOEXEC) and fstat it into *st.  On success *fd
+ * (owned by the caller, who closes it) is open; on failure it is -1 and
+ * nothing is left open.  Errors: -errno "<path>: open" or "<path>: stat".
+ */
+int ann_open_stat(const char *path, int *fd, struct stat *st);
 
 /* 1 when s ends with suffix, else 0. */
 int ann_str_ends_with(const char *s, const char *suffix);

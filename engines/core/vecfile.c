@@ -57,14 +57,10 @@ int ann_vecfile_open(const char *path, ann_vecfile *vf)
     rc = ann_elem_from_path(path, &vf->elem);
     if (rc)
         return rc;
-    vf->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (vf->fd < 0)
-        return ann_fail_errno("%s: open", path);
     struct stat st;
-    if (fstat(vf->fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &vf->fd, &st);
+    if (rc)
+        return rc;
     if (st.st_size < 8) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
                       (long long)st.st_size);
@@ -212,14 +208,10 @@ int ann_gt_load(const char *path, uint64_t n_base, ann_gt *gt)
     int rc = 0;
     int fd = -1;
     memset(gt, 0, sizeof *gt);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open", path);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &fd, &st);
+    if (rc)
+        return rc;
     unsigned char hdr[8];
     if (st.st_size < 8) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
