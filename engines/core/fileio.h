@@ -1,10 +1,10 @@
 /*
  * fileio.h: plain-file helpers shared by core and datasets: a pread that
- * reads exactly the bytes asked for, and the temporary-name + fsync +
- * rename sequence that keeps a half-written file from ever standing under
- * its final name.  (binio.h builds its checksummed writer on its own FILE;
- * these serve the formats with no trailer: .fbin ground truth, .fvecs,
- * manifest.json.)
+ * reads exactly the bytes asked for, open + fstat, mkdir -p, a suffix test,
+ * and the temporary-name + fsync + rename sequence that keeps a
+ * half-written file from ever standing under its final name.  (binio.h's
+ * checksummed writer keeps its own FILE and messages; these serve the
+ * formats with no trailer: .ibin ground truth, manifest.json.)
  */
 #ifndef ANNLAB_CORE_FILEIO_H
 #define ANNLAB_CORE_FILEIO_H
