@@ -17,6 +17,7 @@
 
 #include "datasets/dsutil.h"
 #include "engines/core/exact.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -367,30 +368,21 @@ static void fsync_dir(const char *dir)
 static int write_manifest(const char *dir, const json_t *obj)
 {
     char path[4096], tmp[4096];
+    FILE *fp = NULL;
     int rc = ds_join(path, sizeof path, dir, MANIFEST_FILE);
     if (rc)
         return rc;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *fp = fopen(tmp, "w");
-    if (!fp)
-        return ann_fail_errno("%s: create", tmp);
-    if (json_dumpf(obj, fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', fp) == EOF ||
-        fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+    rc = ann_tmpfile_create(path, tmp, sizeof tmp, &fp);
+    if (rc)
+        return rc;
+    if (json_dumpf(obj, fp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || fputc('\n', fp) == EOF) {
         rc = ann_fail_errno("%s: write", tmp);
-        fclose(fp);
-        unlink(tmp);
+        ann_tmpfile_discard(fp, tmp);
         return rc;
     }
-    if (fclose(fp) != 0) {
-        rc = ann_fail_errno("%s: close", tmp);
-        unlink(tmp);
+    rc = ann_tmpfile_commit(fp, tmp, path);
+    if (rc)
         return rc;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = ann_fail_errno("%s: rename", tmp);
-        unlink(tmp);
-        return rc;
-    }
     fsync_dir(dir);
     return 0;
 }

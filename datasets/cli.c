@@ -17,6 +17,7 @@
 #include "datasets/import.h"
 #include "datasets/parquet.h"
 #include "datasets/prepare.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <stdio.h>
@@ -54,16 +55,11 @@ static int fail(int rc)
     return 1;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 static int is_vector_file(const char *p)
 {
-    return ends_with(p, ".fvecs") || ends_with(p, ".bvecs") || ends_with(p, ".fbin") ||
-           ends_with(p, ".u8bin") || ends_with(p, ".i8bin");
+    return ann_str_ends_with(p, ".fvecs") || ann_str_ends_with(p, ".bvecs") ||
+           ann_str_ends_with(p, ".fbin") || ann_str_ends_with(p, ".u8bin") ||
+           ann_str_ends_with(p, ".i8bin");
 }
 
 /* Parse a non-negative integer option value; -1 when malformed. */
@@ -175,15 +171,15 @@ static int cmd_import(int argc, char **argv)
                 f.warmup_sample = (uint32_t)v;
         } else if (a[0] == '-')
             return usage_error("import: unknown option or missing value '%s'", a);
-        else if (ends_with(a, ".parquet")) {
+        else if (ann_str_ends_with(a, ".parquet")) {
             if (n_parquet == 3)
                 return usage_error("import: more than three parquet files ('%s')", a);
             parquet[n_parquet++] = a;
-        } else if (ends_with(a, ".hdf5") || ends_with(a, ".h5")) {
+        } else if (ann_str_ends_with(a, ".hdf5") || ann_str_ends_with(a, ".h5")) {
             if (f.hdf5)
                 return usage_error("import: more than one HDF5 file ('%s')", a);
             f.hdf5 = a;
-        } else if (ends_with(a, ".ivecs") || ends_with(a, ".ibin")) {
+        } else if (ann_str_ends_with(a, ".ivecs") || ann_str_ends_with(a, ".ibin")) {
             if (f.gt)
                 return usage_error("import: more than one ground-truth file ('%s')", a);
             f.gt = a;

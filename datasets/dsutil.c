@@ -130,6 +130,18 @@ out:
     return rc;
 }
 
+int ds_source_entry(json_t *list, const char *role, const char *path)
+{
+    char sum[80];
+    uint64_t bytes = 0;
+    int rc = ds_sha256_file(path, sum, &bytes);
+    if (rc)
+        return rc;
+    json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:s}", "role", role, "path", path,
+                                          "bytes", (json_int_t)bytes, "sha256", sum));
+    return 0;
+}
+
 int ds_check_finite(const char *what, const float *rows, uint64_t count, uint32_t dim,
                     uint64_t first_row)
 {

@@ -35,6 +35,13 @@ int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out);
 int ds_sha256_file(const char *path, char *out, uint64_t *bytes);
 
 /*
+ * Append {"role", "path", "bytes", "sha256"} for the source file path to
+ * the JSON array list (a manifest's "sources").  Strings are copied.
+ * Errors: as ds_sha256_file (nothing appended then).
+ */
+int ds_source_entry(json_t *list, const char *role, const char *path);
+
+/*
  * Check rows of floats for NaN/Inf: ANN_EDATA "<what>: row R, component C
  * is NaN" with R counted from first_row.
  */
@@ -74,11 +81,8 @@ typedef struct ds_copy_spec {
 } ds_copy_spec;
 int ds_copy_rows(const ds_copy_spec *spec);
 
-/* Little-endian decoding. */
-static inline uint32_t ds_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+/* Big-endian decoding (MNIST idx); little-endian is engines/core/binio.h's
+ * ann_get_u32. */
 static inline uint32_t ds_be32(const unsigned char *p)
 {
     return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;

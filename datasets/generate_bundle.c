@@ -14,6 +14,7 @@
 #include "datasets/bundle.h"
 #include "datasets/generate.h"
 #include "datasets/stats.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -38,22 +39,10 @@
 /* mkdir -p */
 static int gen_mkdirs(const char *dir)
 {
-    char buf[4096];
     size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof buf)
+    if (len == 0 || len >= 4096)
         return ann_fail(ANN_EPARAM, "generate: output directory '%s' is empty or too long", dir);
-    memcpy(buf, dir, len + 1);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return ann_fail_errno("%s: cannot create directory", buf);
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return ann_fail_errno("%s: cannot create directory", buf);
-    return 0;
+    return ann_mkdir_p(dir, 0755, "cannot create directory");
 }
 
 /* Generate rows [0, count) of a stream into dir/file, chunk by chunk. */

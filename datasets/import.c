@@ -15,6 +15,7 @@
 #include "datasets/dsutil.h"
 #include "datasets/readers.h"
 #include "engines/core/exact.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -30,20 +31,7 @@ static const char *const members[] = { "manifest.json", "base.fbin", "query.fbin
 
 int ds_mkdir_p(const char *path)
 {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return ann_fail(ANN_EPARAM, "%s: path too long", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return ann_fail_errno("%s: mkdir", buf);
-        *p = '/';
-    }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-        return ann_fail_errno("%s: mkdir", buf);
-    return 0;
+    return ann_mkdir_p(path, 0755, "mkdir");
 }
 
 static void remove_members(const char *dir)
@@ -249,19 +237,6 @@ out:
     return rc;
 }
 
-/* {"path", "bytes", "sha256"} for a source file. */
-static int source_entry(json_t *list, const char *role, const char *path)
-{
-    char sum[80];
-    uint64_t bytes = 0;
-    int rc = ds_sha256_file(path, sum, &bytes);
-    if (rc)
-        return rc;
-    json_array_append_new(list, json_pack("{s:s, s:s, s:I, s:s}", "role", role, "path", path,
-                                          "bytes", (json_int_t)bytes, "sha256", sum));
-    return 0;
-}
-
 int ds_import_from_files(const ds_import_files *f)
 {
     int rc = 0;
@@ -291,7 +266,7 @@ int ds_import_from_files(const ds_import_files *f)
                          .warmup_seed = DS_WARMUP_SEED, .gt_k = f->gt_k };
     if (f->hdf5) {
         ann_metric file_metric;
-        if ((rc = source_entry(sources, "hdf5", f->hdf5)))
+        if ((rc = ds_source_entry(sources, "hdf5", f->hdf5)))
             goto out;
         if ((rc = ds_hdf5_open(f->hdf5, &h5, &file_metric)))
             goto out;
@@ -321,10 +296,10 @@ int ds_import_from_files(const ds_import_files *f)
             rc = ann_fail(ANN_EPARAM, "import: need a base and a query file (or one .hdf5 file)");
             goto out;
         }
-        if ((rc = source_entry(sources, "base", f->base)) ||
-            (rc = source_entry(sources, "query", f->query)) ||
-            (f->gt && (rc = source_entry(sources, "gt", f->gt))) ||
-            (f->warmup && (rc = source_entry(sources, "warmup", f->warmup))))
+        if ((rc = ds_source_entry(sources, "base", f->base)) ||
+            (rc = ds_source_entry(sources, "query", f->query)) ||
+            (f->gt && (rc = ds_source_entry(sources, "gt", f->gt))) ||
+            (f->warmup && (rc = ds_source_entry(sources, "warmup", f->warmup))))
             goto out;
         if ((rc = ds_vecsrc_open_any(f->base, metric, &base)) ||
             (rc = ds_vecsrc_open_any(f->query, metric, &query)) ||

@@ -300,19 +300,6 @@ out:
     return rc;
 }
 
-/* {"path", "bytes", "sha256"} of a source file, appended to arr. */
-static int add_source(json_t *arr, const char *role, const char *path)
-{
-    char sum[80];
-    uint64_t bytes = 0;
-    int rc = ds_sha256_file(path, sum, &bytes);
-    if (rc)
-        return rc;
-    json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:s}", "role", role, "path", path,
-                                         "bytes", (json_int_t)bytes, "sha256", sum));
-    return 0;
-}
-
 int ann_import_parquet(const char *const *files, size_t nfiles, const char *out_dir,
                        const char *name, ann_metric metric, uint32_t gt_k)
 {
@@ -342,8 +329,9 @@ int ann_import_parquet(const char *const *files, size_t nfiles, const char *out_
     if ((rc = ann_parquet_convert(&f, out_dir, metric, &o, &summary)))
         goto out;
     sources = json_array();
-    if ((rc = add_source(sources, "train", f.train)) || (rc = add_source(sources, "test", f.test)) ||
-        (f.neighbors && (rc = add_source(sources, "neighbors", f.neighbors))))
+    if ((rc = ds_source_entry(sources, "train", f.train)) ||
+        (rc = ds_source_entry(sources, "test", f.test)) ||
+        (f.neighbors && (rc = ds_source_entry(sources, "neighbors", f.neighbors))))
         goto out;
     extra = json_object();
     json_object_set_new(extra, "made_by", json_string("annlab dataset import (parquet2fbin.mjs)"));

@@ -10,6 +10,8 @@
 #include "datasets/readers.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/binio.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -28,32 +30,6 @@ typedef struct texmex {
     char path[4096];
 } texmex;
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off, const char *path)
-{
-    unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t r = pread(fd, p, len, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return ann_fail_errno("%s: read at offset %llu", path, (unsigned long long)off);
-        }
-        if (r == 0)
-            return ann_fail(ANN_EFORMAT, "%s: unexpected end of file at offset %llu", path,
-                            (unsigned long long)off);
-        p += r;
-        len -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 /* Open path, read row 0's dim, check the size is whole rows. */
 static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
 {
@@ -63,22 +39,18 @@ static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
     t->fd = -1;
     t->isz = isz;
     snprintf(t->path, sizeof t->path, "%s", path);
-    t->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (t->fd < 0)
-        return ann_fail_errno("%s: open", path);
-    if (fstat(t->fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &t->fd, &st);
+    if (rc)
+        return rc;
     if (st.st_size < 4) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, too short for a row", path,
                       (long long)st.st_size);
         goto out;
     }
-    rc = pread_all(t->fd, d4, 4, 0, path);
+    rc = ann_pread_full(t->fd, d4, 4, 0, path);
     if (rc)
         goto out;
-    int32_t dim = (int32_t)ds_le32(d4);
+    int32_t dim = (int32_t)ann_get_u32(d4);
     if (dim <= 0 || dim > (1 << 20)) {
         rc = ann_fail(ANN_EFORMAT, "%s: row 0 has dim %d (want 1 to %d)", path, dim, 1 << 20);
         goto out;
@@ -108,13 +80,13 @@ out:
  */
 static int texmex_read_raw(const texmex *t, uint64_t first, uint64_t count, unsigned char *buf)
 {
-    int rc = pread_all(t->fd, buf, count * t->row_bytes, first * t->row_bytes, t->path);
+    int rc = ann_pread_full(t->fd, buf, count * t->row_bytes, first * t->row_bytes, t->path);
     if (rc)
         return rc;
     size_t payload = (size_t)t->dim * t->isz;
     for (uint64_t i = 0; i < count; i++) {
         const unsigned char *row = buf + i * t->row_bytes;
-        int32_t d = (int32_t)ds_le32(row);
+        int32_t d = (int32_t)ann_get_u32(row);
         if (d != (int32_t)t->dim)
             return ann_fail(ANN_EFORMAT, "%s: row %llu has dim %d, expected %u (from row 0)",
                             t->path, (unsigned long long)(first + i), d, t->dim);
@@ -164,9 +136,9 @@ int ds_texmex_open(const char *path, ann_metric metric, ann_vecsrc **out)
 {
     int rc = 0;
     size_t isz;
-    if (ends_with(path, ".fvecs"))
+    if (ann_str_ends_with(path, ".fvecs"))
         isz = 4;
-    else if (ends_with(path, ".bvecs"))
+    else if (ann_str_ends_with(path, ".bvecs"))
         isz = 1;
     else
         return ann_fail(ANN_EFORMAT, "%s: not a .fvecs or .bvecs file", path);
@@ -202,7 +174,7 @@ int ds_ivecs_load_gt(const char *path, uint64_t n_base, ann_gt *gt)
     texmex t = { .fd = -1 };
     uint64_t n = 0;
     memset(gt, 0, sizeof *gt);
-    if (!ends_with(path, ".ivecs"))
+    if (!ann_str_ends_with(path, ".ivecs"))
         return ann_fail(ANN_EFORMAT, "%s: not an .ivecs file", path);
     rc = texmex_init(&t, path, 4, &n);
     if (rc)
@@ -225,7 +197,7 @@ int ds_ivecs_load_gt(const char *path, uint64_t n_base, ann_gt *gt)
     for (uint64_t i = 0; i < n * gt->k; i++) {
         unsigned char b[4];
         memcpy(b, &gt->ids[i], 4);
-        gt->ids[i] = (int32_t)ds_le32(b);
+        gt->ids[i] = (int32_t)ann_get_u32(b);
         if (gt->ids[i] < 0 || (n_base > 0 && (uint64_t)gt->ids[i] >= n_base)) {
             rc = ann_fail(ANN_EDATA, "%s: query %llu rank %llu: id %d out of range [0, %llu)",
                           path, (unsigned long long)(i / gt->k), (unsigned long long)(i % gt->k),
@@ -252,8 +224,8 @@ int ds_texmex_write(const char *path, ann_elem elem, const void *rows, uint64_t 
     FILE *fp = fopen(tmp, "wb");
     if (!fp)
         return ann_fail_errno("%s: create", tmp);
-    unsigned char d4[4] = { (unsigned char)dim, (unsigned char)(dim >> 8),
-                            (unsigned char)(dim >> 16), (unsigned char)(dim >> 24) };
+    unsigned char d4[4];
+    ann_put_u32(d4, dim);
     const unsigned char *p = rows;
     for (uint64_t i = 0; i < n; i++) {
         if (fwrite(d4, 1, 4, fp) != 4 || fwrite(p + i * dim * isz, isz, dim, fp) != dim) {
@@ -275,9 +247,9 @@ out:
 
 int ds_gt_load_any(const char *path, uint64_t n_base, ann_gt *gt)
 {
-    if (ends_with(path, ".ivecs"))
+    if (ann_str_ends_with(path, ".ivecs"))
         return ds_ivecs_load_gt(path, n_base, gt);
-    if (ends_with(path, ".ibin"))
+    if (ann_str_ends_with(path, ".ibin"))
         return ann_gt_load(path, n_base, gt);
     memset(gt, 0, sizeof *gt);
     return ann_fail(ANN_EFORMAT, "%s: ground truth must be .ibin or .ivecs", path);
@@ -285,9 +257,10 @@ int ds_gt_load_any(const char *path, uint64_t n_base, ann_gt *gt)
 
 int ds_vecsrc_open_any(const char *path, ann_metric metric, ann_vecsrc **out)
 {
-    if (ends_with(path, ".fvecs") || ends_with(path, ".bvecs"))
+    if (ann_str_ends_with(path, ".fvecs") || ann_str_ends_with(path, ".bvecs"))
         return ds_texmex_open(path, metric, out);
-    if (ends_with(path, ".fbin") || ends_with(path, ".u8bin") || ends_with(path, ".i8bin"))
+    if (ann_str_ends_with(path, ".fbin") || ann_str_ends_with(path, ".u8bin") ||
+        ann_str_ends_with(path, ".i8bin"))
         return ann_vecsrc_open_file(path, metric, out);
     return ann_fail(ANN_EFORMAT, "%s: unknown vector file extension (want .fvecs, .bvecs, "
                                  ".fbin, .u8bin or .i8bin)",

@@ -24,58 +24,71 @@ static double now_s(clockid_t clk)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int ann_dir_bytes(const char *dir, uint64_t *bytes)
+/*
+ * Call visit(path, st, ctx) for every entry of dir but "." and "..", in
+ * readdir order, stopping at the first non-zero return, which is returned.
+ * st is NULL when lstat failed (errno still set).  A missing dir returns
+ * DIR_WALK_MISSING (positive, not an error) when missing_ok, else -errno
+ * "<dir>: opendir" like any other opendir failure.
+ */
+#define DIR_WALK_MISSING 1
+
+typedef int (*dir_visit_fn)(const char *path, const struct stat *st, void *ctx);
+
+static int dir_walk(const char *dir, int missing_ok, dir_visit_fn visit, void *ctx)
 {
     int rc = 0;
     DIR *d = opendir(dir);
     if (!d)
-        return ann_fail_errno("%s: opendir", dir);
+        return missing_ok && errno == ENOENT ? DIR_WALK_MISSING
+                                             : ann_fail_errno("%s: opendir", dir);
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while (!rc && (e = readdir(d)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;
-        if (lstat(path, &st) != 0) {
-            rc = ann_fail_errno("%s: stat", path);
-            break;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            rc = ann_dir_bytes(path, bytes);
-            if (rc)
-                break;
-        } else if (S_ISREG(st.st_mode)) {
-            *bytes += (uint64_t)st.st_size;
-        }
+        rc = visit(path, lstat(path, &st) == 0 ? &st : NULL, ctx);
     }
     closedir(d);
     return rc;
 }
 
+static int dir_bytes_visit(const char *path, const struct stat *st, void *ctx)
+{
+    uint64_t *bytes = ctx;
+    if (!st)
+        return ann_fail_errno("%s: stat", path);
+    if (S_ISDIR(st->st_mode))
+        return ann_dir_bytes(path, bytes);
+    if (S_ISREG(st->st_mode))
+        *bytes += (uint64_t)st->st_size;
+    return 0;
+}
+
+int ann_dir_bytes(const char *dir, uint64_t *bytes)
+{
+    return dir_walk(dir, 0, dir_bytes_visit, bytes);
+}
+
+static int dir_remove_visit(const char *path, const struct stat *st, void *ctx)
+{
+    (void)ctx;
+    if (!st)
+        return 0;
+    if (S_ISDIR(st->st_mode))
+        return ann_dir_remove(path);
+    if (unlink(path) != 0)
+        return ann_fail_errno("%s: unlink", path);
+    return 0;
+}
+
 int ann_dir_remove(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return errno == ENOENT ? 0 : ann_fail_errno("%s: opendir", dir);
-    int rc = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            rc = ann_dir_remove(path);
-        else if (unlink(path) != 0)
-            rc = ann_fail_errno("%s: unlink", path);
-        if (rc)
-            break;
-    }
-    closedir(d);
+    int rc = dir_walk(dir, 1, dir_remove_visit, NULL);
+    if (rc == DIR_WALK_MISSING)
+        return 0;
     if (!rc && rmdir(dir) != 0)
         rc = ann_fail_errno("%s: rmdir", dir);
     return rc;
@@ -91,28 +104,24 @@ static int fsync_path(const char *path, int dir)
     return rc;
 }
 
+static int fsync_tree(const char *dir);
+
+static int fsync_visit(const char *path, const struct stat *st, void *ctx)
+{
+    (void)ctx;
+    if (!st)
+        return 0;
+    if (S_ISDIR(st->st_mode))
+        return fsync_tree(path);
+    if (S_ISREG(st->st_mode))
+        return fsync_path(path, 0);
+    return 0;
+}
+
 /* fsync every regular file under dir, then dir itself. */
 static int fsync_tree(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return ann_fail_errno("%s: opendir", dir);
-    int rc = 0;
-    struct dirent *e;
-    while (!rc && (e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            rc = fsync_tree(path);
-        else if (S_ISREG(st.st_mode))
-            rc = fsync_path(path, 0);
-    }
-    closedir(d);
+    int rc = dir_walk(dir, 0, fsync_visit, NULL);
     return rc ? rc : fsync_path(dir, 1);
 }
 

@@ -7,6 +7,7 @@
 #include "engines/core/artifacts.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -20,6 +21,14 @@
 #define CODES_MAGIC "ANNPQCD"
 #define CODES_VERSION 1u
 #define CODES_HEADER_BYTES 24
+
+static const ann_binfmt codes_binfmt = {
+    .magic = CODES_MAGIC,
+    .version = CODES_VERSION,
+    .header_bytes = CODES_HEADER_BYTES,
+    .name = "PQ codes file",
+    .version_name = "PQ codes",
+};
 
 void ann_artifacts_params_default(ann_artifacts_params *p, uint32_t dim)
 {
@@ -96,23 +105,6 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
     return 0;
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *s = tmp + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(tmp, 0775) != 0 && errno != EEXIST)
-            return ann_fail_errno("%s: cannot create directory", tmp);
-        *s = '/';
-    }
-    if (mkdir(tmp, 0775) != 0 && errno != EEXIST)
-        return ann_fail_errno("%s: cannot create directory", tmp);
-    return 0;
-}
-
 static int ensure_parent(const char *file)
 {
     char dir[4096];
@@ -121,7 +113,7 @@ static int ensure_parent(const char *file)
     if (!slash)
         return 0;
     *slash = '\0';
-    return mkdir_p(dir);
+    return ann_mkdir_p(dir, 0775, "cannot create directory");
 }
 
 static int file_exists(const char *path)
@@ -134,16 +126,12 @@ static int codes_save(const char *path, const uint8_t *codes, uint64_t n, uint32
 {
     ann_awriter w;
     uint8_t h[CODES_HEADER_BYTES] = { 0 };
-    memcpy(h, CODES_MAGIC, 8);
-    ann_put_u32(h + 8, CODES_VERSION);
     ann_put_u32(h + 12, m);
     ann_put_u64(h + 16, n);
-    int rc = ann_awriter_open(&w, path);
+    int rc = ann_awriter_open_header(&w, path, &codes_binfmt, h);
     if (rc)
         return rc;
-    rc = ann_awriter_write(&w, h, sizeof h);
-    if (rc == 0)
-        rc = ann_awriter_write(&w, codes, n * m);
+    rc = ann_awriter_write(&w, codes, n * m);
     if (rc == 0)
         rc = ann_awriter_finish(&w);
     if (rc)
@@ -157,21 +145,9 @@ static int codes_load(const char *path, uint64_t n, uint32_t m, uint8_t **out)
     uint8_t h[CODES_HEADER_BYTES];
     uint8_t *codes = NULL;
     *out = NULL;
-    int rc = ann_rfile_open(&r, path);
-    if (rc)
-        return rc;
-    rc = ann_rfile_read(&r, h, sizeof h, "header");
+    int rc = ann_rfile_open_header(&r, path, &codes_binfmt, h);
     if (rc)
         goto out;
-    if (memcmp(h, CODES_MAGIC, 8) != 0) {
-        rc = ann_fail(ANN_EFORMAT, "%s: not a PQ codes file (bad magic)", path);
-        goto out;
-    }
-    if (ann_get_u32(h + 8) != CODES_VERSION) {
-        rc = ann_fail(ANN_EVERSION, "%s: PQ codes version %u, this build reads %u", path,
-                      ann_get_u32(h + 8), CODES_VERSION);
-        goto out;
-    }
     if (ann_get_u32(h + 12) != m || ann_get_u64(h + 16) != n) {
         rc = ann_fail(ANN_ECORRUPT, "%s: holds %llu codes of %u bytes, expected %llu of %u",
                       path, (unsigned long long)ann_get_u64(h + 16), ann_get_u32(h + 12),

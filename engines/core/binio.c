@@ -14,6 +14,19 @@
 
 #define BINIO_CHUNK 4096
 
+/* crc32 over len bytes, fed in pieces that fit zlib's uInt length. */
+static unsigned long binio_crc(unsigned long crc, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len > 0) {
+        uInt part = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = crc32(crc, p, part);
+        p += part;
+        len -= part;
+    }
+    return crc;
+}
+
 int ann_awriter_open(ann_awriter *w, const char *path)
 {
     memset(w, 0, sizeof *w);
@@ -28,29 +41,27 @@ int ann_awriter_open(ann_awriter *w, const char *path)
 
 int ann_awriter_write(ann_awriter *w, const void *data, size_t len)
 {
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left > 0) {
-        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
-        w->crc = crc32(w->crc, p, part);
-        p += part;
-        left -= part;
-    }
+    w->crc = binio_crc(w->crc, data, len);
     if (len && fwrite(data, 1, len, w->fp) != len)
         return ann_fail_errno("%s: write failed", w->tmp);
     return 0;
 }
 
-int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
+/* Append count 4-byte words (u32 or f32 bit patterns) little-endian. */
+static int awriter_write_words(ann_awriter *w, const void *v, size_t count)
 {
     if (ann_host_le())
         return ann_awriter_write(w, v, count * 4);
+    const uint8_t *src = v;
     uint8_t buf[BINIO_CHUNK];
     size_t i = 0;
     while (i < count) {
         size_t c = 0;
-        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
-            ann_put_u32(buf + c * 4, v[i]);
+        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++) {
+            uint32_t x;
+            memcpy(&x, src + i * 4, 4);
+            ann_put_u32(buf + c * 4, x);
+        }
         int rc = ann_awriter_write(w, buf, c * 4);
         if (rc)
             return rc;
@@ -58,21 +69,14 @@ int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
     return 0;
 }
 
+int ann_awriter_write_u32s(ann_awriter *w, const uint32_t *v, size_t count)
+{
+    return awriter_write_words(w, v, count);
+}
+
 int ann_awriter_write_f32s(ann_awriter *w, const float *v, size_t count)
 {
-    if (ann_host_le())
-        return ann_awriter_write(w, v, count * 4);
-    uint8_t buf[BINIO_CHUNK];
-    size_t i = 0;
-    while (i < count) {
-        size_t c = 0;
-        for (; c < BINIO_CHUNK / 4 && i < count; c++, i++)
-            ann_put_f32(buf + c * 4, v[i]);
-        int rc = ann_awriter_write(w, buf, c * 4);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return awriter_write_words(w, v, count);
 }
 
 int ann_awriter_finish(ann_awriter *w)
@@ -143,40 +147,33 @@ int ann_rfile_read(ann_rfile *r, void *buf, size_t len, const char *what)
         return ann_fail(ANN_EFORMAT, "%s: truncated reading %s at offset %llu", r->path, what,
                         (unsigned long long)r->offset);
     }
-    const uint8_t *p = buf;
-    size_t left = len;
-    while (left > 0) {
-        uInt part = left > (1u << 30) ? (1u << 30) : (uInt)left;
-        r->crc = crc32(r->crc, p, part);
-        p += part;
-        left -= part;
-    }
+    r->crc = binio_crc(r->crc, buf, len);
     r->offset += len;
     return 0;
 }
 
-int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what)
+/* Read count little-endian 4-byte words (u32 or f32 bit patterns) into v. */
+static int rfile_read_words(ann_rfile *r, void *v, size_t count, const char *what)
 {
     int rc = ann_rfile_read(r, v, count * 4, what);
-    if (rc == 0 && !ann_host_le())
+    if (rc == 0 && !ann_host_le()) {
+        uint8_t *p = v;
         for (size_t i = 0; i < count; i++) {
-            uint8_t b[4];
-            memcpy(b, &v[i], 4);
-            v[i] = ann_get_u32(b);
+            uint32_t x = ann_get_u32(p + i * 4);
+            memcpy(p + i * 4, &x, 4);
         }
+    }
     return rc;
+}
+
+int ann_rfile_read_u32s(ann_rfile *r, uint32_t *v, size_t count, const char *what)
+{
+    return rfile_read_words(r, v, count, what);
 }
 
 int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what)
 {
-    int rc = ann_rfile_read(r, v, count * 4, what);
-    if (rc == 0 && !ann_host_le())
-        for (size_t i = 0; i < count; i++) {
-            uint8_t b[4];
-            memcpy(b, &v[i], 4);
-            v[i] = ann_get_f32(b);
-        }
-    return rc;
+    return rfile_read_words(r, v, count, what);
 }
 
 int ann_rfile_check_trailer(ann_rfile *r)
@@ -202,4 +199,35 @@ void ann_rfile_close(ann_rfile *r)
         fclose(r->fp);
     if (r)
         r->fp = NULL;
+}
+
+int ann_awriter_open_header(ann_awriter *w, const char *path, const ann_binfmt *fmt,
+                            uint8_t *hdr)
+{
+    memcpy(hdr, fmt->magic, 8);
+    ann_put_u32(hdr + 8, fmt->version);
+    int rc = ann_awriter_open(w, path);
+    if (rc)
+        return rc;
+    rc = ann_awriter_write(w, hdr, fmt->header_bytes);
+    if (rc)
+        ann_awriter_abort(w);
+    return rc;
+}
+
+int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt, uint8_t *hdr)
+{
+    int rc = ann_rfile_open(r, path);
+    if (rc)
+        return rc;
+    rc = ann_rfile_read(r, hdr, fmt->header_bytes, "header");
+    if (rc)
+        return rc;
+    if (memcmp(hdr, fmt->magic, 8) != 0)
+        return ann_fail(ANN_EFORMAT, "%s: not a %s (bad magic)", path, fmt->name);
+    uint32_t version = ann_get_u32(hdr + 8);
+    if (version != fmt->version)
+        return ann_fail(ANN_EVERSION, "%s: %s version %u, this build reads %u", path,
+                        fmt->version_name, version, fmt->version);
+    return 0;
 }

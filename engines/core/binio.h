@@ -78,6 +78,28 @@ int ann_awriter_finish(ann_awriter *w);
 /* Remove the temporary (safe after a failed finish or on a zeroed writer). */
 void ann_awriter_abort(ann_awriter *w);
 
+/*
+ * The identity of one binio format: every such header opens with an 8-byte
+ * magic (a 7-character string and its NUL) and a u32 version at offset 8;
+ * the fields after offset 12 are the format's own.
+ */
+typedef struct ann_binfmt {
+    const char *magic;        /* 8 bytes */
+    uint32_t version;         /* the one version this build writes and reads */
+    size_t header_bytes;      /* whole header, magic and version included */
+    const char *name;         /* in "<path>: not a <name> (bad magic)" */
+    const char *version_name; /* in "<path>: <version_name> version V, this build reads W" */
+} ann_binfmt;
+
+/*
+ * Open a writer on path (ann_awriter_open), stamp fmt's magic and version
+ * into hdr[0..12) and write hdr (fmt->header_bytes, the caller having
+ * filled the rest).  On failure nothing is left behind and w needs no
+ * abort.  Errors: as ann_awriter_open / ann_awriter_write.
+ */
+int ann_awriter_open_header(ann_awriter *w, const char *path, const ann_binfmt *fmt,
+                            uint8_t *hdr);
+
 typedef struct ann_rfile {
     FILE *fp;
     unsigned long crc;
@@ -98,5 +120,15 @@ int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what);
  * end of file.  ANN_ECORRUPT "<path>: checksum mismatch" or ANN_EFORMAT. */
 int ann_rfile_check_trailer(ann_rfile *r);
 void ann_rfile_close(ann_rfile *r);
+
+/*
+ * Open path (ann_rfile_open), read fmt->header_bytes into hdr and check the
+ * magic and version.  Whether it succeeds or not, r is then fit for
+ * ann_rfile_close.  Errors: as ann_rfile_open / ann_rfile_read (a file
+ * shorter than the header names "header"); ANN_EFORMAT
+ * "<path>: not a <name> (bad magic)"; ANN_EVERSION
+ * "<path>: <version_name> version V, this build reads W".
+ */
+int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt, uint8_t *hdr);
 
 #endif

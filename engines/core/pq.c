@@ -29,6 +29,14 @@
 
 #define PQ_MAGIC "ANNPQCB"
 #define PQ_HEADER_BYTES 48
+
+static const ann_binfmt pq_binfmt = {
+    .magic = PQ_MAGIC,
+    .version = PQ_FILE_VERSION,
+    .header_bytes = PQ_HEADER_BYTES,
+    .name = "PQ codebook",
+    .version_name = "PQ codebook",
+};
 #define PQ_ENCODE_BLOCK 1024
 
 uint32_t pq_default_bytes(uint32_t dim)
@@ -356,23 +364,31 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
             table[k] += 1.0f;
 }
 
+/* Four ADC sums at once: four independent accumulators hide the latency of
+ * the table loads, which one running sum would serialise. */
+static inline void pq_adc4(const float *table, uint32_t m, const uint8_t *c0, const uint8_t *c1,
+                           const uint8_t *c2, const uint8_t *c3, float *out)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        const float *t = table + (size_t)j * PQ_KSUB;
+        s0 += t[c0[j]];
+        s1 += t[c1[j]];
+        s2 += t[c2[j]];
+        s3 += t[c3[j]];
+    }
+    out[0] = s0;
+    out[1] = s1;
+    out[2] = s2;
+    out[3] = s3;
+}
+
 void pq_adc_scan(const float *table, uint32_t m, const uint8_t *codes, uint64_t n, float *out)
 {
     uint64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const uint8_t *c0 = codes + i * m, *c1 = c0 + m, *c2 = c1 + m, *c3 = c2 + m;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (uint32_t j = 0; j < m; j++) {
-            const float *t = table + (size_t)j * PQ_KSUB;
-            s0 += t[c0[j]];
-            s1 += t[c1[j]];
-            s2 += t[c2[j]];
-            s3 += t[c3[j]];
-        }
-        out[i] = s0;
-        out[i + 1] = s1;
-        out[i + 2] = s2;
-        out[i + 3] = s3;
+        const uint8_t *c0 = codes + i * m;
+        pq_adc4(table, m, c0, c0 + m, c0 + 2 * (size_t)m, c0 + 3 * (size_t)m, out + i);
     }
     for (; i < n; i++)
         out[i] = pq_adc_distance(table, codes + i * m, m);
@@ -382,22 +398,9 @@ void pq_adc_gather(const float *table, uint32_t m, const uint8_t *codes, const u
                    uint32_t count, float *out)
 {
     uint32_t i = 0;
-    for (; i + 4 <= count; i += 4) {
-        const uint8_t *c0 = codes + (size_t)ids[i] * m, *c1 = codes + (size_t)ids[i + 1] * m;
-        const uint8_t *c2 = codes + (size_t)ids[i + 2] * m, *c3 = codes + (size_t)ids[i + 3] * m;
-        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (uint32_t j = 0; j < m; j++) {
-            const float *t = table + (size_t)j * PQ_KSUB;
-            s0 += t[c0[j]];
-            s1 += t[c1[j]];
-            s2 += t[c2[j]];
-            s3 += t[c3[j]];
-        }
-        out[i] = s0;
-        out[i + 1] = s1;
-        out[i + 2] = s2;
-        out[i + 3] = s3;
-    }
+    for (; i + 4 <= count; i += 4)
+        pq_adc4(table, m, codes + (size_t)ids[i] * m, codes + (size_t)ids[i + 1] * m,
+                codes + (size_t)ids[i + 2] * m, codes + (size_t)ids[i + 3] * m, out + i);
     for (; i < count; i++)
         out[i] = pq_adc_distance(table, codes + (size_t)ids[i] * m, m);
 }
@@ -407,8 +410,6 @@ int pq_codebook_save(const pq_codebook *cb, const char *path)
     int rc = 0;
     ann_awriter w;
     uint8_t h[PQ_HEADER_BYTES] = { 0 };
-    memcpy(h, PQ_MAGIC, 8);
-    ann_put_u32(h + 8, PQ_FILE_VERSION);
     ann_put_u32(h + 12, cb->dim);
     ann_put_u32(h + 16, cb->m);
     ann_put_u32(h + 20, cb->dsub);
@@ -416,12 +417,9 @@ int pq_codebook_save(const pq_codebook *cb, const char *path)
     ann_put_u32(h + 28, (uint32_t)cb->metric);
     ann_put_u64(h + 32, cb->seed);
     ann_put_u64(h + 40, cb->n_train);
-    rc = ann_awriter_open(&w, path);
+    rc = ann_awriter_open_header(&w, path, &pq_binfmt, h);
     if (rc)
         return rc;
-    rc = ann_awriter_write(&w, h, sizeof h);
-    if (rc)
-        goto out;
     rc = ann_awriter_write_f32s(&w, cb->centroids, (size_t)cb->m * PQ_KSUB * cb->dsub);
     if (rc)
         goto out;
@@ -439,22 +437,9 @@ int pq_codebook_load(const char *path, pq_codebook **out)
     pq_codebook *cb = NULL;
     uint8_t h[PQ_HEADER_BYTES];
     *out = NULL;
-    rc = ann_rfile_open(&r, path);
-    if (rc)
-        return rc;
-    rc = ann_rfile_read(&r, h, sizeof h, "header");
+    rc = ann_rfile_open_header(&r, path, &pq_binfmt, h);
     if (rc)
         goto out;
-    if (memcmp(h, PQ_MAGIC, 8) != 0) {
-        rc = ann_fail(ANN_EFORMAT, "%s: not a PQ codebook (bad magic)", path);
-        goto out;
-    }
-    uint32_t version = ann_get_u32(h + 8);
-    if (version != PQ_FILE_VERSION) {
-        rc = ann_fail(ANN_EVERSION, "%s: PQ codebook version %u, this build reads %u", path,
-                      version, PQ_FILE_VERSION);
-        goto out;
-    }
     uint32_t dim = ann_get_u32(h + 12), m = ann_get_u32(h + 16), dsub = ann_get_u32(h + 20);
     uint32_t ksub = ann_get_u32(h + 24), metric = ann_get_u32(h + 28);
     if (dim == 0 || dim > (1u << 20)) {

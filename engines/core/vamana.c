@@ -59,6 +59,14 @@
 
 #define VAMANA_MAGIC "ANNVAMG"
 #define VAMANA_HEADER_BYTES 48
+
+static const ann_binfmt vamana_binfmt = {
+    .magic = VAMANA_MAGIC,
+    .version = VAMANA_FILE_VERSION,
+    .header_bytes = VAMANA_HEADER_BYTES,
+    .name = "Vamana graph",
+    .version_name = "Vamana graph",
+};
 #define VAMANA_STRIPES 4096u
 #define VAMANA_MAX_POOL 750u /* RobustPrune candidate cap (Microsoft DiskANN's maxc) */
 
@@ -1019,8 +1027,6 @@ int vamana_graph_save(const vamana_graph *g, const char *path)
     if (g->stride != g->R)
         return ann_fail(ANN_ESTATE, "%s: graph not compacted (stride %u, R %u)", path,
                         g->stride, g->R);
-    memcpy(h, VAMANA_MAGIC, 8);
-    ann_put_u32(h + 8, VAMANA_FILE_VERSION);
     ann_put_u32(h + 12, g->R);
     ann_put_u64(h + 16, g->n);
     ann_put_u32(h + 24, g->entry);
@@ -1028,12 +1034,10 @@ int vamana_graph_save(const vamana_graph *g, const char *path)
     ann_put_u32(h + 32, g->L_build);
     ann_put_f32(h + 36, g->alpha);
     ann_put_u64(h + 40, g->seed);
-    rc = ann_awriter_open(&w, path);
+    rc = ann_awriter_open_header(&w, path, &vamana_binfmt, h);
     if (rc)
         return rc;
-    rc = ann_awriter_write(&w, h, sizeof h);
-    if (rc == 0)
-        rc = ann_awriter_write_u32s(&w, g->degree, g->n);
+    rc = ann_awriter_write_u32s(&w, g->degree, g->n);
     if (rc == 0)
         rc = ann_awriter_write_u32s(&w, g->adj, g->n * g->R);
     if (rc == 0)
@@ -1050,22 +1054,9 @@ int vamana_graph_load(const char *path, vamana_graph **out)
     vamana_graph *g = NULL;
     uint8_t h[VAMANA_HEADER_BYTES];
     *out = NULL;
-    rc = ann_rfile_open(&r, path);
-    if (rc)
-        return rc;
-    rc = ann_rfile_read(&r, h, sizeof h, "header");
+    rc = ann_rfile_open_header(&r, path, &vamana_binfmt, h);
     if (rc)
         goto out;
-    if (memcmp(h, VAMANA_MAGIC, 8) != 0) {
-        rc = ann_fail(ANN_EFORMAT, "%s: not a Vamana graph (bad magic)", path);
-        goto out;
-    }
-    uint32_t version = ann_get_u32(h + 8);
-    if (version != VAMANA_FILE_VERSION) {
-        rc = ann_fail(ANN_EVERSION, "%s: Vamana graph version %u, this build reads %u", path,
-                      version, VAMANA_FILE_VERSION);
-        goto out;
-    }
     uint32_t R = ann_get_u32(h + 12);
     uint64_t n = ann_get_u64(h + 16);
     if (R == 0 || R > 4096) {

@@ -4,6 +4,8 @@
  */
 #include "engines/core/vecfile.h"
 
+#include "engines/core/binio.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -14,21 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 int ann_elem_from_path(const char *path, ann_elem *out)
 {
-    if (ends_with(path, ".fbin"))
+    if (ann_str_ends_with(path, ".fbin"))
         *out = ANN_ELEM_F32;
-    else if (ends_with(path, ".u8bin"))
+    else if (ann_str_ends_with(path, ".u8bin"))
         *out = ANN_ELEM_U8;
-    else if (ends_with(path, ".i8bin"))
+    else if (ann_str_ends_with(path, ".i8bin"))
         *out = ANN_ELEM_I8;
-    else if (ends_with(path, ".ibin"))
+    else if (ann_str_ends_with(path, ".ibin"))
         *out = ANN_ELEM_I32;
     else
         return ann_fail(ANN_EFORMAT, "%s: unknown vector file extension (want .fbin, .u8bin, "
@@ -52,40 +48,6 @@ const char *ann_elem_name(ann_elem e)
     return "?";
 }
 
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_le32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
-
-/* pread exactly len bytes or fail naming the file. */
-static int pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path)
-{
-    unsigned char *p = buf;
-    while (len > 0) {
-        ssize_t r = pread(fd, p, len, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return ann_fail_errno("%s: read at offset %llu", path, (unsigned long long)off);
-        }
-        if (r == 0)
-            return ann_fail(ANN_EFORMAT, "%s: unexpected end of file at offset %llu", path,
-                            (unsigned long long)off);
-        p += r;
-        len -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 int ann_vecfile_open(const char *path, ann_vecfile *vf)
 {
     int rc = 0;
@@ -95,25 +57,21 @@ int ann_vecfile_open(const char *path, ann_vecfile *vf)
     rc = ann_elem_from_path(path, &vf->elem);
     if (rc)
         return rc;
-    vf->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (vf->fd < 0)
-        return ann_fail_errno("%s: open", path);
     struct stat st;
-    if (fstat(vf->fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &vf->fd, &st);
+    if (rc)
+        return rc;
     if (st.st_size < 8) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
                       (long long)st.st_size);
         goto out;
     }
     unsigned char hdr[8];
-    rc = pread_full(vf->fd, hdr, sizeof hdr, 0, path);
+    rc = ann_pread_full(vf->fd, hdr, sizeof hdr, 0, path);
     if (rc)
         goto out;
-    vf->n = le32(hdr);
-    vf->dim = le32(hdr + 4);
+    vf->n = ann_get_u32(hdr);
+    vf->dim = ann_get_u32(hdr + 4);
     if (vf->dim == 0) {
         rc = ann_fail(ANN_EFORMAT, "%s: header says dim 0", path);
         goto out;
@@ -146,7 +104,7 @@ int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, 
     uint64_t off = 8 + first * vf->dim * isz;
     int rc;
     if (vf->elem == ANN_ELEM_F32) {
-        rc = pread_full(vf->fd, out, total * 4, off, vf->path);
+        rc = ann_pread_full(vf->fd, out, total * 4, off, vf->path);
         if (rc)
             return rc;
     } else if (vf->elem == ANN_ELEM_U8 || vf->elem == ANN_ELEM_I8) {
@@ -154,7 +112,7 @@ int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, 
          * element i (1 byte at offset 3*total + i) is consumed before
          * float i (4 bytes at offset 4*i) overwrites it. */
         unsigned char *raw = (unsigned char *)out + total * 3;
-        rc = pread_full(vf->fd, raw, total, off, vf->path);
+        rc = ann_pread_full(vf->fd, raw, total, off, vf->path);
         if (rc)
             return rc;
         for (uint64_t i = 0; i < total; i++)
@@ -190,7 +148,7 @@ int ann_vecwriter_open(ann_vecwriter *w, const char *path, uint32_t dim, ann_ele
     if (!w->fp)
         return ann_fail_errno("%s: create", w->tmp);
     unsigned char hdr[8] = { 0 };
-    put_le32(hdr + 4, dim);
+    ann_put_u32(hdr + 4, dim);
     if (fwrite(hdr, 1, 8, w->fp) != 8) {
         int rc = ann_fail_errno("%s: write header", w->tmp);
         ann_vecwriter_abort(w);
@@ -214,7 +172,7 @@ int ann_vecwriter_finish(ann_vecwriter *w)
 {
     int rc = 0;
     unsigned char n4[4];
-    put_le32(n4, (uint32_t)w->n);
+    ann_put_u32(n4, (uint32_t)w->n);
     if (fseek(w->fp, 0, SEEK_SET) != 0 || fwrite(n4, 1, 4, w->fp) != 4 || fflush(w->fp) != 0 ||
         fsync(fileno(w->fp)) != 0) {
         rc = ann_fail_errno("%s: finish", w->tmp);
@@ -250,25 +208,21 @@ int ann_gt_load(const char *path, uint64_t n_base, ann_gt *gt)
     int rc = 0;
     int fd = -1;
     memset(gt, 0, sizeof *gt);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open", path);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = ann_fail_errno("%s: stat", path);
-        goto out;
-    }
+    rc = ann_open_stat(path, &fd, &st);
+    if (rc)
+        return rc;
     unsigned char hdr[8];
     if (st.st_size < 8) {
         rc = ann_fail(ANN_EFORMAT, "%s: file is %lld bytes, shorter than the 8-byte header", path,
                       (long long)st.st_size);
         goto out;
     }
-    rc = pread_full(fd, hdr, 8, 0, path);
+    rc = ann_pread_full(fd, hdr, 8, 0, path);
     if (rc)
         goto out;
-    gt->nq = le32(hdr);
-    gt->k = le32(hdr + 4);
+    gt->nq = ann_get_u32(hdr);
+    gt->k = ann_get_u32(hdr + 4);
     uint64_t cells = (uint64_t)gt->nq * gt->k;
     int with_dists;
     if ((uint64_t)st.st_size == 8 + cells * 8)
@@ -294,9 +248,9 @@ int ann_gt_load(const char *path, uint64_t n_base, ann_gt *gt)
         rc = ann_fail(-ENOMEM, "%s: no memory for %llu entries", path, (unsigned long long)cells);
         goto out;
     }
-    rc = pread_full(fd, gt->ids, cells * 4, 8, path);
+    rc = ann_pread_full(fd, gt->ids, cells * 4, 8, path);
     if (!rc && with_dists)
-        rc = pread_full(fd, gt->dists, cells * 4, 8 + cells * 4, path);
+        rc = ann_pread_full(fd, gt->dists, cells * 4, 8 + cells * 4, path);
     if (rc)
         goto out;
     for (uint64_t i = 0; i < cells; i++) {
@@ -323,33 +277,21 @@ out:
 int ann_gt_save(const char *path, const ann_gt *gt)
 {
     char tmp[4096];
-    int rc = 0;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp)
-        return ann_fail_errno("%s: create", tmp);
+    FILE *fp = NULL;
+    int rc = ann_tmpfile_create(path, tmp, sizeof tmp, &fp);
+    if (rc)
+        return rc;
     unsigned char hdr[8];
-    put_le32(hdr, gt->nq);
-    put_le32(hdr + 4, gt->k);
+    ann_put_u32(hdr, gt->nq);
+    ann_put_u32(hdr + 4, gt->k);
     size_t cells = (size_t)gt->nq * gt->k;
     if (fwrite(hdr, 1, 8, fp) != 8 || fwrite(gt->ids, 4, cells, fp) != cells ||
-        (gt->dists && fwrite(gt->dists, 4, cells, fp) != cells) || fflush(fp) != 0 ||
-        fsync(fileno(fp)) != 0) {
+        (gt->dists && fwrite(gt->dists, 4, cells, fp) != cells)) {
         rc = ann_fail_errno("%s: write", tmp);
-        fclose(fp);
-        unlink(tmp);
+        ann_tmpfile_discard(fp, tmp);
         return rc;
     }
-    if (fclose(fp) != 0) {
-        rc = ann_fail_errno("%s: close", tmp);
-        unlink(tmp);
-        return rc;
-    }
-    if (rename(tmp, path) != 0) {
-        rc = ann_fail_errno("%s: rename", tmp);
-        unlink(tmp);
-    }
-    return rc;
+    return ann_tmpfile_commit(fp, tmp, path);
 }
 
 void ann_gt_free(ann_gt *gt)
