@@ -133,3 +133,20 @@ clean:
 	rm -rf build build-san annlab
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# libFuzzer targets (clang): the on-disk formats' parsers under ASan.
+#   make fuzz && build-fuzz/fuzz_sector -max_total_time=60 build-fuzz/corpus-sector
+FUZZ_CC   ?= clang
+FUZZ_SRCS := $(wildcard engines/core/*.c engines/diskann_sector/*.c) engines/engine.c
+FUZZ_OBJS := $(patsubst %.c,build-fuzz/obj/%.o,$(FUZZ_SRCS))
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+
+build-fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -Wall -Wextra -Werror -pthread -c $< -o $@
+
+build-fuzz/fuzz_sector: tests/fuzz/fuzz_sector.c $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer -Wall -Wextra -Werror -pthread $^ $(LDLIBS) -o $@
+
+fuzz: build-fuzz/fuzz_sector

@@ -41,6 +41,7 @@
 struct cg_group {
     cg_version version;
     bool owned;   /* created here: destroy removes the directories */
+    bool io_watched; /* v1: a throttle rule makes blkio count reads */
     int peak_fd;  /* v2: memory.peak kept open after a reset, else -1 */
     uint64_t cap_bytes;
     char mem_parent[CG_PATH_BYTES];
@@ -413,6 +414,7 @@ static int v1_set_cap(const cg_group *g, bool memsw)
      * start at zero, and kernels that refuse the reset lose nothing. */
     (void)write_in(g->mem_dir, "memory.max_usage_in_bytes", "0");
     (void)write_in(g->mem_dir, "memory.failcnt", "0");
+    (void)write_in(g->mem_dir, "memory.memsw.failcnt", "0");
     ann_err_clear();
     return 0;
 }
@@ -528,6 +530,35 @@ int cg_group_add_pid(cg_group *g, pid_t pid)
     return rc;
 }
 
+/* Far above any device's bandwidth: the rule only switches counting on. */
+#define CG_V1_WATCH_BPS ((uint64_t)1 << 50)
+
+int cg_group_watch_device(cg_group *g, dev_t dev)
+{
+    char rule[64];
+    if (!g->io_dir[0])
+        return ann_fail(ANN_EUNSUPPORTED, "cgroup %s: no I/O controller to count reads", g->mem_dir);
+    if (g->version == CG_V2)
+        return 0;
+    snprintf(rule, sizeof rule, "%u:%u %" PRIu64, major(dev), minor(dev), CG_V1_WATCH_BPS);
+    int rc = write_in(g->io_dir, "blkio.throttle.read_bps_device", rule);
+    if (rc)
+        return rc;
+    g->io_watched = true;
+    return 0;
+}
+
+/* v1: whether the group carries a read rule (set by the parent's watch). */
+static bool v1_has_read_rule(const char *io_dir)
+{
+    char path[CG_PATH_BYTES], text[1024];
+    if (sysfs_path(path, sizeof path, "%s/blkio.throttle.read_bps_device", io_dir) != 0)
+        return false;
+    if (sysfs_read(path, text, sizeof text, true) != 0)
+        return false;
+    return text[strspn(text, " \n")] != '\0';
+}
+
 int cg_group_open_self(const cg_system *sys, cg_group **out)
 {
     cg_group *g = NULL;
@@ -548,6 +579,7 @@ int cg_group_open_self(const cg_system *sys, cg_group **out)
     memcpy(g->mem_dir, sys->memory_parent, sizeof g->mem_dir);
     if (sys->version == CG_V1) {
         memcpy(g->io_dir, sys->io_parent, sizeof g->io_dir);
+        g->io_watched = g->io_dir[0] && v1_has_read_rule(g->io_dir);
     } else if (exists_in(g->mem_dir, "io.stat")) {
         memcpy(g->io_dir, g->mem_dir, sizeof g->io_dir);
     }
@@ -750,8 +782,15 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
         rc = read_opt_u64(g->mem_dir, "memory.max_usage_in_bytes", &c->peak_bytes, &c->peak_known);
     if (!rc)
         rc = read_opt_u64(g->mem_dir, "memory.failcnt", &c->limit_hits, &known);
+    /* With memsw.limit equal to the limit, the memory+swap counter is the
+     * one that hits first: its failures count as hits of the cap. */
+    uint64_t memsw_hits = 0;
+    if (!rc)
+        rc = read_opt_u64(g->mem_dir, "memory.memsw.failcnt", &memsw_hits, &known);
     if (rc)
         return rc;
+    if (memsw_hits > c->limit_hits)
+        c->limit_hits = memsw_hits;
     if (exists_in(g->mem_dir, "memory.oom_control")) {
         uint64_t under = 0;
         rc = read_in(g->mem_dir, "memory.oom_control", text, path);
@@ -764,7 +803,7 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
         c->under_oom = under != 0;
         c->oom_events = under ? 1 : 0;
     }
-    if (g->io_dir[0] && exists_in(g->io_dir, "blkio.throttle.io_service_bytes")) {
+    if (g->io_dir[0] && g->io_watched && exists_in(g->io_dir, "blkio.throttle.io_service_bytes")) {
         rc = read_in(g->io_dir, "blkio.throttle.io_service_bytes", text, path);
         if (!rc)
             rc = parse_v1_blkio(text, path, dev, &c->read_bytes);

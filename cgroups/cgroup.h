@@ -122,6 +122,18 @@ uint64_t cg_group_cap_bytes(const cg_group *g);
 int cg_group_add_pid(cg_group *g, pid_t pid);
 
 /*
+ * Count reads on block device dev (a whole disk, devstat_devt) in the
+ * group's own I/O counters.  v2's io.stat counts every device: nothing to
+ * do.  v1's blkio.throttle counters only count devices that carry a
+ * throttle rule (kernel 5.x and later), so a read-bandwidth rule far above
+ * any device (2^50 bytes/s, never reached) is installed for dev; a v1
+ * group without this call reports no I/O counters (io_known false).
+ * Returns 0; ANN_EUNSUPPORTED when the group has no I/O controller;
+ * -errno naming the file.
+ */
+int cg_group_watch_device(cg_group *g, dev_t dev);
+
+/*
  * Attach to the group this process itself is in, as found by cg_detect (a
  * cell process reads its own group's counters around the measured phase).
  * The directories are not owned: cg_group_destroy only frees g.  The cap
@@ -147,13 +159,15 @@ typedef struct cg_counters {
     uint64_t usage_bytes;     /* now: v1 usage_in_bytes, v2 memory.current */
     uint64_t peak_bytes;      /* v1 max_usage_in_bytes, v2 memory.peak */
     bool peak_known;
-    uint64_t limit_hits;      /* times usage hit the cap: v1 failcnt, v2 events "max" */
+    uint64_t limit_hits;      /* times usage hit the cap: v1 failcnt (the larger of memory
+                                 and memsw), v2 events "max" */
     uint64_t oom_events;      /* v2 events "oom"; v1 1 when under_oom was seen */
     uint64_t oom_kills;       /* processes killed by the OOM killer (v2 events
                                  "oom_kill", v1 oom_control "oom_kill") */
     bool oom_kill_known;      /* the kernel reports oom_kill */
     bool under_oom;           /* v1 oom_control under_oom now */
-    uint64_t read_bytes;      /* v2 io.stat rbytes, v1 throttle.io_service_bytes Read */
+    uint64_t read_bytes;      /* v2 io.stat rbytes, v1 throttle.io_service_bytes Read
+                                 (v1: watched devices only, cg_group_watch_device) */
     uint64_t read_ios;        /* v2 io.stat rios,   v1 throttle.io_serviced Read */
     bool io_known;
 } cg_counters;

@@ -60,10 +60,24 @@ int ann_bundle_gt(const ann_bundle *b, ann_gt *gt);
 
 /*
  * Finish a bundle whose member files are already in place in dir (base,
- * query, optional warm-up; ground truth computed here if gt.ibin is
- * absent, k = gt_k, exact, multi-threaded): compute checksums and write
- * manifest.json atomically, last.  extra (borrowed, may be NULL) is merged
- * into the manifest: "source", "made_by", "statistics", ...
+ * query, optional warm-up, optional gt.ibin), and write manifest.json
+ * atomically, last.
+ *  - gt.ibin absent: exact ground truth of depth gt_k (0 means 100; capped
+ *    at n) is computed (ann_exact_knn, all cores) and saved.
+ *  - gt.ibin present (shipped): ids range-checked, rows must match the
+ *    queries, then checked on ANN_GT_SAMPLE_DEFAULT seeded queries
+ *    (ann_gt_check_sample); gt_k becomes its k.  When the check fails, or
+ *    the file has no distances, it is replaced by exact ground truth of
+ *    the same k; manifest "gt_check" records the check and the action.
+ * sha256 of every member goes to "files", base.fbin's to "checksum".
+ * extra (borrowed, may be NULL) is merged into the manifest: "source",
+ * "made_by", "statistics", ...; the core fields (name, metric, n, dim,
+ * nq, gt_k, n_warmup, checksum, files, gt_check) always win.
+ * Not thread-safe for the same dir.  Errors: those of the vector files
+ * (naming file and field), ANN_EFORMAT (dim or row-count mismatch between
+ * members, empty base or queries), ANN_EDATA (NaN/Inf, ids out of range),
+ * -errno.  On failure no manifest is written (members are left for the
+ * caller, which owns them).
  */
 int ann_bundle_finish(const char *dir, const char *name, ann_metric metric, uint32_t gt_k,
                       const json_t *extra);

@@ -142,6 +142,29 @@ int ds_check_finite(const char *what, const float *rows, uint64_t count, uint32_
     return 0;
 }
 
+void ds_norm_stats_add(ds_norm_stats *st, const float *row, uint32_t dim)
+{
+    double s = 0.0;
+    for (uint32_t j = 0; j < dim; j++)
+        s += (double)row[j] * (double)row[j];
+    double norm = sqrt(s);
+    if (st->rows == 0 || norm < st->min)
+        st->min = norm;
+    if (st->rows == 0 || norm > st->max)
+        st->max = norm;
+    st->sum += norm;
+    st->rows++;
+    if (s == 0.0)
+        st->zero_rows++;
+}
+
+json_t *ds_norm_stats_json(const ds_norm_stats *st)
+{
+    return json_pack("{s:I, s:I, s:f, s:f, s:f}", "rows", (json_int_t)st->rows, "zero_norm_rows",
+                     (json_int_t)st->zero_rows, "norm_min", st->min, "norm_mean",
+                     st->rows ? st->sum / (double)st->rows : 0.0, "norm_max", st->max);
+}
+
 int ds_copy_rows(const ds_copy_spec *s)
 {
     int rc = 0;
@@ -149,7 +172,6 @@ int ds_copy_rows(const ds_copy_spec *s)
     int writer_open = 0;
     const uint32_t dim = s->src->dim;
     float *buf = NULL;
-    uint64_t zeros = 0;
 
     buf = malloc((size_t)DS_CHUNK_ROWS * dim * sizeof(float));
     if (!buf) {
@@ -179,13 +201,12 @@ int ds_copy_rows(const ds_copy_spec *s)
             if (rc)
                 goto out;
         }
-        if (s->metric == ANN_METRIC_COSINE) {
-            for (uint64_t i = 0; i < c; i++) {
-                float *v = buf + i * dim;
-                if (ann_ip(v, v, dim) == 0.0f)
-                    zeros++;
+        for (uint64_t i = 0; i < c; i++) {
+            float *v = buf + i * dim;
+            if (s->stats)
+                ds_norm_stats_add(s->stats, v, dim);
+            if (s->metric == ANN_METRIC_COSINE)
                 ann_normalize(v, dim);
-            }
         }
         rc = ann_vecwriter_append(&w, buf, c);
         if (rc)
@@ -194,8 +215,6 @@ int ds_copy_rows(const ds_copy_spec *s)
     }
     writer_open = 0;
     rc = ann_vecwriter_finish(&w);
-    if (!rc && s->zero_rows)
-        *s->zero_rows = zeros;
 out:
     if (writer_open)
         ann_vecwriter_abort(&w);

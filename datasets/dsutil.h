@@ -9,6 +9,8 @@
 
 #include "engines/core/vecsrc.h"
 
+#include <jansson.h>
+
 #include <stdint.h>
 
 /* Rows converted per chunk when streaming (bounded memory: rows x dim floats). */
@@ -39,13 +41,27 @@ int ds_sha256_file(const char *path, char *out, uint64_t *bytes);
 int ds_check_finite(const char *what, const float *rows, uint64_t count, uint32_t dim,
                     uint64_t first_row);
 
+/* L2 norms of rows as read (before any normalisation), for manifests. */
+typedef struct ds_norm_stats {
+    uint64_t rows;
+    uint64_t zero_rows;
+    double min, max, sum;
+} ds_norm_stats;
+
+/* Add one row's norm. */
+void ds_norm_stats_add(ds_norm_stats *st, const float *row, uint32_t dim);
+
+/* {"rows", "zero_norm_rows", "norm_min", "norm_mean", "norm_max"} (new reference). */
+json_t *ds_norm_stats_json(const ds_norm_stats *st);
+
 /*
  * Stream rows [first, first+count) of src into the float32 vector file
  * path (temporary name + rename), checking every value (errors name
  * src_name and the source row) and normalising each row when metric is
  * cosine.  rows may be NULL (all rows in order) or a sorted list of count
- * row numbers to copy (a sample).  *zero_rows (may be NULL) counts rows of
- * norm 0 under cosine (left as zeros).  On failure nothing is left at path.
+ * row numbers to copy (a sample).  stats (may be NULL) receives the rows'
+ * norms as read; rows of norm 0 stay zeros under cosine.  On failure
+ * nothing is left at path.
  */
 typedef struct ds_copy_spec {
     const ann_vecsrc *src;
@@ -54,7 +70,7 @@ typedef struct ds_copy_spec {
     ann_metric metric;
     uint64_t first, count;
     const uint64_t *rows; /* NULL, or count sorted row numbers */
-    uint64_t *zero_rows;
+    ds_norm_stats *stats; /* may be NULL */
 } ds_copy_spec;
 int ds_copy_rows(const ds_copy_spec *spec);
 

@@ -143,7 +143,7 @@ int ds_import_bundle(const ds_import_spec *s)
     char path[4096];
     uint64_t *picks = NULL;
     json_t *extra = NULL, *made = NULL;
-    uint64_t zeros_base = 0, zeros_query = 0;
+    ds_norm_stats st_base = { 0 }, st_query = { 0 };
     const char *dir = s->out_dir;
 
     if (s->query->dim != s->base->dim)
@@ -165,7 +165,7 @@ int ds_import_bundle(const ds_import_spec *s)
     remove_members(dir); /* manifest first: from here on the directory is not a bundle */
 
     ds_copy_spec c = { .src = s->base, .src_name = s->base_name, .metric = s->metric,
-                       .count = s->base->n, .zero_rows = &zeros_base };
+                       .count = s->base->n, .stats = &st_base };
     if ((rc = ds_join(path, sizeof path, dir, "base.fbin")))
         goto out;
     c.path = path;
@@ -173,7 +173,7 @@ int ds_import_bundle(const ds_import_spec *s)
         goto out;
 
     c = (ds_copy_spec){ .src = s->query, .src_name = s->query_name, .metric = s->metric,
-                        .count = s->query->n, .zero_rows = &zeros_query };
+                        .count = s->query->n, .stats = &st_query };
     if ((rc = ds_join(path, sizeof path, dir, "query.fbin")))
         goto out;
     c.path = path;
@@ -233,10 +233,11 @@ int ds_import_bundle(const ds_import_spec *s)
         json_object_set_new(made, "ground_truth_distances",
                             json_string("recomputed in float64 from the bundle's vectors; rows "
                                         "sorted by (distance, id)"));
-    if (s->metric == ANN_METRIC_COSINE)
-        json_object_set_new(made, "zero_norm_rows",
-                            json_pack("{s:I, s:I}", "base", (json_int_t)zeros_base, "query",
-                                      (json_int_t)zeros_query));
+    json_object_set_new(extra, "statistics",
+                        json_pack("{s:s, s:o, s:o}", "what",
+                                  "L2 norms of the input rows, before any normalisation", "base",
+                                  ds_norm_stats_json(&st_base), "query",
+                                  ds_norm_stats_json(&st_query)));
     rc = ann_bundle_finish(dir, s->name, s->metric, s->gt_k, extra);
 out:
     if (rc)

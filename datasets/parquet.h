@@ -37,7 +37,7 @@ typedef struct ann_parquet_files {
 int ann_parquet_classify(const char *const *files, size_t nfiles, ann_parquet_files *out);
 
 typedef struct ann_parquet_opts {
-    uint32_t window_rows;  /* rows per read window (0: the converter's default, 8192) */
+    uint32_t window_rows;  /* rows per read window (0: the converter's default, 1024) */
     uint32_t gt_k;         /* keep the first gt_k neighbours (0: all; every row must agree) */
     int own_offset_index;  /* build page indexes from page headers and check them */
 } ann_parquet_opts;

@@ -15,6 +15,7 @@
 #include "datasets/dsutil.h"
 #include "datasets/generate.h"
 #include "datasets/import.h"
+#include "datasets/parquet.h"
 #include "datasets/readers.h"
 #include "datasets/wink.h"
 #include "engines/core/status.h"
@@ -305,6 +306,107 @@ static int prepare_files(const ds_registry *reg, const json_t *e, const char *na
     return rc;
 }
 
+/* Remove a bundle's files from dir (manifest first), then dir when empty. */
+static void remove_bundle(const char *dir)
+{
+    static const char *const files[] = { "manifest.json", "base.fbin", "query.fbin",
+                                         "warmup.fbin", "gt.ibin", "base_ids.i64bin",
+                                         "query_ids.i64bin" };
+    char p[4096];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (!ds_join(p, sizeof p, dir, files[i]))
+            unlink(p);
+    rmdir(dir);
+}
+
+/*
+ * VectorDBBench parquet already downloaded into from_dir: convert it
+ * (parquet.h), check the shape against the registry, add warm-up queries
+ * sampled from the base (VectorDBBench has no third split) and finish the
+ * bundle again so the manifest covers them.
+ */
+static int prepare_parquet(const json_t *e, const char *name, const char *out_dir,
+                           const char *from_dir)
+{
+    int rc = 0;
+    char train[4096], test[4096], nb[4096], base_path[4096], warm_path[4096];
+    const char *files[3];
+    size_t nfiles = 0;
+    ann_bundle b = { 0 };
+    int opened = 0;
+    ann_vecsrc *base = NULL;
+    uint64_t *picks = NULL;
+    json_t *extra = NULL;
+    ann_metric metric;
+    ann_metric_parse(json_string_value(json_object_get(e, "metric")), &metric);
+    uint32_t gt_k = (uint32_t)entry_uint(e, "gt_k", 100);
+
+    snprintf(train, sizeof train, "%s/shuffle_train.parquet", from_dir);
+    if (access(train, R_OK) != 0)
+        snprintf(train, sizeof train, "%s/train.parquet", from_dir);
+    snprintf(test, sizeof test, "%s/test.parquet", from_dir);
+    snprintf(nb, sizeof nb, "%s/neighbors.parquet", from_dir);
+    if (access(train, R_OK) != 0 || access(test, R_OK) != 0)
+        return ann_fail(ANN_ENOTFOUND, "%s: %s must hold shuffle_train.parquet (or "
+                                       "train.parquet) and test.parquet (and neighbors.parquet)",
+                        name, from_dir);
+    files[nfiles++] = train;
+    files[nfiles++] = test;
+    if (access(nb, R_OK) == 0)
+        files[nfiles++] = nb;
+    remove_bundle(out_dir); /* no stale member may join the new bundle */
+    if ((rc = ann_import_parquet(files, nfiles, out_dir, name, metric, gt_k)))
+        goto out;
+    if ((rc = ann_bundle_open(out_dir, &b)))
+        goto out;
+    opened = 1;
+    uint64_t want_n = entry_uint(e, "n", 0), want_dim = entry_uint(e, "dim", 0);
+    if ((want_n && b.n != want_n) || (want_dim && b.dim != want_dim)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: base holds %llu x %u, but %s is %llu x %llu", train,
+                      (unsigned long long)b.n, b.dim, name, (unsigned long long)want_n,
+                      (unsigned long long)want_dim);
+        goto out;
+    }
+    uint32_t count;
+    uint64_t seed;
+    warmup_rule(e, &count, &seed);
+    if (count) {
+        uint64_t m = count < b.n ? count : b.n;
+        picks = malloc(m * sizeof *picks);
+        if (!picks) {
+            rc = ann_fail(-ENOMEM, "%s: no memory for the warm-up sample", name);
+            goto out;
+        }
+        ann_bundle_path(&b, "base.fbin", base_path, sizeof base_path);
+        ann_bundle_path(&b, "warmup.fbin", warm_path, sizeof warm_path);
+        /* rows are copied as stored (already normalised for cosine) */
+        if ((rc = ds_sample_rows(b.n, m, seed, picks)) ||
+            (rc = ann_vecsrc_open_file(base_path, ANN_METRIC_L2, &base)))
+            goto out;
+        ds_copy_spec c = { .src = base, .src_name = base_path, .path = warm_path,
+                           .metric = ANN_METRIC_L2, .count = m, .rows = picks };
+        if ((rc = ds_copy_rows(&c)))
+            goto out;
+        extra = json_deep_copy(b.manifest);
+        json_object_set_new(extra, "warmup_from",
+                            json_pack("{s:s, s:I, s:I}", "rule",
+                                      "seeded sample of base rows (outside the test queries)",
+                                      "count", (json_int_t)m, "seed", (json_int_t)seed));
+        json_object_set(extra, "registry_entry", (json_t *)e);
+        json_object_set(extra, "gt_check_at_import", json_object_get(b.manifest, "gt_check"));
+        rc = ann_bundle_finish(out_dir, name, metric, b.gt_k, extra);
+    }
+out:
+    if (opened)
+        ann_bundle_close(&b);
+    ann_vecsrc_destroy(base);
+    free(picks);
+    json_decref(extra);
+    if (rc)
+        remove_bundle(out_dir);
+    return rc;
+}
+
 static int prepare_download(const ds_registry *reg, const json_t *e, const char *name,
                             const char *out_dir, const char *from)
 {
@@ -313,13 +415,17 @@ static int prepare_download(const ds_registry *reg, const json_t *e, const char 
     const json_t *src = json_object_get(e, "source");
     const char *url = json_string_value(json_object_get(src, "url"));
     const char *size = json_string_value(json_object_get(src, "size"));
-    if (!strcmp(kind, "download-parquet"))
+    if (!strcmp(kind, "download-parquet")) {
+        if (from)
+            return prepare_parquet(e, name, out_dir, from);
         return ann_fail(ANN_EUNSUPPORTED,
                         "%s: the source is VectorDBBench's %s parquet files (%s), a download that "
-                        "needs a network this machine does not have; the parquet converter is "
-                        "not part of `prepare` yet",
+                        "needs a network this machine does not have; download them elsewhere "
+                        "and run `annlab dataset prepare %s --from DIR` (DIR holding "
+                        "shuffle_train.parquet, test.parquet, neighbors.parquet)",
                         name, json_string_value(json_object_get(src, "vectordbbench_case")),
-                        size ? size : "size unknown");
+                        size ? size : "size unknown", name);
+    }
     if (!from)
         return ann_fail(ANN_EUNSUPPORTED,
                         "%s: the source is a download (%s, %s) that needs a network this "
@@ -353,7 +459,7 @@ int ds_prepare(const ds_registry *reg, const char *name, const ds_prepare_opts *
     if (rc)
         return rc;
     const char *kind = json_string_value(json_object_get(e, "kind"));
-    if (opts && opts->from && strcmp(kind, "download-hdf5") != 0)
+    if (opts && opts->from && strncmp(kind, "download-", 9) != 0)
         return ann_fail(ANN_EPARAM, "%s: --from applies to downloaded datasets only", name);
     if (!(opts && opts->force)) {
         ann_bundle b;

@@ -199,6 +199,7 @@ int ds_wink_convert(const ds_wink_spec *sp)
     const char *names[3] = { "base.fbin", "query.fbin", "warmup.fbin" };
     uint64_t counts[3] = { 0, 0, 0 };
     double norm_max_rel_err = 0.0;
+    ds_norm_stats stats[3] = { { 0 }, { 0 }, { 0 } };
 
     s.fp = fopen(sp->json_path, "rb");
     s.buf = malloc(WINK_READ_BYTES);
@@ -330,8 +331,9 @@ int ds_wink_convert(const ds_wink_spec *sp)
                     double rel = fabs(n2 - v[dim]) / (v[dim] > 1e-9f ? v[dim] : 1.0);
                     if (rel > norm_max_rel_err)
                         norm_max_rel_err = rel;
-                    ann_normalize(v, dim);
                     int r = role[rows];
+                    ds_norm_stats_add(&stats[r], v, dim);
+                    ann_normalize(v, dim);
                     if ((rc = ann_vecwriter_append(&o.w[r], v, 1)))
                         goto out;
                     counts[r]++;
@@ -386,6 +388,12 @@ int ds_wink_convert(const ds_wink_spec *sp)
                   (json_int_t)counts[0], "queries", (json_int_t)counts[1], "warmup",
                   (json_int_t)counts[2], "vector_norms", "normalised to 1 (cosine)",
                   "stored_norm_max_rel_error", norm_max_rel_err));
+    json_object_set_new(extra, "statistics",
+                        json_pack("{s:s, s:o, s:o, s:o}", "what",
+                                  "L2 norms of the input rows, before any normalisation", "base",
+                                  ds_norm_stats_json(&stats[0]), "query",
+                                  ds_norm_stats_json(&stats[1]), "warmup",
+                                  ds_norm_stats_json(&stats[2])));
     rc = ann_bundle_finish(sp->out_dir, sp->name, ANN_METRIC_COSINE, sp->gt_k, extra);
 out:
     for (int i = 0; i < 3; i++)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 extern const ann_engine_ops flat_engine_ops;
+extern const ann_engine_ops diskann_sector_engine_ops;
 extern const ann_engine_ops diskann_record_engine_ops;
 extern const ann_engine_ops diskann_resident_engine_ops;
 extern const ann_engine_ops hnsw_record_engine_ops;
@@ -20,6 +21,7 @@ extern const ann_engine_ops ref_faiss_hnsw_engine_ops;
 
 static const ann_engine_ops *const registry[] = {
     &flat_engine_ops,
+    &diskann_sector_engine_ops,
     &diskann_record_engine_ops,
     &diskann_resident_engine_ops,
     &hnsw_record_engine_ops,

@@ -229,6 +229,8 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     setpgid(pid, pid);
     if (cg) {
         int rc = cg_group_create(cg->sys, cg->name, cg->cap_bytes, &group);
+        if (!rc && cg->dev) /* v1 blkio counts reads only where a rule is set */
+            (void)cg_group_watch_device(group, cg->dev);
         if (!rc)
             rc = cg_group_add_pid(group, pid);
         if (rc) {

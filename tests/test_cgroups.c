@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cgroups/cgroup.h"
+#include "cgroups/devstat.h"
 #include "engines/core/status.h"
 #include "tests/support/testutil.h"
 
@@ -31,6 +32,7 @@
 #define MIB ((uint64_t)1 << 20)
 
 static char *tmp;
+static pid_t sleeper_pid = -1; /* killed by teardown even when a test fails */
 
 static int setup(void **state)
 {
@@ -42,6 +44,11 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    if (sleeper_pid > 0) {
+        kill(sleeper_pid, SIGKILL);
+        waitpid(sleeper_pid, NULL, 0);
+        sleeper_pid = -1;
+    }
     tu_rmdir(tmp);
     return 0;
 }
@@ -276,6 +283,7 @@ static pid_t sleeper(void)
         for (;;)
             pause();
     }
+    sleeper_pid = pid;
     return pid;
 }
 
@@ -305,6 +313,7 @@ static void test_v1_group_on_fake_tree(void **state)
     PUTM("memory.oom_control", "oom_kill_disable 0\nunder_oom 1\noom_kill 2\n");
     put("sys/blkio/cell-1/cgroup.procs", "");
     put("sys/blkio/cell-1/blkio.reset_stats", "");
+    put("sys/blkio/cell-1/blkio.throttle.read_bps_device", "");
     put("sys/blkio/cell-1/blkio.throttle.io_service_bytes",
         "254:0 Read 8192\n254:0 Write 4096\n254:0 Sync 0\n254:0 Async 12288\n254:0 Discard 0\n"
         "254:0 Total 12288\n7:1 Read 512\n7:1 Write 0\n7:1 Total 512\nTotal 12800\n");
@@ -316,6 +325,11 @@ static void test_v1_group_on_fake_tree(void **state)
     assert_string_equal(get("sys/memory/process_api/abc/cell-1/memory.memsw.limit_in_bytes"), "67108864");
     assert_string_equal(get("sys/memory/process_api/abc/cell-1/memory.max_usage_in_bytes"), "0");
     assert_int_equal(cg_group_cap_bytes(g), 64 * MIB);
+    /* v1 counts reads only on devices with a throttle rule. */
+    assert_int_equal(cg_group_read(g, makedev(254, 0), &c), 0);
+    assert_false(c.io_known);
+    assert_int_equal(cg_group_watch_device(g, makedev(254, 0)), 0);
+    assert_string_equal(get("sys/blkio/cell-1/blkio.throttle.read_bps_device"), "254:0 1125899906842624");
     /* The counters a cell leaves behind (written after the reset). */
     PUTM("memory.max_usage_in_bytes", "67108864\n");
     PUTM("memory.failcnt", "31\n");
@@ -350,6 +364,7 @@ static void test_v1_group_on_fake_tree(void **state)
     assert_string_equal(get("sys/blkio/cgroup.procs"), want);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    sleeper_pid = -1;
 #undef PUTM
 }
 
@@ -410,6 +425,7 @@ static void test_v2_group_on_fake_tree(void **state)
     assert_int_equal(cg_group_destroy(g), -ENOTEMPTY);
     int ws = 0;
     assert_int_equal(waitpid(pid, &ws, 0), pid);
+    sleeper_pid = -1;
     assert_true(WIFSIGNALED(ws));
     assert_int_equal(WTERMSIG(ws), SIGKILL);
 #undef PUTM
@@ -469,6 +485,7 @@ static void test_open_self_on_fake_trees(void **state)
     cg_group *g = NULL;
     cg_counters c;
     fake_v1_tree();
+    put("sys/blkio/blkio.throttle.read_bps_device", "254:0 1125899906842624\n"); /* the parent's watch */
     fake_params(&p, root, proc);
     assert_int_equal(cg_detect(&p, &sys), 0);
     assert_int_equal(cg_group_open_self(&sys, &g), 0);
@@ -554,6 +571,28 @@ static bool real_system(cg_system *sys)
 static void group_name(char *buf, size_t cap, const char *tag)
 {
     snprintf(buf, cap, "annlab-test-%ld-%s", (long)getpid(), tag);
+}
+
+/* After a failed assertion a real group may be left: remove any of ours
+ * (their processes have exited or been reaped by then). */
+static int teardown_real(void **state)
+{
+    static const char *const tags[] = { "create", "oom", "ok", "self", "io" };
+    cg_system sys;
+    char name[64], path[8192];
+    (void)teardown(state);
+    if (cg_detect(NULL, &sys) != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        group_name(name, sizeof name, tags[i]);
+        snprintf(path, sizeof path, "%s/%s", sys.memory_parent, name);
+        rmdir(path);
+        if (sys.version == CG_V1 && sys.io_parent[0]) {
+            snprintf(path, sizeof path, "%s/%s", sys.io_parent, name);
+            rmdir(path);
+        }
+    }
+    return 0;
 }
 
 static void test_real_create_and_remove(void **state)
@@ -646,6 +685,7 @@ static void test_real_child_past_cap_is_oom(void **state)
     assert_int_equal(o.status, CG_OOM);
     assert_non_null(strstr(o.reason, "killed by the OOM killer under memory cap 67108864 bytes"));
     assert_true(c.oom_kills >= 1 || !c.oom_kill_known);
+    printf("# oom: %s; limit hits %llu\n", o.reason, (unsigned long long)c.limit_hits);
     if (c.peak_known) {
         assert_true(c.peak_bytes <= 64 * MIB);
         assert_true(c.peak_bytes > 32 * MIB);
@@ -739,6 +779,87 @@ static void test_real_self_peak_reset(void **state)
         assert_true(c.peak_bytes <= 32 * MIB);
 }
 
+/* Child: read path with O_DIRECT in 1 MiB requests; exit 0 when all read. */
+static void child_read_direct(cg_gate *gate, const char *path, uint64_t bytes)
+{
+    void *buf = NULL;
+    if (cg_gate_wait(gate) != 0)
+        _exit(7);
+    if (posix_memalign(&buf, 4096, MIB) != 0)
+        _exit(2);
+    int fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0)
+        _exit(errno == EINVAL ? 3 : 4);
+    for (uint64_t off = 0; off < bytes; off += MIB)
+        if (pread(fd, buf, MIB, (off_t)off) != (ssize_t)MIB)
+            _exit(5);
+    _exit(0);
+}
+
+static void test_real_group_counts_its_reads(void **state)
+{
+    (void)state;
+    const uint64_t file_bytes = 16 * MIB;
+    cg_system sys;
+    cg_group *g = NULL;
+    cg_gate gate;
+    devstat_dev dev;
+    char name[64], path[4096];
+    if (!real_system(&sys)) {
+        skip();
+        return;
+    }
+    if (!sys.has_io) {
+        printf("# skipped: no per-group I/O counters (blkio/io controller) here\n");
+        skip();
+        return;
+    }
+    int rc = devstat_resolve(tmp, NULL, &dev);
+    if (rc) {
+        printf("# skipped: %s\n", ann_errmsg(rc));
+        skip();
+        return;
+    }
+    snprintf(path, sizeof path, "%s/direct.bin", tmp);
+    char *data = malloc(file_bytes);
+    assert_non_null(data);
+    memset(data, 0x61, file_bytes);
+    assert_int_equal(tu_write_file(path, data, file_bytes), 0);
+    free(data);
+
+    group_name(name, sizeof name, "io");
+    assert_int_equal(cg_gate_init(&gate), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        child_read_direct(&gate, path, file_bytes);
+    assert_int_equal(cg_group_create(&sys, name, 0, &g), 0);
+    assert_int_equal(cg_group_watch_device(g, devstat_devt(&dev)), 0);
+    assert_int_equal(cg_group_add_pid(g, pid), 0);
+    assert_int_equal(cg_gate_release(&gate, 1), 0);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    cg_counters c;
+    assert_int_equal(cg_group_read(g, devstat_devt(&dev), &c), 0);
+    assert_int_equal(cg_group_destroy(g), 0);
+    cg_gate_fini(&gate);
+    if (WIFEXITED(ws) && WEXITSTATUS(ws) == 3) {
+        printf("# skipped: O_DIRECT not supported on %s\n", tmp);
+        skip();
+        return;
+    }
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    printf("# group read %llu bytes in %llu requests on %s for %llu bytes read\n",
+           (unsigned long long)c.read_bytes, (unsigned long long)c.read_ios, dev.name,
+           (unsigned long long)file_bytes);
+    assert_true(c.io_known);
+    /* Only this child is in the group: its reads, nobody else's. */
+    assert_true(c.read_bytes >= file_bytes - file_bytes / 20);
+    assert_true(c.read_bytes <= file_bytes + file_bytes / 20);
+    assert_true(c.read_ios >= 1);
+}
+
 static void test_gate_cancel(void **state)
 {
     (void)state;
@@ -793,10 +914,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_self_on_fake_trees, setup, teardown),
         cmocka_unit_test(test_classify),
         cmocka_unit_test(test_gate_cancel),
-        cmocka_unit_test(test_real_create_and_remove),
-        cmocka_unit_test(test_real_child_past_cap_is_oom),
-        cmocka_unit_test(test_real_child_under_cap_is_ok),
-        cmocka_unit_test(test_real_self_peak_reset),
+        cmocka_unit_test_setup_teardown(test_real_create_and_remove, setup, teardown_real),
+        cmocka_unit_test_setup_teardown(test_real_child_past_cap_is_oom, setup, teardown_real),
+        cmocka_unit_test_setup_teardown(test_real_child_under_cap_is_ok, setup, teardown_real),
+        cmocka_unit_test_setup_teardown(test_real_self_peak_reset, setup, teardown_real),
+        cmocka_unit_test_setup_teardown(test_real_group_counts_its_reads, setup, teardown_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

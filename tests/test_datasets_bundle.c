@@ -276,8 +276,17 @@ static void test_verify_catches_tampering(void **state)
     assert_string_equal(json_string_value(json_object_get(rep, "verdict")), "fail");
     json_decref(rep);
 
-    /* Without a manifest the directory is not a bundle. */
+    /* A manifest whose n disagrees with base.fbin is refused, naming both. */
     snprintf(p, sizeof p, "%s/manifest.json", d);
+    json_t *m = json_load_file(p, 0, NULL);
+    assert_non_null(m);
+    json_object_set_new(m, "n", json_integer(199));
+    assert_int_equal(json_dump_file(m, p, 0), 0);
+    json_decref(m);
+    ann_bundle b0;
+    assert_msg(ann_bundle_open(d, &b0), "base.fbin: holds 200 x 8 but manifest.json says 199 x 8");
+
+    /* Without a manifest the directory is not a bundle. */
     assert_int_equal(unlink(p), 0);
     ann_bundle b;
     assert_msg(ann_bundle_open(d, &b), "not a prepared dataset (no manifest.json)");

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "datasets/dsutil.h"
 #include "datasets/readers.h"
 #include "engines/core/vecfile.h"
 #include "tests/support/testutil.h"
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static char *dir;
 static const char *bin;
@@ -281,6 +283,7 @@ static void test_list_and_download_entries(void **state)
     snprintf(args, sizeof args, "dataset prepare cohere-768-cosine-1m --root '%s'", dir);
     assert_int_equal(run(args), 1);
     assert_captured("err", "needs a network this machine does not have");
+    assert_captured("err", "--from DIR");
     snprintf(args, sizeof args, "dataset prepare no-such-set --root '%s'", dir);
     assert_int_equal(run(args), 1);
     assert_captured("err", "no-such-set: no such dataset");
@@ -297,6 +300,173 @@ static void test_list_and_download_entries(void **state)
         snprintf(gd, sizeof gd, "%s/gist-960-euclidean", dir);
         assert_int_equal(access(gd, F_OK), -1);
     }
+}
+
+/* A gzipped idx3-ubyte file of n images of r x c pixels. */
+static void write_idx_gz(const char *p, uint32_t n, uint32_t r, uint32_t c, uint64_t seed)
+{
+    unsigned char hdr[16];
+    uint32_t v[4] = { 0x803, n, r, c };
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 4; b++)
+            hdr[4 * i + b] = (unsigned char)(v[i] >> (24 - 8 * b));
+    gzFile gz = gzopen(p, "wb");
+    assert_non_null(gz);
+    assert_int_equal(gzwrite(gz, hdr, 16), 16);
+    uint64_t st = seed;
+    for (uint32_t i = 0; i < n * r * c; i++) {
+        unsigned char px = (unsigned char)(tu_rand(&st) % 256);
+        assert_int_equal(gzwrite(gz, &px, 1), 1);
+    }
+    assert_int_equal(gzclose(gz), Z_OK);
+}
+
+static void test_prepare_from_a_registry(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char tr[4096], te[4096], reg[4096], root[4096], args[16384];
+    char sum_tr[80], sum_te[80];
+    path_of(tr, "train-images-idx3-ubyte.gz");
+    path_of(te, "t10k-images-idx3-ubyte.gz");
+    path_of(reg, "registry.json");
+    path_of(root, "prepared");
+    write_idx_gz(tr, 300, 4, 5, 1);
+    write_idx_gz(te, 12, 4, 5, 2);
+    assert_int_equal(ds_sha256_file(tr, sum_tr, NULL), 0);
+    assert_int_equal(ds_sha256_file(te, sum_te, NULL), 0);
+    FILE *fp = fopen(reg, "w");
+    assert_non_null(fp);
+    fprintf(fp,
+            "{\"format\": \"annlab-dataset-registry\", \"version\": 1, \"datasets\": ["
+            "{\"name\": \"mini-idx\", \"description\": \"test\", \"kind\": \"idx\", \"metric\": "
+            "\"l2\", \"n\": 300, \"dim\": 20, \"gt_k\": 7, \"source\": {\"debian_package\": "
+            "\"none\", \"base\": {\"path\": \"%s\", \"sha256\": \"%s\"}, \"query\": {\"path\": "
+            "\"t10k-images-idx3-ubyte.gz\", \"sha256\": \"%s\"}}, \"warmup\": {\"rule\": "
+            "\"base-sample\", \"count\": 9, \"seed\": 7}},"
+            "{\"name\": \"bad-sum\", \"description\": \"test\", \"kind\": \"idx\", \"metric\": "
+            "\"l2\", \"source\": {\"base\": {\"path\": \"%s\", \"sha256\": \"00\"}, \"query\": "
+            "{\"path\": \"%s\"}}},"
+            "{\"name\": \"bad-kind\", \"description\": \"x\", \"kind\": \"ftp\", \"metric\": "
+            "\"l2\"}]}",
+            tr, sum_tr + 7, sum_te + 7, tr, te);
+    fclose(fp);
+
+    /* An unknown kind is refused when the registry loads, naming the entry. */
+    snprintf(args, sizeof args, "env ANNLAB_REGISTRY='%s' '%s' dataset prepare mini-idx --root '%s'",
+             reg, bin, root);
+    char cmd[20000];
+    snprintf(cmd, sizeof cmd, "%s >'%s/out.txt' 2>'%s/err.txt'", args, dir, dir);
+    int st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_captured("err", "registry.json: datasets[2] (bad-kind): unknown kind \"ftp\"");
+
+    /* Without it: prepare, verify, and a sha256 mismatch refused. */
+    fp = fopen(reg, "r+");
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    char *text = calloc((size_t)len + 1, 1);
+    fseek(fp, 0, SEEK_SET);
+    assert_int_equal(fread(text, 1, (size_t)len, fp), (size_t)len);
+    fclose(fp);
+    char *cut = strstr(text, ",{\"name\": \"bad-kind\"");
+    assert_non_null(cut);
+    strcpy(cut, "]}");
+    assert_int_equal(tu_write_file(reg, text, strlen(text)), 0);
+    free(text);
+    assert_int_equal(system(cmd) == 0, 1);
+    assert_captured("out", "mini-idx: prepared at");
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/mini-idx/manifest.json", root);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_non_null(m);
+    assert_int_equal(json_integer_value(json_object_get(m, "n")), 300);
+    assert_int_equal(json_integer_value(json_object_get(m, "dim")), 20);
+    assert_int_equal(json_integer_value(json_object_get(m, "nq")), 12);
+    assert_int_equal(json_integer_value(json_object_get(m, "gt_k")), 7);
+    assert_int_equal(json_integer_value(json_object_get(m, "n_warmup")), 9);
+    json_decref(m);
+    snprintf(args, sizeof args, "dataset verify '%s/mini-idx'", root);
+    assert_int_equal(run(args), 0);
+
+    snprintf(cmd, sizeof cmd,
+             "env ANNLAB_REGISTRY='%s' '%s' dataset prepare bad-sum --root '%s' >'%s/out.txt' "
+             "2>'%s/err.txt'",
+             reg, bin, root, dir, dir);
+    st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 1);
+    char want[4400];
+    snprintf(want, sizeof want, "bad-sum: %s: sha256 %s differs from the registry's 00", tr,
+             sum_tr + 7);
+    assert_captured("err", want);
+    snprintf(mp, sizeof mp, "%s/bad-sum", root);
+    assert_int_equal(access(mp, F_OK), -1);
+}
+
+static void test_prepare_parquet_from_dir(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char fix[4096], reg[4096], root[4096], cmd[20000], nodedir[4096];
+    const char *nd = getenv("ANNLAB_NODE_DIR");
+    snprintf(nodedir, sizeof nodedir, "%s", nd && *nd ? nd : "datasets/node");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/node_modules/hyparquet-writer", nodedir);
+    if (system("node --version >/dev/null 2>&1") != 0 || access(probe, R_OK) != 0) {
+        print_message("node or hyparquet-writer absent: skipping\n");
+        skip();
+    }
+    path_of(fix, "vdb");
+    path_of(reg, "registry-pq.json");
+    path_of(root, "prepared-pq");
+    snprintf(cmd, sizeof cmd,
+             "node %s/make_test_parquet.mjs '%s' --n 300 --nq 10 --dim 8 --k 100 --seed 3 "
+             ">/dev/null",
+             nodedir, fix);
+    assert_int_equal(system(cmd), 0);
+
+    /* The real entry: the shape check refuses a file that is not the 1M set. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' dataset prepare cohere-768-cosine-1m --root '%s' --from '%s' >'%s/out.txt' "
+             "2>'%s/err.txt'",
+             bin, root, fix, dir, dir);
+    int st = system(cmd);
+    assert_int_equal(WEXITSTATUS(st), 1);
+    assert_captured("err", "base holds 300 x 8, but cohere-768-cosine-1m is 1000000 x 768");
+    char gone[4200];
+    snprintf(gone, sizeof gone, "%s/cohere-768-cosine-1m", root);
+    assert_int_equal(access(gone, F_OK), -1);
+
+    /* An entry of the fixture's shape: prepared, with warm-up, and it verifies. */
+    FILE *fp = fopen(reg, "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"datasets\": [{\"name\": \"vdb-mini\", \"description\": \"t\", \"kind\": "
+                "\"download-parquet\", \"metric\": \"l2\", \"n\": 300, \"dim\": 8, "
+                "\"gt_k\": 100, \"source\": {\"vectordbbench_case\": \"mini\"}, \"warmup\": "
+                "{\"rule\": \"base-sample\", \"count\": 11, \"seed\": 7}}]}");
+    fclose(fp);
+    snprintf(cmd, sizeof cmd,
+             "env ANNLAB_REGISTRY='%s' '%s' dataset prepare vdb-mini --root '%s' --from '%s' "
+             ">'%s/out.txt' 2>'%s/err.txt'",
+             reg, bin, root, fix, dir, dir);
+    st = system(cmd);
+    if (WEXITSTATUS(st) != 0) {
+        char *e = captured("err");
+        fail_msg("prepare vdb-mini failed: %s", e);
+    }
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/vdb-mini/manifest.json", root);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_non_null(m);
+    assert_int_equal(json_integer_value(json_object_get(m, "n_warmup")), 11);
+    assert_string_equal(json_string_value(json_object_get(m, "metric")), "l2");
+    json_t *gi = json_object_get(json_object_get(m, "gt_check_at_import"), "verdict");
+    assert_non_null(gi);
+    assert_string_equal(json_string_value(gi), "pass"); /* the fixture's exact L2 neighbours */
+    json_decref(m);
+    char args[8192];
+    snprintf(args, sizeof args, "dataset verify '%s/vdb-mini'", root);
+    assert_int_equal(run(args), 0);
 }
 
 static void test_prepare_bigann_10k_gt_verifies(void **state)
@@ -341,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_failed_import_leaves_nothing),
         cmocka_unit_test(test_usage_errors_exit_2),
         cmocka_unit_test(test_list_and_download_entries),
+        cmocka_unit_test(test_prepare_from_a_registry),
+        cmocka_unit_test(test_prepare_parquet_from_dir),
         cmocka_unit_test(test_prepare_bigann_10k_gt_verifies),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -517,6 +517,19 @@ static void test_bigann_import_exact(void **state)
     assert_int_equal(bb.nq, 4);
     assert_int_equal(bb.gt_k, 5);
     assert_int_equal(bb.n_warmup, 0);
+    /* The manifest's statistics are the input rows' norms. */
+    double nmin = 1e300, nmax = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        double s2 = 0;
+        for (uint32_t j = 0; j < dim; j++)
+            s2 += (double)base[i * dim + j] * base[i * dim + j];
+        nmin = fmin(nmin, sqrt(s2));
+        nmax = fmax(nmax, sqrt(s2));
+    }
+    json_t *sb = json_object_get(json_object_get(bb.manifest, "statistics"), "base");
+    assert_int_equal(json_integer_value(json_object_get(sb, "rows")), n);
+    assert_true(json_real_value(json_object_get(sb, "norm_min")) == nmin);
+    assert_true(json_real_value(json_object_get(sb, "norm_max")) == nmax);
     ann_bundle_close(&bb);
 }
 

@@ -8,7 +8,8 @@
  * short: wrong engine, wrong format version, missing metadata (a build
  * that died before its last record), missing node / vector / code-chunk
  * records, a node record whose length does not match its degree, and a
- * build whose source fails part-way.  Golden bytes pin the node record.
+ * build whose source fails part-way, and randomly mutated node and
+ * metadata records.  Golden bytes pin the node record.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +72,8 @@ static int build_index(const char *engine, const float *data, uint64_t n, ann_me
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     json_t *bp = js(build_json);
     int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
+    if (rc)
+        print_message("build %s: %s\n", engine, ann_errmsg(rc));
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -627,6 +630,98 @@ static void test_corruption(void **state)
     free(data);
 }
 
+/* Mutated node and metadata records (bit flips, cuts, extensions, random
+ * degrees and ids): every search answers in full or fails with
+ * ANN_ECORRUPT, every open succeeds or fails cleanly; never a crash (the
+ * sanitizer build runs this too). */
+static void test_mutated_records(void **state)
+{
+    (void)state;
+    enum { NM = 1100, ROUNDS = 40 };
+    float *data = tu_clustered(NM, DIM, 8, 11, 0);
+    for (int e = 0; e < 2; e++) {
+        char index[4096];
+        snprintf(index, sizeof index, "%s/mutate-%s", tmp_root, engines[e]);
+        assert_int_equal(build_index(engines[e], data, NM, ANN_METRIC_L2,
+                                     "{\"R\": 16, \"L_build\": 32, \"pq_bytes\": 4, \"kv\": \"lmdb\"}",
+                                     index),
+                         0);
+        kv_store *s = store_rw(index, "lmdb");
+        size_t meta_len = 0, node_len = 0;
+        uint8_t *meta = record_copy(s, DREC_TABLE_META, 0, &meta_len);
+        drec_meta m;
+        assert_int_equal(drec_meta_decode(meta, meta_len, "t", &m), 0);
+        uint8_t *node = record_copy(s, DREC_TABLE_NODE, m.medoid, &node_len);
+        assert_int_equal(kv_close(s), 0);
+        uint8_t *buf = malloc(node_len + 64);
+        uint64_t rs = 1234 + (uint64_t)e;
+        int answered = 0, corrupt = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            int target_meta = round % 4 == 3;
+            const uint8_t *orig = target_meta ? meta : node;
+            size_t len = target_meta ? meta_len : node_len;
+            memcpy(buf, orig, len);
+            switch (tu_rand(&rs) % 5) {
+            case 0: /* flip a few bits */
+                for (int f = 0; f < 3; f++)
+                    buf[tu_rand(&rs) % len] ^= (uint8_t)(1u << (tu_rand(&rs) % 8));
+                break;
+            case 1: /* cut */
+                len = tu_rand(&rs) % len;
+                break;
+            case 2: /* extend with garbage */
+                for (int x = 0; x < 16; x++)
+                    buf[len + (size_t)x] = (uint8_t)tu_rand(&rs);
+                len += 1 + tu_rand(&rs) % 16;
+                break;
+            case 3: /* a random degree field */
+                if (!target_meta)
+                    ann_put_u32(buf + (e == 0 ? 4 : 0), (uint32_t)tu_rand(&rs));
+                else
+                    ann_put_u32(buf + 72, (uint32_t)tu_rand(&rs) % 8); /* pq_bytes */
+                break;
+            default: /* a random neighbour id / medoid */
+                if (!target_meta && len >= (e == 0 ? 12u : 8u) + 4)
+                    ann_put_u32(buf + (e == 0 ? 8 : 4), (uint32_t)tu_rand(&rs) % (2 * NM));
+                else
+                    ann_put_u32(buf + 56, (uint32_t)tu_rand(&rs) % (2 * NM));
+                break;
+            }
+            put_record(index, "lmdb", target_meta ? DREC_TABLE_META : DREC_TABLE_NODE,
+                       target_meta ? 0 : m.medoid, buf, len);
+            opened o;
+            int rc = open_index(engines[e], index, "{}", "{}", K, &o);
+            if (rc == 0) {
+                uint32_t ids[K];
+                float d[K];
+                ann_stats st = { 0 };
+                rc = o.ops->search(o.ctx, data, K, ids, d, &st);
+                close_index(&o);
+                if (rc == K)
+                    answered++;
+                else if (rc == ANN_ECORRUPT)
+                    corrupt++;
+                else
+                    fail_msg("round %d: search returned %d (%s)", round, rc,
+                             rc < 0 ? ann_errmsg(rc) : "short");
+            } else if (rc == ANN_ECORRUPT || rc == ANN_EVERSION) {
+                corrupt++;
+            } else {
+                fail_msg("round %d: open returned %d (%s)", round, rc, ann_errmsg(rc));
+            }
+            put_record(index, "lmdb", target_meta ? DREC_TABLE_META : DREC_TABLE_NODE,
+                       target_meta ? 0 : m.medoid, orig, target_meta ? meta_len : node_len);
+        }
+        print_message("%s: %d mutations answered, %d reported corrupt\n", engines[e], answered,
+                      corrupt);
+        assert_true(corrupt > ROUNDS / 3);
+        free(buf);
+        free(meta);
+        free(node);
+    }
+    free(data);
+}
+
 /* A source that fails part-way: the build fails and leaves no index. */
 static int failing_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
 {
@@ -687,6 +782,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_contexts),
         cmocka_unit_test(test_tiny_and_empty),
         cmocka_unit_test(test_corruption),
+        cmocka_unit_test(test_mutated_records),
         cmocka_unit_test(test_failed_build_leaves_nothing),
         cmocka_unit_test(test_params),
     };

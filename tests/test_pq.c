@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 static pq_codebook *train(const float *x, uint64_t n, uint32_t dim, ann_metric metric,
                           uint32_t m, uint64_t seed, int threads)
@@ -297,6 +298,50 @@ static void test_pq_save_load(void **state)
     pq_codebook_destroy(cb);
 }
 
+/* Seeded mutation fuzzing of the codebook file (checksum recomputed). */
+static void test_pq_load_fuzz(void **state)
+{
+    (void)state;
+    float *x = tu_clustered(600, 12, 4, 61, 0);
+    pq_codebook *cb = train(x, 600, 12, ANN_METRIC_L2, 3, 1, 1);
+    char *dir = tu_tmpdir("pq-fuzz");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cb.pqcb", dir);
+    assert_int_equal(pq_codebook_save(cb, path), 0);
+    size_t len = 0;
+    uint8_t *orig = tu_read_file(path, &len);
+    uint8_t *buf = malloc(len);
+    uint64_t rs = 7;
+    int refused = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        memcpy(buf, orig, len);
+        size_t at = tu_rand(&rs) % 48;
+        buf[at] = (uint8_t)tu_rand(&rs);
+        if (iter % 3 == 0) /* a centroid float, e.g. into a NaN */
+            memset(buf + 48 + 4 * (tu_rand(&rs) % (3 * 256 * 4)), 0xff, 4);
+        uLong c = crc32(crc32(0L, Z_NULL, 0), buf, (uInt)(len - 4));
+        ann_put_u32(buf + len - 4, (uint32_t)c);
+        size_t cut = iter % 7 == 0 ? tu_rand(&rs) % len : len;
+        assert_int_equal(tu_write_file(path, buf, cut), 0);
+        pq_codebook *back = NULL;
+        int rc = pq_codebook_load(path, &back);
+        if (rc == 0) {
+            assert_true(back->m >= 1 && back->m <= back->dim);
+            pq_codebook_destroy(back);
+        } else {
+            assert_true(rc == ANN_EFORMAT || rc == ANN_ECORRUPT || rc == ANN_EVERSION);
+            assert_null(back);
+            refused++;
+        }
+    }
+    assert_true(refused > 100);
+    free(buf);
+    free(orig);
+    tu_rmdir(dir);
+    free(x);
+    pq_codebook_destroy(cb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -309,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_pq_sample_caps),
         cmocka_unit_test(test_pq_bad_bytes),
         cmocka_unit_test(test_pq_save_load),
+        cmocka_unit_test(test_pq_load_fuzz),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 #include "engines/core/visited.h"
 #include "tests/support/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,60 @@ static void test_vamana_save_load(void **state)
     vamana_graph_destroy(g);
 }
 
+/*
+ * Seeded mutation fuzzing of the graph file: random byte changes with the
+ * checksum recomputed (so the structural checks, not the crc, must catch
+ * them) and random truncations.  Every load either fails with a format or
+ * corruption code or returns a graph that passes vamana_check; nothing
+ * crashes (run under ASan/UBSan by `make test SAN=...`).
+ */
+static void test_vamana_load_fuzz(void **state)
+{
+    (void)state;
+    vamana_graph *g = small_graph(300, 1, NULL);
+    char *dir = tu_tmpdir("vamana-fuzz");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/g.vamana", dir);
+    assert_int_equal(vamana_graph_save(g, path), 0);
+    size_t len = 0;
+    uint8_t *orig = tu_read_file(path, &len);
+    uint8_t *buf = malloc(len);
+    uint64_t rs = 2024;
+    int ok = 0, refused = 0;
+    for (int iter = 0; iter < 600; iter++) {
+        memcpy(buf, orig, len);
+        size_t cut = len;
+        int flips = 1 + (int)(tu_rand(&rs) % 4);
+        for (int f = 0; f < flips; f++) {
+            /* bias towards the header and degrees, where structure lives */
+            size_t at = (tu_rand(&rs) & 1) ? tu_rand(&rs) % 48 : tu_rand(&rs) % (len - 4);
+            buf[at] = (uint8_t)tu_rand(&rs);
+        }
+        rewrite_crc(buf, len);
+        if (iter % 10 == 0)
+            cut = tu_rand(&rs) % len;
+        assert_int_equal(tu_write_file(path, buf, cut), 0);
+        vamana_graph *back = NULL;
+        int rc = vamana_graph_load(path, &back);
+        if (rc == 0) {
+            assert_int_equal(vamana_check(back, back->R, "fuzz"), 0);
+            vamana_graph_destroy(back);
+            ok++;
+        } else {
+            assert_true(rc == ANN_EFORMAT || rc == ANN_ECORRUPT || rc == ANN_EVERSION ||
+                        rc == -ENOMEM);
+            assert_null(back);
+            refused++;
+        }
+    }
+    print_message("graph fuzz: %d loaded (harmless changes), %d refused\n", ok, refused);
+    assert_true(refused > 200);
+    free(buf);
+    free(orig);
+    tu_rmdir(dir);
+    vamana_graph_destroy(g);
+}
+
 static void test_vamana_bad_params(void **state)
 {
     (void)state;
@@ -359,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_vamana_checker_catches_defects),
         cmocka_unit_test(test_vamana_deterministic_single_thread),
         cmocka_unit_test(test_vamana_save_load),
+        cmocka_unit_test(test_vamana_load_fuzz),
         cmocka_unit_test(test_vamana_recall_cosine_two_passes),
         cmocka_unit_test(test_vamana_recall_l2_10k),
     };

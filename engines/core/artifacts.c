@@ -339,3 +339,13 @@ void ann_artifacts_fini(ann_artifacts *a)
     free(a->vectors);
     memset(a, 0, sizeof *a);
 }
+
+int ann_artifacts_codes_save(const char *path, const uint8_t *codes, uint64_t n, uint32_t m)
+{
+    return codes_save(path, codes, n, m);
+}
+
+int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t **out)
+{
+    return codes_load(path, n, m, out);
+}

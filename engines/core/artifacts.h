@@ -89,4 +89,15 @@ void ann_artifacts_fini(ann_artifacts *a);
 int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, const char *what,
                        char *buf, size_t cap);
 
+/*
+ * The PQ codes file of the header comment, for engines that keep their own
+ * copy of the codes beside an index.  save: atomic (temporary + fsync +
+ * rename), -errno naming the file.  load: n codes of m bytes into *out
+ * (malloc'd, caller frees); ANN_EFORMAT (magic, size), ANN_EVERSION,
+ * ANN_ECORRUPT (n or m differ from those expected, checksum), each naming
+ * the file.
+ */
+int ann_artifacts_codes_save(const char *path, const uint8_t *codes, uint64_t n, uint32_t m);
+int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t **out);
+
 #endif

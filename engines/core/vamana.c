@@ -166,6 +166,7 @@ typedef struct vm_scratch {
     uint32_t *todo;    /* unvisited neighbours of one expansion (stride) */
     ann_cand *pool;    /* expanded nodes (pool_cap) */
     uint32_t pool_cap, pool_n;
+    uint32_t pool_reserve; /* pool slots kept free by the search (stride + 1) */
     float *occl;       /* prune: occlusion factors (pool_cap + stride + 1) */
     uint32_t *result;  /* prune output (stride + 1) */
     uint64_t dist_evals;
@@ -192,7 +193,8 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
     s->nbuf = malloc(((size_t)stride + 1) * sizeof *s->nbuf);
     s->todo = malloc(((size_t)stride + 1) * sizeof *s->todo);
     if (for_build) {
-        s->pool_cap = (4 * L > VAMANA_MAX_POOL ? 4 * L : VAMANA_MAX_POOL) + stride + 1;
+        s->pool_reserve = stride + 1;
+        s->pool_cap = (4 * L > VAMANA_MAX_POOL ? 4 * L : VAMANA_MAX_POOL) + s->pool_reserve;
         s->pool = malloc((size_t)s->pool_cap * sizeof *s->pool);
         s->occl = malloc((size_t)s->pool_cap * sizeof *s->occl);
         s->result = malloc(((size_t)stride + 1) * sizeof *s->result);
@@ -224,7 +226,8 @@ static uint32_t vm_greedy(const vamana_graph *g, const vm_data *d, pthread_mutex
     while ((pos = ann_candlist_next(&s->cl)) >= 0) {
         const ann_cand v = s->cl.c[pos];
         hops++;
-        if (record_pool && s->pool_n < s->pool_cap)
+        /* room is kept for the node's own neighbours, added before a prune */
+        if (record_pool && s->pool_n + s->pool_reserve < s->pool_cap)
             s->pool[s->pool_n++] = v;
         uint32_t deg;
         const uint32_t *nb;
@@ -601,8 +604,13 @@ static int64_t vm_connect(vamana_graph *g, const vm_data *d, vm_scratch *s, uint
         for (uint32_t i = 0; i < s->pool_n && from == VAMANA_NO_ID; i++)
             if (s->pool[i].id != u && seen[s->pool[i].id] && g->degree[s->pool[i].id] < g->R)
                 from = s->pool[i].id;
+        for (uint64_t w = 0; w < g->n && from == VAMANA_NO_ID; w++)
+            if (w != u && seen[w] && g->degree[w] < g->R)
+                from = (uint32_t)w; /* any reachable node with room */
         if (from == VAMANA_NO_ID) {
-            /* every node found is full: replace the last edge of the nearest */
+            /* every reachable node is full (not seen in practice): replace
+             * the last edge of the nearest; vamana_check afterwards reports
+             * any node this disconnects */
             from = s->pool_n && s->pool[0].id != u ? s->pool[0].id : g->entry;
             g->degree[from]--;
         }

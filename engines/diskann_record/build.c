@@ -231,7 +231,12 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
             goto out;
         if (!art.graph || !art.pq || !art.pq_codes || art.graph->n != src->n ||
             art.graph->stride != art.graph->R || art.pq->m != m) {
-            rc = ann_fail(ANN_EINTERNAL, "%s build: artifacts do not match the source", name);
+            rc = ann_fail(ANN_EINTERNAL,
+                          "%s build: artifacts do not match the source (graph n %llu stride %u "
+                          "R %u, pq m %u, want n %llu m %u)",
+                          name, art.graph ? (unsigned long long)art.graph->n : 0ull,
+                          art.graph ? art.graph->stride : 0, art.graph ? art.graph->R : 0,
+                          art.pq ? art.pq->m : 0, (unsigned long long)src->n, m);
             goto out;
         }
         snprintf(path, sizeof path, "%s/%s", dir, DREC_PQ_FILE);

@@ -52,6 +52,7 @@ const ann_param_spec ivfpq_build_params[] = {
 
 #define IVFPQ_COARSE_ROWS_PER_LIST 256
 #define IVFPQ_ENCODE_ROWS 4096
+#define IVFPQ_COARSE_ITERS 20 /* Lloyd iterations of the coarse quantizer */
 
 /* What the build computed, handed to the writers. */
 typedef struct ivfpq_built {
@@ -251,6 +252,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
         kp.seed = m->seed;
         kp.threads = threads;
         kp.spherical = src->metric != ANN_METRIC_L2;
+        kp.iters = IVFPQ_COARSE_ITERS;
         rc = kmeans_train(sample, s, src->dim, &kp, centroids, NULL);
         if (rc)
             goto out;

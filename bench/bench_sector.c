@@ -1,0 +1,432 @@
+/*
+ * bench_sector.c: the diskann-sector table of issue 4 on a prepared bundle.
+ *
+ *   build/bench/bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100]
+ *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--io io_uring]
+ *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
+ *       [--queries N] [--device-batches 2000]
+ *
+ * Builds INDEX_DIR through ann_engine_build when it does not exist (and
+ * prints the build's wall time and phases), or reuses it (and prints the
+ * build time recorded in its build.json).  Then:
+ *
+ *  1. The device's own latency for a batch of W random 4 KiB O_DIRECT reads
+ *     at queue depth W (submit W, wait for all), through the same io
+ *     backend, over the index file: median and mean per W.
+ *  2. For each cache size x L x W: recall@10 (id-set, against the bundle's
+ *     ground truth), per-query means of the engine's stats (reads, hops,
+ *     cache hits, I/O wait, CPU), single-thread latency (mean, p99, one
+ *     query at a time, CLOCK_MONOTONIC) and QPS at 1 and 2 threads (one
+ *     query in flight per thread; queries / wall time).  Latency and QPS are
+ *     medians over --repeats passes.  Beside the mean latency it prints the
+ *     model  hops x device batch latency at QD W + CPU time  and the ratio
+ *     measured / model: the distance to the physical limit.
+ *
+ * Reads are O_DIRECT, so every pass is cold with respect to the page cache
+ * (the device or hypervisor below may still cache; the device figure of
+ * step 1 is measured the same way, so the ratio compares like with like).
+ */
+#include "datasets/bundle.h"
+#include "engines/core/aio.h"
+#include "engines/core/status.h"
+#include "engines/diskann_sector/layout.h"
+#include "engines/engine.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define K 10
+#define MAX_LIST 8
+
+typedef struct {
+    const char *bundle, *index;
+    int R, L_build, pq_bytes, threads, repeats, queries, device_batches;
+    double alpha;
+    const char *io;
+    int Ls[MAX_LIST], nL, Ws[MAX_LIST], nW, caches[MAX_LIST], ncache;
+} bench_opts;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int parse_list(const char *s, int *out)
+{
+    int n = 0;
+    while (*s && n < MAX_LIST) {
+        out[n++] = atoi(s);
+        const char *c = strchr(s, ',');
+        if (!c)
+            break;
+        s = c + 1;
+    }
+    return n;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    *o = (bench_opts){ .R = 64, .L_build = 100, .alpha = 1.2, .pq_bytes = 96, .threads = 2,
+                       .repeats = 3, .device_batches = 2000, .io = "io_uring" };
+    o->nL = parse_list("50,100,200", o->Ls);
+    o->nW = parse_list("2,4,8", o->Ws);
+    o->ncache = parse_list("0,10000", o->caches);
+    int pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-') {
+            if (pos == 0)
+                o->bundle = a;
+            else if (pos == 1)
+                o->index = a;
+            pos++;
+            continue;
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (!strcmp(a, "--R"))
+            o->R = atoi(v);
+        else if (!strcmp(a, "--L-build"))
+            o->L_build = atoi(v);
+        else if (!strcmp(a, "--alpha"))
+            o->alpha = atof(v);
+        else if (!strcmp(a, "--pq-bytes"))
+            o->pq_bytes = atoi(v);
+        else if (!strcmp(a, "--threads"))
+            o->threads = atoi(v);
+        else if (!strcmp(a, "--io"))
+            o->io = v;
+        else if (!strcmp(a, "--Ls"))
+            o->nL = parse_list(v, o->Ls);
+        else if (!strcmp(a, "--Ws"))
+            o->nW = parse_list(v, o->Ws);
+        else if (!strcmp(a, "--caches"))
+            o->ncache = parse_list(v, o->caches);
+        else if (!strcmp(a, "--repeats"))
+            o->repeats = atoi(v);
+        else if (!strcmp(a, "--queries"))
+            o->queries = atoi(v);
+        else if (!strcmp(a, "--device-batches"))
+            o->device_batches = atoi(v);
+        else
+            return -1;
+    }
+    return pos == 2 && o->repeats >= 1 ? 0 : -1;
+}
+
+/* Build (or reuse) the index; print the build time either way. */
+static int build_or_reuse(const bench_opts *o, const ann_bundle *b, const ann_engine_ops *ops)
+{
+    struct stat st;
+    char path[4200];
+    json_t *report = NULL;
+    int rc = 0;
+    if (stat(o->index, &st) == 0) {
+        snprintf(path, sizeof path, "%s/build.json", o->index);
+        json_error_t err;
+        report = json_load_file(path, 0, &err);
+        if (!report)
+            return ann_fail(ANN_ENOTFOUND, "%s: %s", path, err.text);
+        printf("index %s exists: reusing it (build figures as recorded in build.json)\n",
+               o->index);
+    } else {
+        ann_vecsrc *src = NULL;
+        rc = ann_bundle_base(b, &src);
+        if (rc)
+            return rc;
+        json_t *bp = json_pack("{s:i, s:i, s:f, s:i, s:i}", "R", o->R, "L_build", o->L_build,
+                               "alpha", o->alpha, "pq_bytes", o->pq_bytes, "threads",
+                               o->threads);
+        printf("building %s: R %d, L_build %d, alpha %.2f, pq_bytes %d, threads %d ...\n",
+               o->index, o->R, o->L_build, o->alpha, o->pq_bytes, o->threads);
+        fflush(stdout);
+        rc = ann_engine_build(ops, src, bp, o->index, &report);
+        json_decref(bp);
+        ann_vecsrc_destroy(src);
+        if (rc)
+            return rc;
+    }
+    char *txt = json_dumps(report, JSON_COMPACT);
+    printf("build.json: %s\n", txt ? txt : "?");
+    free(txt);
+    json_decref(report);
+    return 0;
+}
+
+/* Median and mean seconds of a batch of W random sector reads at QD W. */
+static int device_latency(const char *index_path, const char *io, uint32_t W, int batches,
+                          double *med_s, double *mean_s)
+{
+    int rc = 0, direct = 0;
+    ann_aio_queue *q = NULL;
+    uint8_t *buf = NULL;
+    double *t = calloc((size_t)batches, sizeof *t);
+    ann_aio_req reqs[64];
+    ann_aio_req *ptrs[64], *done[64];
+    int fd = ann_aio_open(index_path, 1, &direct);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    fstat(fd, &st);
+    uint64_t sectors = (uint64_t)st.st_size / DSEC_SECTOR_BYTES;
+    ann_aio_kind kind;
+    rc = ann_aio_kind_parse(io, &kind);
+    if (rc)
+        goto out;
+    ann_aio_opts ao = { .kind = kind, .strict = 1, .fd = fd, .depth = W };
+    rc = ann_aio_queue_create(&ao, &q);
+    if (rc)
+        goto out;
+    buf = ann_aio_buf_alloc((size_t)W * DSEC_SECTOR_BYTES);
+    if (!buf || !t) {
+        rc = -12;
+        goto out;
+    }
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int b = 0; b < batches; b++) {
+        for (uint32_t i = 0; i < W; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            reqs[i] = (ann_aio_req){ .buf = buf + (size_t)i * DSEC_SECTOR_BYTES,
+                                     .offset_bytes = ((s >> 17) % sectors) * DSEC_SECTOR_BYTES,
+                                     .len_bytes = DSEC_SECTOR_BYTES };
+            ptrs[i] = &reqs[i];
+        }
+        double t0 = now_s();
+        rc = ann_aio_submit(q, ptrs, W);
+        if (rc)
+            goto out;
+        for (uint32_t got = 0; got < W;) {
+            int n = ann_aio_reap(q, 1, done, W);
+            if (n < 0) {
+                rc = n;
+                goto out;
+            }
+            for (int i = 0; i < n; i++)
+                if (done[i]->result != (int32_t)DSEC_SECTOR_BYTES) {
+                    rc = ann_fail(-5, "%s: device probe read returned %d", index_path,
+                                  done[i]->result);
+                    goto out;
+                }
+            got += (uint32_t)n;
+        }
+        t[b] = now_s() - t0;
+    }
+    double sum = 0;
+    for (int b = 0; b < batches; b++)
+        sum += t[b];
+    *mean_s = sum / batches;
+    *med_s = median(t, batches);
+    if (!direct)
+        printf("note: %s is not O_DIRECT here; device figures include the page cache\n",
+               index_path);
+out:
+    ann_aio_queue_destroy(q);
+    ann_aio_buf_free(buf);
+    free(t);
+    close(fd);
+    return rc;
+}
+
+typedef struct {
+    const ann_engine_ops *ops;
+    ann_engine *eng;
+    json_t *sp;
+    const float *queries;
+    uint32_t dim, nq;
+    atomic_uint next;
+    int rc;
+} qps_job;
+
+static void *qps_worker(void *arg)
+{
+    qps_job *j = arg;
+    ann_ctx *ctx = NULL;
+    uint32_t ids[K];
+    float d[K];
+    int rc = j->ops->ctx_new(j->eng, j->sp, K, &ctx);
+    while (rc == 0) {
+        uint32_t q = atomic_fetch_add(&j->next, 1);
+        if (q >= j->nq)
+            break;
+        ann_stats st = { 0 };
+        int got = j->ops->search(ctx, j->queries + (size_t)q * j->dim, K, ids, d, &st);
+        if (got < 0)
+            rc = got;
+    }
+    j->ops->ctx_free(ctx);
+    if (rc)
+        j->rc = rc;
+    return NULL;
+}
+
+/* Queries per second with T threads over one pass of the queries. */
+static int qps_pass(const ann_engine_ops *ops, ann_engine *eng, json_t *sp, const float *queries,
+                    uint32_t dim, uint32_t nq, int T, double *qps)
+{
+    qps_job j = { .ops = ops, .eng = eng, .sp = sp, .queries = queries, .dim = dim, .nq = nq };
+    atomic_init(&j.next, 0);
+    pthread_t th[16];
+    double t0 = now_s();
+    for (int i = 0; i < T; i++)
+        pthread_create(&th[i], NULL, qps_worker, &j);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    *qps = nq / (now_s() - t0);
+    return j.rc;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts o;
+    if (parse_args(argc, argv, &o) != 0) {
+        fprintf(stderr, "usage: bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100] "
+                        "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--io io_uring] "
+                        "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
+                        "[--queries N] [--device-batches 2000]\n");
+        return 2;
+    }
+    const ann_engine_ops *ops = ann_engine_find("diskann-sector");
+    ann_bundle b = { 0 };
+    ann_gt gt = { 0 };
+    float *queries = NULL;
+    int rc = ann_bundle_open(o.bundle, &b);
+    if (rc == 0)
+        rc = ann_bundle_queries(&b, &queries);
+    if (rc == 0)
+        rc = ann_bundle_gt(&b, &gt);
+    if (rc == 0)
+        rc = build_or_reuse(&o, &b, ops);
+    if (rc) {
+        fprintf(stderr, "bench_sector: %s\n", ann_errmsg(rc));
+        return 1;
+    }
+    uint32_t nq = o.queries > 0 && (uint32_t)o.queries < b.nq ? (uint32_t)o.queries : b.nq;
+    printf("bundle %s: n %llu, dim %u, %u queries used, io %s, %d repeats\n", b.name,
+           (unsigned long long)b.n, b.dim, nq, o.io, o.repeats);
+
+    char index_file[4200];
+    snprintf(index_file, sizeof index_file, "%s/%s", o.index, DSEC_INDEX_FILE);
+    double dev_med[MAX_LIST], dev_mean[MAX_LIST];
+    printf("\ndevice: batch of W random 4 KiB O_DIRECT reads at queue depth W (%d batches)\n",
+           o.device_batches);
+    printf("  W   median_us   mean_us\n");
+    for (int w = 0; w < o.nW; w++) {
+        rc = device_latency(index_file, o.io, (uint32_t)o.Ws[w], o.device_batches, &dev_med[w],
+                            &dev_mean[w]);
+        if (rc) {
+            fprintf(stderr, "bench_sector: device probe: %s\n", ann_errmsg(rc));
+            return 1;
+        }
+        printf("  %-3d %9.1f %9.1f\n", o.Ws[w], dev_med[w] * 1e6, dev_mean[w] * 1e6);
+    }
+
+    double *lat = malloc(nq * sizeof *lat);
+    double *rep_mean = malloc((size_t)o.repeats * sizeof *rep_mean);
+    double *rep_p99 = malloc((size_t)o.repeats * sizeof *rep_p99);
+    double *rep_q1 = malloc((size_t)o.repeats * sizeof *rep_q1);
+    double *rep_q2 = malloc((size_t)o.repeats * sizeof *rep_q2);
+    uint32_t *ids = malloc((size_t)nq * K * sizeof *ids);
+    float *dists = malloc((size_t)nq * K * sizeof *dists);
+    printf("\n cache     L   W  recall@10  reads/q  hops/q  hits/q  io_wait_us  cpu_us"
+           "  mean_us   p99_us  model_us  mean/model  qps_1t  qps_2t\n");
+    for (int c = 0; c < o.ncache; c++) {
+        json_t *op = json_pack("{s:s, s:i}", "io", o.io, "cache_nodes", o.caches[c]);
+        ann_engine *eng = NULL;
+        rc = ops->open(o.index, op, &eng);
+        json_decref(op);
+        if (rc) {
+            fprintf(stderr, "bench_sector: open: %s\n", ann_errmsg(rc));
+            return 1;
+        }
+        for (int l = 0; l < o.nL; l++) {
+            for (int w = 0; w < o.nW; w++) {
+                json_t *sp = json_pack("{s:i, s:i}", "L", o.Ls[l], "beam_width", o.Ws[w]);
+                ann_ctx *ctx = NULL;
+                rc = ops->ctx_new(eng, sp, K, &ctx);
+                if (rc) {
+                    fprintf(stderr, "bench_sector: ctx: %s\n", ann_errmsg(rc));
+                    return 1;
+                }
+                ann_stats st = { 0 };
+                for (int r = 0; r < o.repeats; r++) {
+                    double t0 = now_s();
+                    memset(&st, 0, sizeof st);
+                    for (uint32_t q = 0; q < nq; q++) {
+                        double q0 = now_s();
+                        int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
+                                              ids + (size_t)q * K, dists + (size_t)q * K, &st);
+                        lat[q] = now_s() - q0;
+                        if (got < 0) {
+                            fprintf(stderr, "bench_sector: search: %s\n", ann_errmsg(got));
+                            return 1;
+                        }
+                    }
+                    rep_q1[r] = nq / (now_s() - t0);
+                    double sum = 0;
+                    for (uint32_t q = 0; q < nq; q++)
+                        sum += lat[q];
+                    rep_mean[r] = sum / nq;
+                    qsort(lat, nq, sizeof *lat, cmp_double);
+                    rep_p99[r] = lat[(size_t)((nq - 1) * 0.99)];
+                    rc = qps_pass(ops, eng, sp, queries, b.dim, nq, 2, &rep_q2[r]);
+                    if (rc) {
+                        fprintf(stderr, "bench_sector: 2-thread pass: %s\n", ann_errmsg(rc));
+                        return 1;
+                    }
+                }
+                ops->ctx_free(ctx);
+                json_decref(sp);
+                uint64_t hits = 0;
+                for (uint32_t q = 0; q < nq; q++)
+                    for (int i = 0; i < K; i++)
+                        for (int j = 0; j < K; j++)
+                            hits += ids[(size_t)q * K + i] == (uint32_t)gt.ids[(size_t)q * gt.k + j];
+                double hops = (double)st.hops / nq, cpu = (double)st.cpu_ns / nq * 1e-9;
+                double model = hops * dev_med[w] + cpu;
+                double mean = median(rep_mean, o.repeats);
+                printf(" %5d %5d %3d  %9.4f  %7.1f  %6.1f  %6.1f  %10.1f  %6.1f  %7.1f  %7.1f"
+                       "  %8.1f  %10.2f  %6.0f  %6.0f\n",
+                       o.caches[c], o.Ls[l], o.Ws[w], (double)hits / ((double)nq * K),
+                       (double)st.reads / nq, hops, (double)st.cache_hits / nq,
+                       (double)st.io_wait_ns / nq * 1e-3, cpu * 1e6, mean * 1e6,
+                       median(rep_p99, o.repeats) * 1e6, model * 1e6, mean / model,
+                       median(rep_q1, o.repeats), median(rep_q2, o.repeats));
+                fflush(stdout);
+            }
+        }
+        ops->close(eng);
+    }
+    free(lat);
+    free(rep_mean);
+    free(rep_p99);
+    free(rep_q1);
+    free(rep_q2);
+    free(ids);
+    free(dists);
+    free(queries);
+    ann_gt_free(&gt);
+    ann_bundle_close(&b);
+    return 0;
+}

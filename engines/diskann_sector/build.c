@@ -1,0 +1,178 @@
+/*
+ * build.c: writes a diskann-sector index.  The PQ codebook, the PQ codes
+ * and the Vamana graph (DiskANN's RobustPrune graph from the medoid) come
+ * from the shared build cache (engines/core/artifacts.h), so this engine
+ * and diskann-record search the same graph; this file only lays the nodes
+ * out in sectors (layout.h) and writes the PQ files beside them.
+ */
+#include "engines/diskann_sector/dsec.h"
+
+#include "engines/core/artifacts.h"
+#include "engines/core/binio.h"
+#include "engines/core/status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const ann_param_spec dsec_build_params[] = {
+    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
+      .help = "max out-degree of the Vamana graph" },
+    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 4096, .def = 100,
+      .help = "search list size while building" },
+    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,
+      .help = "RobustPrune distance factor" },
+    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = DSEC_MAX_DIM, .def = 0,
+      .help = "PQ code bytes per vector (0: dim/8)" },
+    { .name = "seed", .type = ANN_PARAM_INT, .min = 1, .max = 4294967295.0, .def = 1,
+      .help = "seed of PQ training and insertion order" },
+    { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,
+      .help = "build threads (0: all cores)" },
+    ANN_PARAM_END,
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Encode node v (vector, degree, neighbours; unused slots DSEC_NO_ID) at rec. */
+static void encode_node(const dsec_header *h, const float *vec, const vamana_graph *g, uint32_t v,
+                        uint8_t *rec)
+{
+    uint8_t *p = rec;
+    for (uint32_t i = 0; i < h->dim; i++, p += 4)
+        ann_put_f32(p, vec[i]);
+    uint32_t deg = 0;
+    const uint32_t *nb = vamana_neighbors(g, v, &deg);
+    ann_put_u32(p, deg);
+    p += 4;
+    for (uint32_t i = 0; i < h->R; i++, p += 4)
+        ann_put_u32(p, i < deg ? nb[i] : DSEC_NO_ID);
+}
+
+int dsec_write_sector_file(const char *path, const dsec_header *h, const float *vectors,
+                             const vamana_graph *g)
+{
+    int rc = 0;
+    FILE *fp = NULL;
+    size_t chunk_bytes = (size_t)h->sectors_per_node * DSEC_SECTOR_BYTES;
+    uint8_t *buf = calloc(1, chunk_bytes > DSEC_SECTOR_BYTES ? chunk_bytes : DSEC_SECTOR_BYTES);
+    if (!buf) {
+        rc = ann_fail(-ENOMEM, "%s: no memory", path);
+        goto out;
+    }
+    fp = fopen(path, "wb");
+    if (!fp) {
+        rc = ann_fail_errno("%s: create", path);
+        goto out;
+    }
+    dsec_header_encode(h, buf);
+    if (fwrite(buf, 1, DSEC_SECTOR_BYTES, fp) != DSEC_SECTOR_BYTES)
+        goto write_error;
+    uint64_t written = 1;
+    for (uint64_t v = 0; v < h->n;) {
+        memset(buf, 0, chunk_bytes);
+        uint32_t per = h->sectors_per_node > 1 ? 1 : h->nodes_per_sector;
+        for (uint32_t j = 0; j < per && v < h->n; j++, v++)
+            encode_node(h, vectors + v * h->dim, g, (uint32_t)v, buf + (size_t)j * h->node_bytes);
+        if (fwrite(buf, 1, chunk_bytes, fp) != chunk_bytes)
+            goto write_error;
+        written += h->sectors_per_node;
+    }
+    if (written != h->total_sectors) {
+        rc = ann_fail(ANN_EINTERNAL, "%s: wrote %llu sectors, header says %llu", path,
+                      (unsigned long long)written, (unsigned long long)h->total_sectors);
+        goto out;
+    }
+    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
+        goto write_error;
+    rc = fclose(fp) == 0 ? 0 : ann_fail_errno("%s: close", path);
+    fp = NULL;
+    goto out;
+write_error:
+    rc = ann_fail_errno("%s: write", path);
+out:
+    if (fp)
+        fclose(fp);
+    if (rc)
+        unlink(path);
+    free(buf);
+    return rc;
+}
+
+int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+{
+    int rc = ann_params_validate(params, dsec_build_params, "build");
+    if (rc)
+        return rc;
+    char path[4096];
+    ann_artifacts art = { 0 };
+    ann_artifacts_params ap;
+    ann_artifacts_params_default(&ap, src->dim);
+    ap.graph.R = (uint32_t)ann_param_int(params, dsec_build_params, "R");
+    ap.graph.L_build = (uint32_t)ann_param_int(params, dsec_build_params, "L_build");
+    ap.graph.alpha = (float)ann_param_real(params, dsec_build_params, "alpha");
+    ap.graph.seed = (uint64_t)ann_param_int(params, dsec_build_params, "seed");
+    ap.graph.threads = (int)ann_param_int(params, dsec_build_params, "threads");
+    uint32_t pq_bytes = (uint32_t)ann_param_int(params, dsec_build_params, "pq_bytes");
+    ap.pq.pq_bytes = pq_bytes ? pq_bytes : pq_default_bytes(src->dim);
+    ap.pq.seed = ap.graph.seed;
+    ap.pq.threads = ap.graph.threads;
+    ap.keep_vectors = 1;
+    if (ap.pq.pq_bytes > src->dim)
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap.pq.pq_bytes,
+                        src->dim);
+    if (src->n == 0 || src->n >= DSEC_NO_ID)
+        return ann_fail(ANN_EPARAM, "diskann-sector build: %llu vectors (need 1 .. 2^32-2)",
+                        (unsigned long long)src->n);
+
+    rc = ann_artifacts_get(src, &ap, &art);
+    if (rc)
+        goto out;
+    double t0 = mono_s();
+    dsec_header h = {
+        .version = DSEC_VERSION,
+        .n = src->n,
+        .dim = src->dim,
+        .metric = (uint32_t)src->metric,
+        .R = art.graph->R,
+        .medoid = art.graph->entry,
+        .L_build = ap.graph.L_build,
+        .alpha = ap.graph.alpha,
+        .pq_bytes = art.pq->m,
+        .seed = ap.graph.seed,
+    };
+    dsec_geometry(&h);
+    snprintf(path, sizeof path, "%s/%s", dir, DSEC_INDEX_FILE);
+    rc = dsec_write_sector_file(path, &h, art.vectors, art.graph);
+    if (rc)
+        goto out;
+    snprintf(path, sizeof path, "%s/%s", dir, DSEC_PQ_CODEBOOK_FILE);
+    rc = pq_codebook_save(art.pq, path);
+    if (rc)
+        goto out;
+    snprintf(path, sizeof path, "%s/%s", dir, DSEC_PQ_CODES_FILE);
+    rc = ann_artifacts_codes_save(path, art.pq_codes, src->n, art.pq->m);
+    if (rc)
+        goto out;
+    if (report) {
+        json_t *ph = json_pack("{s:f, s:f, s:f, s:f, s:f, s:b, s:b}", "load_s", art.load_s,
+                               "pq_train_s", art.pq_train_s, "pq_encode_s", art.pq_encode_s,
+                               "graph_s", art.graph_s, "layout_s", mono_s() - t0, "pq_cached",
+                               art.pq_cached, "graph_cached", art.graph_cached);
+        if (ph)
+            json_object_set_new(report, "phases", ph);
+        json_object_set_new(report, "nodes_per_sector", json_integer(h.nodes_per_sector));
+        json_object_set_new(report, "sectors_per_node", json_integer(h.sectors_per_node));
+        json_object_set_new(report, "medoid", json_integer(h.medoid));
+    }
+out:
+    ann_artifacts_fini(&art);
+    return rc;
+}
