@@ -185,6 +185,12 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f)
     if (!g)
         return ann_fail_errno("%s: create", gp);
     int logx = wants_log(f, 0), logy = wants_log(f, 1);
+    double ylo = INFINITY, yhi = -INFINITY;
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t j = 0; j < f->s[i].n; j++) {
+            ylo = fmin(ylo, f->s[i].p[j].y);
+            yhi = fmax(yhi, f->s[i].p[j].y);
+        }
     /* the key goes below the plot in two columns; the canvas grows with it */
     int height = 600 + 24 * (int)((f->n + 1) / 2);
     /* one colour per engine, distinct for up to 12 engines */
@@ -212,8 +218,18 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f)
             fprintf(g, "set xrange [%g:1.01]\n", lo);
             fprintf(g, "set offsets 0, 0, 0, 0\n");
         } else {
+            double lo = INFINITY, hi = -INFINITY;
+            for (size_t i = 0; i < f->n; i++)
+                for (size_t j = 0; j < f->s[i].n; j++) {
+                    lo = fmin(lo, f->s[i].p[j].x);
+                    hi = fmax(hi, f->s[i].p[j].x);
+                }
+            if (lo == hi) /* one x value: centre it (gnuplot cannot scale an empty range) */
+                fprintf(g, "set xrange [%g:%g]\n", lo - fabs(lo) * 0.5 - 1, hi + fabs(hi) * 0.5 + 1);
             fprintf(g, "set offsets graph 0.05, graph 0.05, 0, 0\n");
         }
+        if (ylo == yhi) /* one y value: centre it */
+            fprintf(g, "set yrange [%g:%g]\n", ylo - fabs(ylo) * 0.5 - 1, yhi + fabs(yhi) * 0.5 + 1);
         fprintf(g, "plot ");
         for (size_t i = 0; i < f->n; i++) {
             const series *se = &f->s[i];
