@@ -63,13 +63,13 @@ static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream
     int rc = 0;
     char path[4096];
     ann_vecwriter w = {0};
-    int open = 0;
+    int is_open = 0;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
         return ann_fail(ANN_EPARAM, "%s: path too long", dir);
     rc = ann_vecwriter_open(&w, path, dim, ANN_ELEM_F32);
     if (rc)
         goto out;
-    open = 1;
+    is_open = 1;
     for (uint64_t first = 0; first < count; first += GEN_CHUNK_ROWS) {
         uint64_t nb = count - first < GEN_CHUNK_ROWS ? count - first : GEN_CHUNK_ROWS;
         rc = ann_generator_rows(g, stream, first, nb, buf);
@@ -80,9 +80,9 @@ static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream
             goto out;
     }
     rc = ann_vecwriter_finish(&w);
-    open = 0;
+    is_open = 0;
 out:
-    if (open)
+    if (is_open)
         ann_vecwriter_abort(&w);
     return rc;
 }

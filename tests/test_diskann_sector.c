@@ -11,9 +11,13 @@
  *   stats           every expanded node is a read or a cache hit and costs
  *                   one full distance; bytes = reads x 4096
  *   reopen, k > n   same answers after close + open; k beyond n returns all
+ *   spanning nodes  1000-d nodes span two sectors: 8 KiB reads, recall kept
  *   corruption      wrong magic, wrong version, truncated file, out-of-range
  *                   neighbour, degree beyond R: ANN_ECORRUPT/ANN_EVERSION
- *                   with the exact message naming file and node
+ *                   with the exact message naming file and node; a file
+ *                   that shrinks under an open index fails the search with
+ *                   the short read named (every backend), and the context
+ *                   answers again once the file is back
  *   parameters      unknown / out-of-range / unknown io backend named
  */
 #include <setjmp.h>
@@ -382,6 +386,61 @@ static void test_k_beyond_n(void **state)
     close_ctx(&o);
 }
 
+/* Nodes larger than a sector (1000-d, R 32: 4132 bytes) span two sectors:
+ * each read is 8 KiB and search still finds the exact neighbours. */
+static void test_spanning_nodes(void **state)
+{
+    fixture *f = *state;
+    enum { SN = 400, SD = 1000, SQ = 20 };
+    float *data = tu_clustered(SN, SD, 8, 4242, 0);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/span", f->dir);
+    int rc = build_index(data, SN, SD, ANN_METRIC_L2,
+                         "{\"R\": 32, \"L_build\": 64, \"pq_bytes\": 100}", path);
+    if (rc)
+        fail_msg("spanning build: %s", ann_errmsg(rc));
+    char file[4300];
+    snprintf(file, sizeof file, "%s/%s", path, DSEC_INDEX_FILE);
+    uint8_t hdr[4096];
+    FILE *fp = fopen(file, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fread(hdr, 1, sizeof hdr, fp), sizeof hdr);
+    fclose(fp);
+    assert_int_equal(ann_get_u32(hdr + 44), 2); /* sectors_per_node */
+    struct stat st;
+    assert_int_equal(stat(file, &st), 0);
+    assert_int_equal(st.st_size, (1 + 2 * SN) * 4096);
+
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(data, SN, SD, ANN_METRIC_L2, &src), 0);
+    int32_t gt[SQ * K];
+    float gtd[SQ * K];
+    /* queries: base vectors 0, 20, 40, ... themselves */
+    float *q = malloc((size_t)SQ * SD * sizeof *q);
+    for (int i = 0; i < SQ; i++)
+        memcpy(q + (size_t)i * SD, data + (size_t)i * 20 * SD, SD * sizeof(float));
+    assert_int_equal(ann_exact_knn(src, q, SQ, K, 1, gt, gtd), 0);
+    ann_vecsrc_destroy(src);
+    opened o;
+    assert_int_equal(open_ctx(path, "{}", "{\"L\": 64, \"beam_width\": 4}", K, &o), 0);
+    uint32_t hits = 0;
+    ann_stats sst = { 0 };
+    for (int i = 0; i < SQ; i++) {
+        uint32_t ids[K];
+        float d[K];
+        assert_int_equal(ops()->search(o.ctx, q + (size_t)i * SD, K, ids, d, &sst), K);
+        assert_int_equal(ids[0], (uint32_t)(i * 20));
+        for (int a = 0; a < K; a++)
+            for (int b = 0; b < K; b++)
+                hits += ids[a] == (uint32_t)gt[i * K + b];
+    }
+    assert_true(hits >= 0.95 * SQ * K);
+    assert_int_equal(sst.bytes_read, sst.reads * 8192);
+    close_ctx(&o);
+    free(q);
+    free(data);
+}
+
 /* ---- corruption ---------------------------------------------------------- */
 
 static uint8_t *g_orig;
@@ -494,6 +553,30 @@ static void test_corruption(void **state)
     snprintf(msg, sizeof msg, "%s: node %u: vector is not finite", path, medoid);
     expect_error(f, "{}", ANN_ECORRUPT, msg);
 
+    /* the file shrinks under an open index: the read comes back short and
+     * the search fails naming the node, for every backend */
+    static const char *const backends[] = { "{\"io\": \"io_uring\"}", "{\"io\": \"libaio\"}",
+                                            "{\"io\": \"pread\"}" };
+    for (int bk = 0; bk < 3; bk++) {
+        restore_index(path);
+        opened o;
+        assert_int_equal(open_ctx(f->small, backends[bk], "{\"L\": 50, \"beam_width\": 4}", K, &o),
+                         0);
+        assert_int_equal(truncate(path, 4096), 0);
+        uint32_t ids[K];
+        float d[K];
+        ann_stats st = { 0 };
+        int rc = ops()->search(o.ctx, f->small_data, K, ids, d, &st);
+        assert_int_equal(rc, ANN_ECORRUPT);
+        snprintf(msg, sizeof msg, "%s: node %u: truncated (read 0 of 4096 bytes)", path, medoid);
+        assert_string_equal(ann_errmsg(rc), msg);
+        /* the context stays usable: after the file is restored it answers */
+        restore_index(path);
+        assert_int_equal(ops()->search(o.ctx, f->small_data, K, ids, d, &st), K);
+        assert_int_equal(ids[0], 0);
+        close_ctx(&o);
+    }
+
     restore_index(path);
     assert_int_equal(open_and_search(f, "{}"), 0);
     free(b);
@@ -543,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_golden_layout),
         cmocka_unit_test(test_recall_and_backends),
         cmocka_unit_test(test_k_beyond_n),
+        cmocka_unit_test(test_spanning_nodes),
         cmocka_unit_test(test_corruption),
         cmocka_unit_test(test_parameters),
     };

@@ -187,6 +187,27 @@ static void test_parquet_one_row_group_without_index(void **state)
     assert_same_file(out, "query.fbin", dir, "expect_query.fbin");
     assert_same_file(out, "gt.ibin", dir, "expect_gt.ibin");
     json_decref(summary);
+
+    /* gt_k keeps the first neighbours of every row; more than the file has fails */
+    char path[4096];
+    ann_gt want, got;
+    snprintf(path, sizeof path, "%s/expect_gt.ibin", dir);
+    assert_int_equal(ann_gt_load(path, 2500, &want), 0);
+    o.gt_k = 3;
+    assert_int_equal(ann_parquet_convert(&f, out, ANN_METRIC_L2, &o, NULL), 0);
+    snprintf(path, sizeof path, "%s/gt.ibin", out);
+    assert_int_equal(ann_gt_load(path, 2500, &got), 0);
+    assert_int_equal(got.nq, 12);
+    assert_int_equal(got.k, 3);
+    for (uint32_t q = 0; q < 12; q++)
+        assert_memory_equal(got.ids + q * 3, want.ids + q * 5, 3 * sizeof *got.ids);
+    ann_gt_free(&got);
+    ann_gt_free(&want);
+    o.gt_k = 6;
+    int rc6 = ann_parquet_convert(&f, out, ANN_METRIC_L2, &o, NULL);
+    assert_int_equal(rc6, ANN_EFORMAT);
+    assert_non_null(strstr(ann_errmsg(rc6), "neighbors.parquet: row 0: neighbors_id has 5 ids, "
+                                            "expected 6"));
     tu_rmdir(dir);
 }
 
@@ -255,6 +276,34 @@ static void test_parquet_bad_inputs(void **state)
         assert_no_outputs(out);
         tu_rmdir(dir);
     }
+}
+
+/* A file without offset indexes whose first page header is garbage: the
+ * page walk refuses it, naming the file, column and byte. */
+static void test_parquet_corrupt_page_header(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pqhdr");
+    char out[4096], paths[3][4096], want[4096];
+    const char *files[3];
+    make_fixture(dir, "--n 200 --nq 3 --dim 4 --k 2 --no-offset-index");
+    fixture_files(dir, paths, files);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(files[0], &len);
+    assert_non_null(bytes);
+    for (size_t i = 4; i < 30; i += 2) { /* a run of list headers with no end */
+        bytes[i] = 0x19;
+        bytes[i + 1] = 0x1c;
+    }
+    assert_int_equal(tu_write_file(files[0], bytes, len), 0);
+    free(bytes);
+    snprintf(out, sizeof out, "%s/out", dir);
+    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0);
+    assert_int_equal(rc, ANN_EFORMAT);
+    snprintf(want, sizeof want, "%s: column id: unreadable page header at byte 4", files[0]);
+    assert_string_equal(ann_errmsg(rc), want);
+    assert_no_outputs(out);
+    tu_rmdir(dir);
 }
 
 /* Missing converter inputs and files are clear errors too. */
@@ -383,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_parquet_one_row_group_without_index),
         cmocka_unit_test(test_parquet_cosine_normalised),
         cmocka_unit_test(test_parquet_bad_inputs),
+        cmocka_unit_test(test_parquet_corrupt_page_header),
         cmocka_unit_test(test_parquet_missing_file),
         cmocka_unit_test(test_parquet_real_neighbors),
         cmocka_unit_test(test_parquet_cli_import),

@@ -325,7 +325,14 @@ async function openParquet(p, needed, ownIndex = false) {
       const hasIndex = !!(chunk.offset_index_offset && chunk.offset_index_length)
       if (!needed.includes(meta.path_in_schema[0]) || (hasIndex && !ownIndex)) continue
       const column = meta.path_in_schema.join('.')
-      const { locations, rows } = buildPageLocations(fb, meta, maxRepetitionLevel(schemaTree, meta.path_in_schema))
+      let built
+      try {
+        built = buildPageLocations(fb, meta, maxRepetitionLevel(schemaTree, meta.path_in_schema))
+      } catch (e) {
+        if (e instanceof InputError) throw e
+        fail(`${p}: row group ${g} column ${column}: corrupt page headers (${e.message})`)
+      }
+      const { locations, rows } = built
       if (rows !== Number(rg.num_rows)) fail(`${p}: row group ${g} column ${column} has ${rows} rows in its pages but ${rg.num_rows} in the footer`)
       if (hasIndex) {
         const theirs = fileOffsetIndex(fb, chunk)

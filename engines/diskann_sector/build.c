@@ -73,16 +73,20 @@ int dsec_write_sector_file(const char *path, const dsec_header *h, const float *
         goto out;
     }
     dsec_header_encode(h, buf);
-    if (fwrite(buf, 1, DSEC_SECTOR_BYTES, fp) != DSEC_SECTOR_BYTES)
-        goto write_error;
+    if (fwrite(buf, 1, DSEC_SECTOR_BYTES, fp) != DSEC_SECTOR_BYTES) {
+        rc = ann_fail_errno("%s: write", path);
+        goto out;
+    }
     uint64_t written = 1;
     for (uint64_t v = 0; v < h->n;) {
         memset(buf, 0, chunk_bytes);
         uint32_t per = h->sectors_per_node > 1 ? 1 : h->nodes_per_sector;
         for (uint32_t j = 0; j < per && v < h->n; j++, v++)
             encode_node(h, vectors + v * h->dim, g, (uint32_t)v, buf + (size_t)j * h->node_bytes);
-        if (fwrite(buf, 1, chunk_bytes, fp) != chunk_bytes)
-            goto write_error;
+        if (fwrite(buf, 1, chunk_bytes, fp) != chunk_bytes) {
+            rc = ann_fail_errno("%s: write", path);
+            goto out;
+        }
         written += h->sectors_per_node;
     }
     if (written != h->total_sectors) {
@@ -90,13 +94,12 @@ int dsec_write_sector_file(const char *path, const dsec_header *h, const float *
                       (unsigned long long)written, (unsigned long long)h->total_sectors);
         goto out;
     }
-    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0)
-        goto write_error;
+    if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+        rc = ann_fail_errno("%s: write", path);
+        goto out;
+    }
     rc = fclose(fp) == 0 ? 0 : ann_fail_errno("%s: close", path);
     fp = NULL;
-    goto out;
-write_error:
-    rc = ann_fail_errno("%s: write", path);
 out:
     if (fp)
         fclose(fp);
