@@ -7,7 +7,10 @@
  *
  *   build/bench/bench_build N DIM [--metric l2|cosine] [--threads T]
  *       [--R 64] [--L 100] [--alpha 1.2] [--passes 1] [--pq-bytes 96]
- *       [--seed 1] [--repeats 1] [--data base.fbin]
+ *       [--seed 1] [--repeats 1] [--f16 1] [--data base.fbin [--queries query.fbin]]
+ *
+ * Without --queries the 200 recall queries are the 200 rows after the first
+ * N of the data (held out of the build).
  *
  * With --repeats > 1 every phase is rebuilt and the median is printed with
  * the spread (min..max).  The generated data: 256 cluster centres plus a
@@ -130,14 +133,14 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: %s N DIM [--metric l2|cosine] [--threads T] [--R R] [--L L] "
                         "[--alpha A] [--passes P] [--pq-bytes B] [--seed S] [--repeats K] "
-                        "[--data base.fbin]\n", argv[0]);
+                        "[--f16 0|1] [--data base.fbin [--queries query.fbin]]\n", argv[0]);
         return 2;
     }
     uint64_t n = strtoull(argv[1], NULL, 10);
     uint32_t dim = (uint32_t)strtoul(argv[2], NULL, 10);
     ann_metric metric = ANN_METRIC_COSINE;
     int threads = ann_ncores(), reps = 1;
-    const char *data = NULL;
+    const char *data = NULL, *qpath = NULL;
     vamana_params vp;
     vamana_params_default(&vp);
     pq_params pp;
@@ -163,10 +166,14 @@ int main(int argc, char **argv)
             pp.pq_bytes = (uint32_t)atoi(v);
         else if (!strcmp(k, "--seed"))
             vp.seed = pp.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--f16"))
+            vp.build_f16 = atoi(v);
         else if (!strcmp(k, "--repeats"))
             reps = atoi(v);
         else if (!strcmp(k, "--data"))
             data = v;
+        else if (!strcmp(k, "--queries"))
+            qpath = v;
         else {
             fprintf(stderr, "bench_build: unknown option %s\n", k);
             return 2;
@@ -191,13 +198,23 @@ int main(int argc, char **argv)
             dim = vf.dim;
             pp.pq_bytes = pp.pq_bytes <= dim ? pp.pq_bytes : pq_default_bytes(dim);
             x = malloc((n + nq) * dim * sizeof *x);
-            if (!x || vf.n < n + nq) {
+            if (!x || (!qpath && vf.n < n + nq)) {
                 fprintf(stderr, "bench_build: %s needs %llu rows (N + %u held-out queries)\n",
                         data, (unsigned long long)(n + nq), nq);
                 return 1;
             }
-            rc = ann_vecfile_read_f32(&vf, 0, n + nq, x);
+            rc = ann_vecfile_read_f32(&vf, 0, qpath ? n : n + nq, x);
             ann_vecfile_close(&vf);
+        }
+        if (rc == 0 && qpath) {
+            ann_vecfile qf;
+            rc = ann_vecfile_open(qpath, &qf);
+            if (rc == 0 && (qf.dim != dim || qf.n < nq))
+                rc = ann_fail(ANN_EPARAM, "%s: need %u queries of dimension %u", qpath, nq, dim);
+            if (rc == 0)
+                rc = ann_vecfile_read_f32(&qf, 0, nq, x + n * dim);
+            if (qf.fd >= 0)
+                ann_vecfile_close(&qf);
         }
         if (rc) {
             fprintf(stderr, "bench_build: %s\n", ann_errmsg(rc));
@@ -212,9 +229,9 @@ int main(int argc, char **argv)
     }
     const float *queries = x + n * dim;
     printf("bench_build: n %llu, dim %u, metric %s, threads %d, R %u, L_build %u, alpha %.2f, "
-           "passes %u, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
+           "passes %u, build_f16 %d, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
            (unsigned long long)n, dim, ann_metric_name(metric), threads, vp.R, vp.L_build,
-           (double)vp.alpha, vp.passes, pp.pq_bytes, ann_dist_active()->name,
+           (double)vp.alpha, vp.passes, vp.build_f16, pp.pq_bytes, ann_dist_active()->name,
            data ? data : "generated", now_s() - t0, data ? "read" : "generate");
 
     double t_train[64], t_encode[64], t_medoid[64], t_graph[64], t_final[64], t_total[64];
@@ -227,7 +244,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_build: set-up failed\n");
         return 1;
     }
-    uint64_t evals = 0;
+    uint64_t evals = 0, prune_evals = 0, reprunes = 0;
     for (int r = 0; r < reps; r++) {
         pq_codebook *cb = NULL;
         double a = now_s(), ca = cpu_s();
@@ -261,6 +278,8 @@ int main(int argc, char **argv)
         c_graph[r] = cd - cc;
         c_total[r] = cd - ca;
         evals = st.dist_evals;
+        prune_evals = st.prune_dist_evals;
+        reprunes = st.reprunes;
     }
     printf("phases (wall clock, median of %d):\n", reps);
     summary("PQ training", t_train, reps);
@@ -277,8 +296,10 @@ int main(int argc, char **argv)
     uint64_t edges = 0;
     for (uint64_t v = 0; v < g->n; v++)
         edges += g->degree[v];
-    printf("graph: mean degree %.1f of R %u, %.1f full distances per point\n",
-           (double)edges / (double)n, vp.R, (double)evals / (double)n);
+    printf("graph: mean degree %.1f of R %u, %.1f full distances per point (%.1f in prunes), "
+           "%.2f back-edge re-prunes per point\n",
+           (double)edges / (double)n, vp.R, (double)evals / (double)n,
+           (double)prune_evals / (double)n, (double)reprunes / (double)n);
     printf("peak RSS: %.2f GiB (vectors %.2f GiB)\n", peak_rss_bytes() / 1073741824.0,
            (double)n * dim * 4 / 1073741824.0);
 
@@ -309,11 +330,13 @@ int main(int argc, char **argv)
     /* build memory model for 1M points of this dimension */
     uint64_t n1 = 1000000;
     uint32_t stride = (uint32_t)ceil(vp.slack * vp.R - 1e-6);
-    double per_node = dim * 4.0 + stride * 4.0 + 4 + 4 + pp.pq_bytes + threads * 4.0;
+    uint32_t half = vp.build_f16 ? dim * 2 : 0;
+    double per_node = dim * 4.0 + half + stride * 4.0 + 4 + 4 + pp.pq_bytes + threads * 4.0;
     double sample = (double)pq_sample_rows(&pp, n1, dim) * dim * 4;
-    printf("build memory model for 1M x %u: %.0f bytes/node (vector %u, adjacency %u x 4, "
-           "degree 4, order 4, code %u, visited 4 x %d threads) + PQ sample %.0f MiB = %.2f GiB\n",
-           dim, per_node, dim * 4, stride, pp.pq_bytes, threads, sample / 1048576.0,
+    printf("build memory model for 1M x %u: %.0f bytes/node (vector %u, half copy %u, "
+           "adjacency %u x 4, degree 4, order 4, code %u, visited 4 x %d threads) + PQ sample "
+           "%.0f MiB = %.2f GiB\n",
+           dim, per_node, dim * 4, half, stride, pp.pq_bytes, threads, sample / 1048576.0,
            (per_node * n1 + sample) / 1073741824.0);
 
     vamana_searcher_destroy(s);

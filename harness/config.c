@@ -9,6 +9,7 @@
  * by element for sweeps, so "engines[0].search.L[2]" names the bad value.
  */
 #include "harness/config.h"
+#include "harness/paper.h"
 
 #include "engines/core/status.h"
 #include "engines/engine.h"
@@ -47,6 +48,7 @@ static const cfg_key cfg_keys[] = {
     { "qps_min_seconds", "a number", 0.5 },
     { "drop_caches", "true or false", 1 },
     { "exclude", "a list of objects", 0 },
+    { "tables", "a paper table layout (harness/paper.h)", 0 },
 };
 
 static const cfg_key *cfg_key_find(const char *name)
@@ -484,6 +486,7 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     check_list(cfg, "modes", probs, elem_mode);
     check_list(cfg, "memory_caps", probs, elem_cap);
     check_exclude(cfg, probs);
+    harness_paper_check(cfg, probs);
     return probs->n - before;
 }
 

@@ -12,6 +12,7 @@
  * plus the cells that did not finish, with their reasons.  A figure that was
  * not measured prints as "-", never as a number.
  */
+#include "harness/paper.h"
 #include "harness/run.h"
 
 #include "engines/core/status.h"
@@ -171,6 +172,14 @@ int harness_tables_render(const char *run_dir, FILE *fp)
     fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells\n\n",
             cfg ? sget(cfg, "name") : "run", run_dir, sget(json_object_get(first, "dataset"), "name"),
             sget(json_object_get(first, "dataset"), "checksum"), json_array_size(cells));
+    if (cfg && json_object_get(cfg, "tables")) {
+        if ((rc = harness_paper_render(cfg, cells, fp))) {
+            json_decref(cfg);
+            json_decref(cells);
+            return rc;
+        }
+        fprintf(fp, "# Generic tables\n\n");
+    }
 
     /* (a) */
     fprintf(fp, "## (a) Engines x effort\n\nLatency: one thread, median over repeats of each "

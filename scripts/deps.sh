@@ -11,6 +11,7 @@ DEB_PACKAGES=(
   libopenblas-dev libhwloc-dev gnuplot-nox
   libhnswlib-dev libfaiss-dev
   dataset-fashion-mnist
+  jq time
 )
 # Node.js with npm (the image may carry its own build; Debian's otherwise).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)

@@ -85,9 +85,9 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
                        (unsigned long long)pq_sample_rows(&q, src->n, src->dim), q.iters, what);
     } else if (strcmp(what, "graph") == 0) {
         const vamana_params *g = &p->graph;
-        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu.vamana", dir, g->R,
+        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s.vamana", dir, g->R,
                        g->L_build, (double)g->alpha, g->passes, (double)g->slack,
-                       (unsigned long long)g->seed);
+                       (unsigned long long)g->seed, g->build_f16 ? "f16" : "f32");
     } else {
         return ann_fail(ANN_EPARAM, "artifacts: unknown artifact '%s'", what);
     }

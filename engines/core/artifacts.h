@@ -9,7 +9,7 @@
  *
  *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcb
  *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcodes
- *   $ANNLAB_ARTIFACT_DIR/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>.vamana
+ *   $ANNLAB_ARTIFACT_DIR/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>-<f16|f32>.vamana
  *
  * The codebook and graph files are pq.h's and vamana.h's.  The codes file:
  *     0  char[8]  magic "ANNPQCD\0"

@@ -70,6 +70,9 @@ typedef struct kv_backend_ops {
     int (*iter_next)(kv_iter *it, kv_val *key, kv_val *val);
     void (*iter_fini)(kv_iter *it);
     int (*commit)(kv_store *s, const kv_txn *t);
+    /* Bulk loads: begin sets b->impl (nothing to free on failure); add gets
+     * keys already checked ascending; finish and abort free b->impl
+     * whatever the outcome, and a failed finish leaves the store as it was. */
     int (*bulk_begin)(kv_bulk *b, uint64_t expected_bytes);
     int (*bulk_add)(kv_bulk *b, const void *key, size_t key_len, const void *val, size_t val_len);
     int (*bulk_finish)(kv_bulk *b);

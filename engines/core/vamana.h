@@ -46,6 +46,10 @@ typedef struct vamana_params {
                           re-pruned to R (default 1.3) */
     uint64_t seed;     /* insertion order (default 1) */
     int threads;       /* <= 0: all online cores (default 0) */
+    int build_f16;     /* 1: build distances on half-precision copies of the rows
+                          (half the memory traffic; n * dim * 2 bytes more memory;
+                          float32 is kept when a value is outside the half range)
+                          (default 1) */
 } vamana_params;
 
 void vamana_params_default(vamana_params *p);
@@ -86,6 +90,9 @@ typedef struct vamana_build_stats {
     double graph_s;     /* all insertion passes */
     double finalize_s;  /* final prune to R and compaction */
     uint64_t dist_evals;/* full-precision distances computed */
+    uint64_t prune_dist_evals; /* of which inside RobustPrune */
+    uint64_t reprunes;  /* back-edge overflows that re-pruned a node */
+    int half_precision; /* 1: distances were computed on half-precision rows */
 } vamana_build_stats;
 
 /*
@@ -100,7 +107,8 @@ typedef struct vamana_build_stats {
  * deterministic function of (vectors, params).
  * stats may be NULL.  *out owned by the caller.
  * Errors: ANN_EPARAM (R == 0, L_build == 0, alpha < 1, passes not 1 or 2,
- * slack < 1, n == 0 or n >= 2^32 - 1), -ENOMEM.
+ * slack < 1, n == 0 or n >= 2^32 - 1), -ENOMEM, ANN_EINTERNAL (the built
+ * graph failed vamana_check: a bug, with the checker's message).
  */
 int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann_metric metric,
                              const vamana_params *p, vamana_graph **out,

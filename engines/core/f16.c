@@ -1,0 +1,197 @@
+/*
+ * f16.c: half-precision conversion and distance kernels (see f16.h).  The
+ * SIMD kernels widen 16 (AVX-512F vcvtph2ps) or 8 (F16C) halves to floats
+ * per step and accumulate in four independent float32 registers; tails
+ * go through the scalar conversion.
+ */
+#include "engines/core/f16.h"
+
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+float ann_f16_to_f32(ann_f16 h)
+{
+    _Float16 f;
+    memcpy(&f, &h, sizeof f);
+    return (float)f;
+}
+
+int ann_f16_from_f32(const float *in, size_t count, ann_f16 *out)
+{
+    for (size_t i = 0; i < count; i++) {
+        float v = in[i];
+        if (!(fabsf(v) <= ANN_F16_MAX))
+            return ann_fail(ANN_EDATA, "element %zu (%g) is outside the half-precision range",
+                            i, (double)v);
+        _Float16 f = (_Float16)v;
+        memcpy(&out[i], &f, sizeof f);
+    }
+    return 0;
+}
+
+float ann_f16_l2sq_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim)
+{
+    float s = 0;
+    for (size_t i = 0; i < dim; i++) {
+        float d = ann_f16_to_f32(a[i]) - ann_f16_to_f32(b[i]);
+        s += d * d;
+    }
+    return s;
+}
+
+float ann_f16_ip_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim)
+{
+    float s = 0;
+    for (size_t i = 0; i < dim; i++)
+        s += ann_f16_to_f32(a[i]) * ann_f16_to_f32(b[i]);
+    return s;
+}
+
+#if defined(__x86_64__)
+#define LOAD512(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+
+__attribute__((target("avx512f"))) static float l2sq_avx512(const ann_f16 *a, const ann_f16 *b,
+                                                            size_t dim)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 64 <= dim; i += 64) {
+        __m512 d0 = _mm512_sub_ps(LOAD512(a + i), LOAD512(b + i));
+        __m512 d1 = _mm512_sub_ps(LOAD512(a + i + 16), LOAD512(b + i + 16));
+        __m512 d2 = _mm512_sub_ps(LOAD512(a + i + 32), LOAD512(b + i + 32));
+        __m512 d3 = _mm512_sub_ps(LOAD512(a + i + 48), LOAD512(b + i + 48));
+        s0 = _mm512_fmadd_ps(d0, d0, s0);
+        s1 = _mm512_fmadd_ps(d1, d1, s1);
+        s2 = _mm512_fmadd_ps(d2, d2, s2);
+        s3 = _mm512_fmadd_ps(d3, d3, s3);
+    }
+    for (; i + 16 <= dim; i += 16) {
+        __m512 d = _mm512_sub_ps(LOAD512(a + i), LOAD512(b + i));
+        s0 = _mm512_fmadd_ps(d, d, s0);
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    return s + ann_f16_l2sq_scalar(a + i, b + i, dim - i);
+}
+
+__attribute__((target("avx512f"))) static float ip_avx512(const ann_f16 *a, const ann_f16 *b,
+                                                          size_t dim)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 64 <= dim; i += 64) {
+        s0 = _mm512_fmadd_ps(LOAD512(a + i), LOAD512(b + i), s0);
+        s1 = _mm512_fmadd_ps(LOAD512(a + i + 16), LOAD512(b + i + 16), s1);
+        s2 = _mm512_fmadd_ps(LOAD512(a + i + 32), LOAD512(b + i + 32), s2);
+        s3 = _mm512_fmadd_ps(LOAD512(a + i + 48), LOAD512(b + i + 48), s3);
+    }
+    for (; i + 16 <= dim; i += 16)
+        s0 = _mm512_fmadd_ps(LOAD512(a + i), LOAD512(b + i), s0);
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+    return s + ann_f16_ip_scalar(a + i, b + i, dim - i);
+}
+
+#define LOAD256(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+
+__attribute__((target("avx2,fma,f16c"))) static float hsum256(__m256 v)
+{
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_hadd_ps(lo, lo);
+    lo = _mm_hadd_ps(lo, lo);
+    return _mm_cvtss_f32(lo);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float l2sq_avx2(const ann_f16 *a,
+                                                                const ann_f16 *b, size_t dim)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+        __m256 d0 = _mm256_sub_ps(LOAD256(a + i), LOAD256(b + i));
+        __m256 d1 = _mm256_sub_ps(LOAD256(a + i + 8), LOAD256(b + i + 8));
+        __m256 d2 = _mm256_sub_ps(LOAD256(a + i + 16), LOAD256(b + i + 16));
+        __m256 d3 = _mm256_sub_ps(LOAD256(a + i + 24), LOAD256(b + i + 24));
+        s0 = _mm256_fmadd_ps(d0, d0, s0);
+        s1 = _mm256_fmadd_ps(d1, d1, s1);
+        s2 = _mm256_fmadd_ps(d2, d2, s2);
+        s3 = _mm256_fmadd_ps(d3, d3, s3);
+    }
+    for (; i + 8 <= dim; i += 8) {
+        __m256 d = _mm256_sub_ps(LOAD256(a + i), LOAD256(b + i));
+        s0 = _mm256_fmadd_ps(d, d, s0);
+    }
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return s + ann_f16_l2sq_scalar(a + i, b + i, dim - i);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float ip_avx2(const ann_f16 *a, const ann_f16 *b,
+                                                              size_t dim)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+        s0 = _mm256_fmadd_ps(LOAD256(a + i), LOAD256(b + i), s0);
+        s1 = _mm256_fmadd_ps(LOAD256(a + i + 8), LOAD256(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(LOAD256(a + i + 16), LOAD256(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(LOAD256(a + i + 24), LOAD256(b + i + 24), s3);
+    }
+    for (; i + 8 <= dim; i += 8)
+        s0 = _mm256_fmadd_ps(LOAD256(a + i), LOAD256(b + i), s0);
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return s + ann_f16_ip_scalar(a + i, b + i, dim - i);
+}
+
+static const ann_f16_kernels k_avx512 = { "avx512", l2sq_avx512, ip_avx512 };
+static const ann_f16_kernels k_avx2 = { "avx2", l2sq_avx2, ip_avx2 };
+#endif
+
+static const ann_f16_kernels k_scalar = { "scalar", ann_f16_l2sq_scalar, ann_f16_ip_scalar };
+static const ann_f16_kernels *f16_active = &k_scalar;
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+
+static void f16_choose(void)
+{
+#if defined(__x86_64__)
+    const char *name = ann_dist_active()->name;
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx512"))
+        f16_active = &k_avx512;
+    else if (!strcmp(name, "avx2") && __builtin_cpu_supports("f16c"))
+        f16_active = &k_avx2;
+#endif
+}
+
+const ann_f16_kernels *ann_f16_active(void)
+{
+    pthread_once(&f16_once, f16_choose);
+    return f16_active;
+}
+
+const ann_f16_kernels *ann_f16_variant(const char *name)
+{
+    if (!name)
+        return NULL;
+    if (!strcmp(name, "scalar"))
+        return &k_scalar;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f"))
+        return &k_avx512;
+    if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        return &k_avx2;
+#endif
+    return NULL;
+}
