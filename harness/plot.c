@@ -33,7 +33,10 @@ typedef struct pt {
 } pt;
 
 typedef struct series {
-    char name[160];
+    char name[200];
+    int color; /* index of the engine entry (and build): one colour per engine */
+    int hollow; /* cold mode: open symbols, dashed lines */
+    int alt;    /* a second quantity of the same engine (device reads): other symbol */
     pt *p;
     size_t n, cap;
 } series;
@@ -43,7 +46,7 @@ typedef struct figure {
     size_t n, cap;
 } figure;
 
-static series *fig_series(figure *f, const char *name)
+static series *fig_series_styled(figure *f, const char *name, int color, int hollow, int alt)
 {
     for (size_t i = 0; i < f->n; i++)
         if (!strcmp(f->s[i].name, name))
@@ -59,6 +62,9 @@ static series *fig_series(figure *f, const char *name)
     series *s = &f->s[f->n++];
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
+    s->color = color;
+    s->hollow = hollow;
+    s->alt = alt;
     return s;
 }
 
@@ -179,13 +185,27 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f)
     if (!g)
         return ann_fail_errno("%s: create", gp);
     int logx = wants_log(f, 0), logy = wants_log(f, 1);
+    double ylo = INFINITY, yhi = -INFINITY;
+    for (size_t i = 0; i < f->n; i++)
+        for (size_t j = 0; j < f->s[i].n; j++) {
+            ylo = fmin(ylo, f->s[i].p[j].y);
+            yhi = fmax(yhi, f->s[i].p[j].y);
+        }
+    /* the key goes below the plot in two columns; the canvas grows with it */
+    int height = 600 + 24 * (int)((f->n + 1) / 2);
+    /* one colour per engine, distinct for up to 12 engines */
+    static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
+                                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#000000", "#393b79" };
     for (int t = 0; t < 2; t++) {
         if (t == 0)
-            fprintf(g, "set terminal pngcairo noenhanced size 1000,750 font 'Sans,12'\nset output '%s/%s.png'\n", dir, ps->name);
+            fprintf(g, "set terminal pngcairo noenhanced size 1100,%d font 'Sans,11'\nset output '%s/%s.png'\n",
+                    height, dir, ps->name);
         else
-            fprintf(g, "set terminal svg noenhanced size 1000,750 font 'Sans,12' dynamic\nset output '%s/%s.svg'\n", dir, ps->name);
+            fprintf(g, "set terminal svg noenhanced size 1100,%d font 'Sans,11' dynamic\nset output '%s/%s.svg'\n",
+                    height, dir, ps->name);
         fprintf(g, "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"%s\"\n", ps->title, ps->xlabel, ps->ylabel);
-        fprintf(g, "set grid\nset key outside right top vertical box\nset format y '%%g'\n");
+        fprintf(g, "set grid\nset key outside below left Left reverse maxcols 2 box\nset format y '%%g'\n");
+        fprintf(g, "set bmargin %d\n", 6 + (int)((f->n + 1) / 2));
         fprintf(g, logx ? "set logscale x\n" : "unset logscale x\n");
         fprintf(g, logy ? "set logscale y\n" : "unset logscale y\n");
         if (ps->xrange_recall) {
@@ -196,20 +216,31 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f)
                     lo = fmin(lo, f->s[i].p[j].x);
             lo = fmax(0, floor((lo - 0.02) * 20) / 20);
             fprintf(g, "set xrange [%g:1.01]\n", lo);
-            fprintf(g, "set offsets 0, 0, graph 0.1, graph 0.1\n");
+            fprintf(g, "set offsets 0, 0, 0, 0\n");
         } else {
-            fprintf(g, "set offsets graph 0.05, graph 0.05, graph 0.1, graph 0.1\n");
+            double lo = INFINITY, hi = -INFINITY;
+            for (size_t i = 0; i < f->n; i++)
+                for (size_t j = 0; j < f->s[i].n; j++) {
+                    lo = fmin(lo, f->s[i].p[j].x);
+                    hi = fmax(hi, f->s[i].p[j].x);
+                }
+            if (lo == hi) /* one x value: centre it (gnuplot cannot scale an empty range) */
+                fprintf(g, "set xrange [%g:%g]\n", lo - fabs(lo) * 0.5 - 1, hi + fabs(hi) * 0.5 + 1);
+            fprintf(g, "set offsets graph 0.05, graph 0.05, 0, 0\n");
         }
+        if (ylo == yhi) /* one y value: centre it */
+            fprintf(g, "set yrange [%g:%g]\n", ylo - fabs(ylo) * 0.5 - 1, yhi + fabs(yhi) * 0.5 + 1);
         fprintf(g, "plot ");
         for (size_t i = 0; i < f->n; i++) {
-            const char *n = f->s[i].name;
-            fprintf(g, "%s'%s' index %zu using 1:2 with points pt %zu ps 1.5 lc %zu title \"%s\"", i ? ", \\\n  " : "",
-                    dat, 2 * i, 5 + 2 * (i % 4), i + 1, n);
-            if (ps->frontier)
-                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu title \"%s (Pareto frontier)\"",
-                        dat, 2 * i + 1, i + 1, n);
-            else if (ps->lines)
-                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 lc %zu notitle", dat, 2 * i + 1, i + 1);
+            const series *se = &f->s[i];
+            const char *rgb = colors[(size_t)se->color % (sizeof colors / sizeof colors[0])];
+            /* filled square/circle warm, open ones cold; triangles for the second quantity */
+            int ptype = se->alt ? (se->hollow ? 8 : 9) : se->hollow ? 4 + 2 * (se->color % 2) : 5 + 2 * (se->color % 2);
+            fprintf(g, "%s'%s' index %zu using 1:2 with points pt %d ps 1.4 lc rgb '%s' title \"%s\"",
+                    i ? ", \\\n  " : "", dat, 2 * i, ptype, rgb, se->name);
+            if (ps->frontier || ps->lines)
+                fprintf(g, ", \\\n  '%s' index %zu using 1:2 with lines lw 2 dt %d lc rgb '%s' notitle", dat,
+                        2 * i + 1, se->hollow ? 2 : 1, rgb);
         }
         fprintf(g, "\n");
     }
@@ -273,16 +304,33 @@ int harness_plots_render(const char *run_dir, int *made)
     json_array_foreach(cells, i, c)
         if (!strcmp(sget(c, "status"), "ok") && json_integer_value(json_object_get(c, "threads")) > tmax)
             tmax = json_integer_value(json_object_get(c, "threads"));
+    /* builds per engine label: the build is named in a series only when it varies */
+    json_t *builds = json_object(), *groups = json_object();
+    json_array_foreach(cells, i, c) {
+        char btext[96];
+        params_text(json_object_get(c, "build"), btext, sizeof btext);
+        json_t *set = json_object_get(builds, sget(c, "label"));
+        if (!set) {
+            set = json_object();
+            json_object_set_new(builds, sget(c, "label"), set);
+        }
+        json_object_set_new(set, btext, json_true());
+    }
     json_array_foreach(cells, i, c) {
         if (strcmp(sget(c, "status"), "ok"))
             continue;
         k = json_integer_value(json_object_get(c, "k"));
         const char *mode = sget(c, "mode");
-        /* a series per engine entry and build; efforts are its points */
+        int cold = !strcmp(mode, "cold");
+        /* a series per engine entry (and build when several); efforts are its points */
         char label[160], btext[96], stext[96];
         params_text(json_object_get(c, "build"), btext, sizeof btext);
         params_text(json_object_get(c, "search"), stext, sizeof stext);
-        snprintf(label, sizeof label, "%s%s%s", sget(c, "label"), btext[0] ? " " : "", btext);
+        int several = json_object_size(json_object_get(builds, sget(c, "label"))) > 1;
+        snprintf(label, sizeof label, "%s%s%s", sget(c, "label"), several ? " " : "", several ? btext : "");
+        if (!json_object_get(groups, label))
+            json_object_set_new(groups, label, json_integer((json_int_t)json_object_size(groups)));
+        int color = (int)json_integer_value(json_object_get(groups, label));
         int capped = !json_is_null(json_object_get(c, "memory_cap_bytes"));
         json_int_t t = json_integer_value(json_object_get(c, "threads"));
         double recall = nget(c, "recall", NULL);
@@ -290,33 +338,37 @@ int harness_plots_render(const char *run_dir, int *made)
         if (!capped) {
             if (t == tmax) {
                 snprintf(name, sizeof name, "%s %s", label, mode);
-                series_add(fig_series(&fq, name), recall, nget(c, "qps", NULL));
+                series_add(fig_series_styled(&fq, name, color, cold, 0), recall, nget(c, "qps", NULL));
             }
             if (t == 1 || tmax == 0) {
                 snprintf(name, sizeof name, "%s %s", label, mode);
-                series_add(fig_series(&fl, name), recall, nget(c, "latency_us", "p99"));
+                series_add(fig_series_styled(&fl, name, color, cold, 0), recall, nget(c, "latency_us", "p99"));
             }
             const json_t *L = json_object_get(json_object_get(c, "search"), "L");
             if (json_is_number(L) && t == 1) {
                 snprintf(name, sizeof name, "%s %s engine reads", label, mode);
-                series_add(fig_series(&fr, name), json_number_value(L), nget(c, "engine_stats", "reads"));
+                series_add(fig_series_styled(&fr, name, color, cold, 0), json_number_value(L),
+                           nget(c, "engine_stats", "reads"));
                 snprintf(name, sizeof name, "%s %s device reads", label, mode);
-                series_add(fig_series(&fr, name), json_number_value(L), nget(c, "device", "reads_per_query"));
+                series_add(fig_series_styled(&fr, name, color, cold, 1), json_number_value(L),
+                           nget(c, "device", "reads_per_query"));
             }
         } else {
             double cap_mib = nget(c, "memory_cap_bytes", NULL) / 1048576.0;
             snprintf(name, sizeof name, "%s %s%s%s T=%lld", label, mode, stext[0] ? " " : "", stext,
                      (long long)t);
-            series_add(fig_series(&fcq, name), cap_mib, nget(c, "qps", NULL));
-            series_add(fig_series(&fcl, name), cap_mib, nget(c, "latency_us", "p50"));
+            series_add(fig_series_styled(&fcq, name, color, cold, 0), cap_mib, nget(c, "qps", NULL));
+            series_add(fig_series_styled(&fcl, name, color, cold, 0), cap_mib, nget(c, "latency_us", "p50"));
         }
     }
     char xl[64], title[160];
     snprintf(xl, sizeof xl, "recall@%lld (tie-aware)", k);
-    snprintf(title, sizeof title, "Throughput against recall (%lld threads)", (long long)tmax);
+    snprintf(title, sizeof title,
+             "Throughput against recall (%lld thread%s; lines: each engine's Pareto frontier, dashed = cold)",
+             (long long)tmax, tmax == 1 ? "" : "s");
     const plot_spec specs[] = {
         { "recall_qps", title, xl, "queries per second", 1, 0, 1 },
-        { "recall_p99", "Tail latency against recall (1 thread)", xl, "p99 latency (microseconds)", 0, 1, 1 },
+        { "recall_p99", "Tail latency against recall (1 thread; dashed = cold)", xl, "p99 latency (microseconds)", 0, 1, 1 },
         { "reads_vs_L", "Reads per query against search list size L", "L (search list size)", "reads per query", 0, 1, 0 },
         { "memory_caps_qps", "Throughput against memory cap", "memory cap (MiB)", "queries per second", 0, 1, 0 },
         { "memory_caps_latency", "Median latency against memory cap", "memory cap (MiB)", "p50 latency (microseconds)", 0, 1, 0 },
@@ -331,6 +383,8 @@ int harness_plots_render(const char *run_dir, int *made)
     }
     for (size_t j = 0; j < 5; j++)
         fig_free(figs[j]);
+    json_decref(builds);
+    json_decref(groups);
     json_decref(cells);
     return rc;
 }

@@ -798,14 +798,18 @@ int harness_run_main(int argc, char **argv)
     if (dry_run) {
         /* validated: list the cells, touch nothing */
         json_t *list = harness_config_expand(x.cfg);
-        size_t i;
+        size_t i, shown = 0;
         json_t *c;
         json_array_foreach(list, i, c) {
+            if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
+                strcmp(only, json_string_value(json_object_get(c, "label"))))
+                continue;
+            shown++;
             char desc[512];
             describe_cell(c, desc, sizeof desc);
             printf("%s %s\n", json_string_value(json_object_get(c, "id")), desc);
         }
-        printf("%zu cells; dataset %s%s; output %s\n", json_array_size(list), x.dataset_dir,
+        printf("%zu cells; dataset %s%s; output %s\n", shown, x.dataset_dir,
                prepare_name ? " (would be prepared)" : "", x.out_dir);
         json_decref(list);
         exit_code = 0;
