@@ -500,6 +500,14 @@ int harness_cell_main(const char *spec_path, const char *out_path)
                   harness_median(s.rep_p[3], reps), "mean", harness_median(s.rep_p[4], reps), "max",
                   harness_median(s.rep_p[5], reps)));
     json_object_set_new(result, "qps", json_real(harness_median(s.rep_qps, reps)));
+    /* every repeat's figures, so `annlab compare` can derive noise tolerances */
+    json_t *per = json_pack("{s:[], s:[], s:[]}", "p50_us", "p99_us", "qps");
+    for (uint32_t r = 0; per && r < reps; r++) {
+        json_array_append_new(json_object_get(per, "p50_us"), json_real(s.rep_p[0][r]));
+        json_array_append_new(json_object_get(per, "p99_us"), json_real(s.rep_p[2][r]));
+        json_array_append_new(json_object_get(per, "qps"), json_real(s.rep_qps[r]));
+    }
+    json_object_set_new(result, "per_repeat", per);
     json_object_set_new(result, "qps_detail",
                         json_pack("{s:I, s:f, s:i, s:i, s:b}", "passes", (json_int_t)passes_done,
                                   "wall_seconds_last", wall_s, "threads_pinned", pinned,

@@ -1,33 +1,46 @@
 #!/usr/bin/env bash
-# The nightly regression run: run configs/nightly.json into a fresh run
-# directory, then compare it with the committed baseline
-# (results/baselines/nightly/: cells.jsonl and machine.json only).
+# The nightly regression run: each nightly config into a fresh run directory,
+# then `annlab compare` against the committed baseline of that config
+# (results/baselines/nightly/<config name>/: cells.jsonl and machine.json).
 #
-#   scripts/nightly.sh            run + compare; exit 1 on a regression
-#   scripts/nightly.sh --baseline run + replace the committed baseline
+#   scripts/nightly.sh            run + compare; exit 1 on any regression
+#   scripts/nightly.sh --baseline run + replace the committed baselines
 #
-# The report (report.md) and the overlay plot (compare.png) land in the run
-# directory, whose path is printed last.
+# NIGHTLY_CONFIGS overrides the list (space-separated paths).  Each run
+# directory gets report.md (the Markdown report to paste into a pull
+# request) and compare.png (both runs' recall-QPS curves); summary.md
+# concatenates the reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-config=${NIGHTLY_CONFIG:-configs/nightly.json}
-base=results/baselines/nightly
-run=results/nightly/$(date -u +%Y%m%dT%H%M%SZ)
+configs=${NIGHTLY_CONFIGS:-configs/nightly.json configs/nightly-glove.json configs/nightly-fashion.json}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+summary=results/nightly/summary-$stamp.md
 mkdir -p results/nightly
-./annlab run "$config" --out "$run"
-if [ "${1:-}" = "--baseline" ]; then
-  mkdir -p "$base"
-  cp "$run/cells.jsonl" "$base/cells.jsonl.tmp" && mv "$base/cells.jsonl.tmp" "$base/cells.jsonl"
-  cp "$run/machine.json" "$base/machine.json.tmp" && mv "$base/machine.json.tmp" "$base/machine.json"
-  echo "nightly: baseline refreshed from $run (commit $base to keep it)"
-  exit 0
-fi
-if [ ! -f "$base/cells.jsonl" ]; then
-  echo "nightly: no baseline at $base/cells.jsonl; run 'make nightly-baseline' first" >&2
-  exit 2
-fi
 status=0
-./annlab compare "$base" "$run" --report "$run/report.md" --plot "$run/compare.png" || status=$?
-echo "nightly: report $run/report.md, plot $run/compare.png"
-echo "$run"
+for config in $configs; do
+  name=$(basename "$config" .json)
+  run=results/nightly/$name-$stamp
+  base=results/baselines/nightly/$name
+  ./annlab run "$config" --out "$run"
+  if [ "${1:-}" = "--baseline" ]; then
+    mkdir -p "$base"
+    for f in cells.jsonl machine.json; do
+      cp "$run/$f" "$base/$f.tmp" && mv "$base/$f.tmp" "$base/$f"
+    done
+    echo "nightly: baseline $base refreshed from $run (commit it to keep it)"
+    continue
+  fi
+  if [ ! -f "$base/cells.jsonl" ]; then
+    echo "nightly: no baseline at $base/cells.jsonl; run 'make nightly-baseline' first" >&2
+    status=2
+    continue
+  fi
+  rc=0
+  ./annlab compare "$base" "$run" --report "$run/report.md" --plot "$run/compare.png" || rc=$?
+  cat "$run/report.md" >> "$summary"
+  echo >> "$summary"
+  echo "nightly: $name: report $run/report.md, plot $run/compare.png"
+  [ "$rc" -le "$status" ] || status=$rc
+done
+[ "${1:-}" = "--baseline" ] || echo "nightly: summary $summary"
 exit $status

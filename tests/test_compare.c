@@ -122,6 +122,36 @@ static void test_failed_and_missing_cells_are_flagged(void **state)
     json_decref(b);
 }
 
+/* One cell per key carrying its repeats inside (per_repeat): the spread of
+ * those repeats sets the noise tolerance. */
+static json_t *one_cell(double p50, double spread)
+{
+    return json_pack("[{s:s, s:{s:i}, s:s, s:i, s:s, s:f, s:{s:f, s:f}, s:f,"
+                     " s:{s:[f, f, f], s:[f, f, f], s:[f, f, f]}}]",
+                     "engine", "flat", "search", "L", 1, "mode", "warm", "threads", 1, "status",
+                     "ok", "recall", 1.0, "latency_us", "p50", p50, "p99", 2 * p50, "qps",
+                     1e6 / p50, "per_repeat", "p50_us", p50 * (1 - spread / 2), p50,
+                     p50 * (1 + spread / 2), "p99_us", 2 * p50, 2 * p50, 2 * p50, "qps",
+                     1e6 / p50, 1e6 / p50, 1e6 / p50);
+}
+
+static void test_spread_inside_cells_sets_tolerance(void **state)
+{
+    (void)state;
+    json_t *a = one_cell(1000, 0.02), *b = one_cell(1500, 0.02);
+    cmp_result r = compare(a, b, NULL);
+    assert_int_equal(r.regressions, 3); /* p50, p99, QPS past the 30% floor */
+    json_decref(a);
+    json_decref(b);
+    a = one_cell(1000, 0.5);
+    b = one_cell(1500, 0.5);
+    r = compare(a, b, NULL);
+    /* p50's repeats spread 50%: tolerance 150%, so x1.5 is noise there */
+    assert_int_equal(r.regressions, 2);
+    json_decref(a);
+    json_decref(b);
+}
+
 static int write_run(const char *dir, const char *name, json_t *cells)
 {
     char path[4096];
@@ -182,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_recall_drop_is_flagged),
         cmocka_unit_test(test_slowdown_is_flagged),
         cmocka_unit_test(test_failed_and_missing_cells_are_flagged),
+        cmocka_unit_test(test_spread_inside_cells_sets_tolerance),
         cmocka_unit_test(test_cli_exit_codes),
     };
     return cmocka_run_group_tests_name("compare", tests, NULL, NULL);
