@@ -3,9 +3,10 @@
  * (partition -> disk, single-slave device-mapper -> slave, striped dm kept,
  * a loop chain cut at its depth limit), stat parsing and errors, per-query
  * JSON; then on this machine an O_DIRECT read of a 32 MiB file written by
- * the test, evicted first, counted at the device within 5% (median of five
- * reads, since other processes may read the same disk) and exactly by
- * /proc/self/io read_bytes.
+ * the test, evicted first, counted at the device within 5% and exactly by
+ * /proc/self/io read_bytes.  The device counter is machine-wide and other
+ * processes only ever add to it, so the least of fifteen short windows is the
+ * figure compared (the median is printed beside it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -317,7 +318,7 @@ static void test_odirect_read_counted_at_device(void **state)
     evict_report er;
     assert_int_equal(evict_cold_files((const char *const[]){ path }, 1, &ep, &er), 0);
 
-    enum { REPEATS = 5 };
+    enum { REPEATS = 15 };
     uint64_t dev_bytes[REPEATS], proc_bytes[REPEATS], ios[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
         fd = open(path, O_RDONLY | O_DIRECT);
@@ -344,13 +345,14 @@ static void test_odirect_read_counted_at_device(void **state)
     qsort(dev_bytes, REPEATS, sizeof dev_bytes[0], cmp_u64);
     qsort(ios, REPEATS, sizeof ios[0], cmp_u64);
     qsort(proc_bytes, REPEATS, sizeof proc_bytes[0], cmp_u64);
-    uint64_t med = dev_bytes[REPEATS / 2];
-    printf("# %s (%s): read %llu bytes with O_DIRECT; device median %llu bytes in %llu requests, "
-           "proc read_bytes median %llu\n",
-           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)med,
-           (unsigned long long)ios[REPEATS / 2], (unsigned long long)proc_bytes[REPEATS / 2]);
-    assert_true(med >= file_bytes - file_bytes / 20);
-    assert_true(med <= file_bytes + file_bytes / 20);
+    uint64_t least = dev_bytes[0], med = dev_bytes[REPEATS / 2];
+    printf("# %s (%s): read %llu bytes with O_DIRECT; device least %llu, median %llu bytes "
+           "(median %llu requests); proc read_bytes median %llu\n",
+           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)least,
+           (unsigned long long)med, (unsigned long long)ios[REPEATS / 2],
+           (unsigned long long)proc_bytes[REPEATS / 2]);
+    assert_true(least >= file_bytes - file_bytes / 20);
+    assert_true(least <= file_bytes + file_bytes / 20);
     assert_true(ios[REPEATS / 2] > 0);
     assert_int_equal(proc_bytes[REPEATS / 2], file_bytes);
     free(buf);
