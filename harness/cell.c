@@ -165,7 +165,7 @@ typedef struct cell_state {
     float *dists;
     uint64_t *lat_ns;
     double *rep_p[6], *rep_qps;
-    cg_group *cg; /* this process's own group when capped (attached, not owned) */
+    cg_group *cg; /* this process's own group when in one (attached, not owned) */
 } cell_state;
 
 /* Resident bytes of every file under dir (cgroups/evict.h's mincore). */
@@ -265,8 +265,9 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     json_error_t jerr;
     cell_state s = { 0 };
     json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL;
-    /* a capped cell starts only once the runner has moved it into its group */
+    /* a cell in a cgroup starts only once the runner has moved it there */
     const char *gate_fd = getenv("ANNLAB_CG_GATE_FD");
+    int in_cg = gate_fd != NULL;
     if (gate_fd) {
         unsetenv("ANNLAB_CG_GATE_FD");
         if (cg_gate_wait_fd(atoi(gate_fd)) != 0) {
@@ -326,10 +327,9 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
     evict_params ep = evict_params_default();
     ep.drop_caches = drop;
-    /* under a memory cap this process sits in its own group: read its counters */
+    /* in its own group (capped or accounting only): read the group's counters */
     cg_system cgs;
-    int capped = !json_is_null(json_object_get(cell, "memory_cap_bytes"));
-    if (capped && cg_detect(NULL, &cgs) == 0 && cg_group_open_self(&cgs, &s.cg) != 0)
+    if (in_cg && cg_detect(NULL, &cgs) == 0 && cg_group_open_self(&cgs, &s.cg) != 0)
         s.cg = NULL;
 
     /* prepare: warm reads the files before opening, cold evicts after */

@@ -172,7 +172,8 @@ typedef struct child_result {
     double seconds;
 } child_result;
 
-/* A memory-capped child: the group it runs in and what it counted. */
+/* A child in its own cgroup (capped, or accounting only): the group it
+ * runs in and what it counted. */
 typedef struct child_cg {
     const cg_system *sys;
     uint64_t cap_bytes;
@@ -508,13 +509,18 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     char *argv_wrap[] = { (char *)wrapper, x->exe, "cell", spec_path, out_path, NULL };
     child_result res;
     child_cg cg = { .sys = &x->cgs, .dev = x->index_dev };
-    if (capped) {
-        cg.cap_bytes = (uint64_t)json_integer_value(json_object_get(cell, "memory_cap_bytes"));
+    /* Where cgroups work every cell runs in its own group, uncapped ones
+     * with no limit (accounting only): the group's read counters are the
+     * cell's own, whatever else reads the disk meanwhile. */
+    int in_cg = capped || x->cg_ok;
+    if (in_cg) {
+        if (capped)
+            cg.cap_bytes = (uint64_t)json_integer_value(json_object_get(cell, "memory_cap_bytes"));
         snprintf(cg.name, sizeof cg.name, "annlab-%s-%d", id, (int)getpid());
     }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
-                   capped ? &cg : NULL, &res);
+                   in_cg ? &cg : NULL, &res);
     if (rc)
         return rc;
     if (res.interrupted)
@@ -524,7 +530,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     const char *status = "ok";
     json_error_t jerr;
     json_t *figures = NULL;
-    if (capped && cg.setup_failed) {
+    if (in_cg && cg.setup_failed) {
         status = "error";
         snprintf(reason, sizeof reason, "%s", cg.reason);
     } else if (res.timed_out) {
@@ -554,7 +560,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(r, "status", json_string(status));
     json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(r, "cell_seconds", json_real(res.seconds));
-    if (capped && !cg.setup_failed)
+    if (in_cg && !cg.setup_failed)
         json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
     set_index_fields(r, b);
 done:

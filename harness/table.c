@@ -229,19 +229,20 @@ int harness_tables_render(const char *run_dir, FILE *fp)
     if (json_array_size(keys) == 0) {
         fprintf(fp, "(no memory caps in this run)\n");
     } else {
-        fprintf(fp, "| engine | build | open | search | mode | cap (MiB) | status | recall@%lld | p50 (us) | QPS | dev reads/q |\n", k);
-        fprintf(fp, "|---|---|---|---|---|--:|---|--:|--:|--:|--:|\n");
+        fprintf(fp, "| engine | build | open | search | mode | cap (MiB) | status | recall@%lld | p50 (us) | QPS | dev reads/q | cgroup reads/q |\n", k);
+        fprintf(fp, "|---|---|---|---|---|--:|---|--:|--:|--:|--:|--:|\n");
         json_array_foreach(keys, i, kv) {
             const json_t *c = find(cells, json_string_value(kv), 1, 1, NULL, is_capped, 1);
-            char r[32], p50[32], qps[32], dr[32], cap[32];
+            char r[32], p50[32], qps[32], dr[32], cr[32], cap[32];
             fmt(r, sizeof r, num(c, "recall", NULL), "%.3f", 1);
             fmt(p50, sizeof p50, num(c, "latency_us", "p50"), "%.0f", 1);
             fmt(qps, sizeof qps, num(c, "qps", NULL), "%.0f", 1);
             fmt(dr, sizeof dr, num(c, "device", "reads_per_query"), "%.2f", 1);
+            fmt(cr, sizeof cr, num(json_object_get(c, "device"), "cgroup", "reads_per_query"), "%.2f", 1);
             fmt(cap, sizeof cap, num(c, "memory_cap_bytes", NULL), "%.0f", 1.0 / 1048576);
             engine_cols(fp, c);
-            fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s |\n", sget(c, "mode"), cap,
-                    sget(c, "status"), r, p50, qps, dr);
+            fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sget(c, "mode"), cap,
+                    sget(c, "status"), r, p50, qps, dr, cr);
         }
     }
     json_decref(keys);

@@ -3,9 +3,13 @@
  * (partition -> disk, single-slave device-mapper -> slave, striped dm kept,
  * a loop chain cut at its depth limit), stat parsing and errors, per-query
  * JSON; then on this machine an O_DIRECT read of a 32 MiB file written by
- * the test, evicted first, counted at the device within 5% (median of five
- * reads, since other processes may read the same disk) and exactly by
- * /proc/self/io read_bytes.
+ * the test, evicted first, counted at the device within 5% and exactly by
+ * /proc/self/io read_bytes.  The device counter is machine-wide and other
+ * processes only ever add to it, so the least of fifteen short windows is the
+ * figure compared (the median is printed beside it); when even the least
+ * is over and equally long idle windows show others reading more than 5%
+ * of the file, the check is skipped with that reason (too few bytes still
+ * fails).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
@@ -317,8 +322,10 @@ static void test_odirect_read_counted_at_device(void **state)
     evict_report er;
     assert_int_equal(evict_cold_files((const char *const[]){ path }, 1, &ep, &er), 0);
 
-    enum { REPEATS = 5 };
-    uint64_t dev_bytes[REPEATS], proc_bytes[REPEATS], ios[REPEATS];
+    /* Each repeat: a window around the read, then an idle window as long,
+     * which measures what everybody else read meanwhile. */
+    enum { REPEATS = 15 };
+    uint64_t dev_bytes[REPEATS], idle_bytes[REPEATS], proc_bytes[REPEATS], ios[REPEATS];
     for (int r = 0; r < REPEATS; r++) {
         fd = open(path, O_RDONLY | O_DIRECT);
         if (fd < 0 && errno == EINVAL) {
@@ -328,31 +335,48 @@ static void test_odirect_read_counted_at_device(void **state)
             return;
         }
         assert_true(fd >= 0);
-        devstat_sample a, b;
-        devstat_delta d;
+        devstat_sample a, b, c;
+        devstat_delta d, idle;
         assert_int_equal(devstat_sample_take(&dev, 0, &a), 0);
         for (uint64_t off = 0; off < file_bytes; off += chunk)
             assert_int_equal(pread(fd, buf, chunk, (off_t)off), (ssize_t)chunk);
         assert_int_equal(devstat_sample_take(&dev, 0, &b), 0);
         close(fd);
         devstat_diff(&a, &b, &d);
+        struct timespec ts = { (time_t)(d.elapsed_ns / 1000000000u), (long)(d.elapsed_ns % 1000000000u) };
+        nanosleep(&ts, NULL);
+        assert_int_equal(devstat_sample_take(&dev, 0, &c), 0);
+        devstat_diff(&b, &c, &idle);
         assert_true(d.dev_known);
         dev_bytes[r] = d.read_bytes;
+        idle_bytes[r] = idle.read_bytes;
         ios[r] = d.read_ios;
         proc_bytes[r] = d.proc_known ? d.proc_read_bytes : file_bytes;
     }
     qsort(dev_bytes, REPEATS, sizeof dev_bytes[0], cmp_u64);
+    qsort(idle_bytes, REPEATS, sizeof idle_bytes[0], cmp_u64);
     qsort(ios, REPEATS, sizeof ios[0], cmp_u64);
     qsort(proc_bytes, REPEATS, sizeof proc_bytes[0], cmp_u64);
-    uint64_t med = dev_bytes[REPEATS / 2];
-    printf("# %s (%s): read %llu bytes with O_DIRECT; device median %llu bytes in %llu requests, "
+    uint64_t least = dev_bytes[0], med = dev_bytes[REPEATS / 2], idle_least = idle_bytes[0];
+    printf("# %s (%s): read %llu bytes with O_DIRECT; device least %llu, median %llu bytes "
+           "(median %llu requests); others' reads in as long idle windows: least %llu; "
            "proc read_bytes median %llu\n",
-           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)med,
-           (unsigned long long)ios[REPEATS / 2], (unsigned long long)proc_bytes[REPEATS / 2]);
-    assert_true(med >= file_bytes - file_bytes / 20);
-    assert_true(med <= file_bytes + file_bytes / 20);
+           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)least,
+           (unsigned long long)med, (unsigned long long)ios[REPEATS / 2],
+           (unsigned long long)idle_least, (unsigned long long)proc_bytes[REPEATS / 2]);
+    /* Too few bytes is always a failure: other readers cannot remove any. */
+    assert_true(least >= file_bytes - file_bytes / 20);
     assert_true(ios[REPEATS / 2] > 0);
     assert_int_equal(proc_bytes[REPEATS / 2], file_bytes);
+    if (least > file_bytes + file_bytes / 20 && idle_least > file_bytes / 20) {
+        printf("# skipped: the disk is busy with other readers (at least %llu bytes in every idle "
+               "window), the 5%% check cannot be made now\n",
+               (unsigned long long)idle_least);
+        free(buf);
+        skip();
+        return;
+    }
+    assert_true(least <= file_bytes + file_bytes / 20);
     free(buf);
 }
 
