@@ -97,6 +97,11 @@ typedef struct ann_engine_ops {
     /* Optional live updates; NULL when unsupported. */
     int (*insert)(ann_engine *eng, uint32_t id, const float *vec);
     int (*remove)(ann_engine *eng, uint32_t id);
+
+    /* Optional: a caveat a reader of the results must know (e.g. a generic
+     * build of a reference library), recorded in each run's machine.json
+     * under "engine_notes".  NULL when none. */
+    const char *(*machine_note)(void);
 } ann_engine_ops;
 
 /* The registry: all engines compiled into this binary. */

@@ -874,6 +874,19 @@ int harness_run_main(int argc, char **argv)
     json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
                                                       "dir", x.dataset_dir, "checksum", x.ds.checksum,
                                                       "n", (json_int_t)x.ds.n, "dim", (int)x.ds.dim));
+    {
+        /* caveats of the engines in this run (e.g. FAISS built without AVX kernels) */
+        json_t *notes = json_object();
+        size_t i;
+        json_t *entry;
+        json_array_foreach(json_object_get(x.cfg, "engines"), i, entry) {
+            const ann_engine_ops *ops =
+                ann_engine_find(json_string_value(json_object_get(entry, "engine")));
+            if (ops && ops->machine_note)
+                json_object_set_new(notes, ops->name, json_string(ops->machine_note()));
+        }
+        json_object_set_new(machine, "engine_notes", notes);
+    }
     snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
     if ((rc = write_json_atomic(machine, path))) {
         exit_code = run_failed(rc);

@@ -281,4 +281,5 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .search = rfh_search,
     .insert = nullptr,
     .remove = nullptr,
+    .machine_note = ref_faiss_machine_note,
 };

@@ -347,4 +347,5 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .search = rfi_search,
     .insert = nullptr,
     .remove = nullptr,
+    .machine_note = ref_faiss_machine_note,
 };

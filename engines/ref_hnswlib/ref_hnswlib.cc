@@ -334,6 +334,15 @@ int rh_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float
 
 } /* namespace */
 
+/* hnswlib picks its SIMD kernels at compile time from -m flags; the project
+ * builds without -march (runtime dispatch for its own kernels), so hnswlib
+ * gets its SSE path while annlab's kernels use AVX2/AVX-512. */
+const char *rh_machine_note(void)
+{
+    return "hnswlib (Debian libhnswlib-dev, header-only) compiled without -march: its SSE "
+           "distance kernels, not AVX/AVX-512, so its figures understate hnswlib";
+}
+
 extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .name = "ref-hnswlib",
     .description = "reference peer: hnswlib HNSW in memory (Debian libhnswlib-dev)",
@@ -349,4 +358,5 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .search = rh_search,
     .insert = nullptr,
     .remove = nullptr,
+    .machine_note = rh_machine_note,
 };
