@@ -918,7 +918,7 @@ int harness_run_main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    size_t n = json_array_size(cells), todo = 0, skipped_done = 0, counts[5] = { 0 };
+    size_t n = json_array_size(cells), selected = 0, skipped_done = 0, counts[5] = { 0 };
     size_t i;
     json_t *c;
     json_array_foreach(cells, i, c) {
@@ -927,9 +927,9 @@ int harness_run_main(int argc, char **argv)
         if (only && strcmp(only, engine) && strcmp(only, label))
             json_object_set_new(c, "filtered", json_true());
         else
-            todo++;
+            selected++;
     }
-    fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, todo, x.out_dir);
+    fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, selected, x.out_dir);
     size_t pos = 0;
     char last[512] = "";
     json_array_foreach(cells, i, c) {
@@ -950,7 +950,7 @@ int harness_run_main(int argc, char **argv)
         char desc[512];
         describe_cell(c, desc, sizeof desc);
         if (x.tty)
-            fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, todo, mono_s() - x.t_start, desc,
+            fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, selected, mono_s() - x.t_start, desc,
                     last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
         if ((rc = run_cell(&x, c, &rec))) {
@@ -974,11 +974,11 @@ int harness_run_main(int argc, char **argv)
         counts[!strcmp(st, "ok") ? 0 : !strcmp(st, "error") ? 1 : !strcmp(st, "timeout") ? 2 : !strcmp(st, "oom") ? 3 : 4]++;
         figures_line(rec, last, sizeof last);
         if (!x.tty)
-            fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, todo, mono_s() - x.t_start, id, desc, last);
+            fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, selected, mono_s() - x.t_start, id, desc, last);
         json_decref(rec);
     }
     if (x.tty)
-        fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", todo, todo, mono_s() - x.t_start, last);
+        fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", selected, selected, mono_s() - x.t_start, last);
     fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded\n",
             name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done);
 

@@ -216,7 +216,7 @@ typedef struct vm_scratch {
     ann_candlist cl;
     ann_visited vis;
     uint32_t *nbuf;    /* a copy of one neighbour list (stride) */
-    uint32_t *todo;    /* unvisited neighbours of one expansion (stride) */
+    uint32_t *unvisited;    /* unvisited neighbours of one expansion (stride) */
     ann_cand *pool;    /* expanded nodes (pool_cap) */
     uint32_t pool_cap, pool_n;
     uint32_t pool_reserve; /* pool slots kept free by the search (stride + 1) */
@@ -232,7 +232,7 @@ static void vm_scratch_fini(vm_scratch *s)
     ann_candlist_fini(&s->cl);
     ann_visited_fini(&s->vis);
     free(s->nbuf);
-    free(s->todo);
+    free(s->unvisited);
     free(s->pool);
     free(s->occl);
     free(s->result);
@@ -246,7 +246,7 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
     if (rc == 0)
         rc = ann_visited_init(&s->vis, n);
     s->nbuf = malloc(((size_t)stride + 1) * sizeof *s->nbuf);
-    s->todo = malloc(((size_t)stride + 1) * sizeof *s->todo);
+    s->unvisited = malloc(((size_t)stride + 1) * sizeof *s->unvisited);
     if (for_build) {
         s->pool_reserve = stride + 1;
         s->pool_cap = (4 * L > VAMANA_MAX_POOL ? 4 * L : VAMANA_MAX_POOL) + s->pool_reserve;
@@ -254,7 +254,7 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
         s->occl = malloc((size_t)s->pool_cap * sizeof *s->occl);
         s->result = malloc(((size_t)stride + 1) * sizeof *s->result);
     }
-    if (rc || !s->nbuf || !s->todo || (for_build && (!s->pool || !s->occl || !s->result))) {
+    if (rc || !s->nbuf || !s->unvisited || (for_build && (!s->pool || !s->occl || !s->result))) {
         vm_scratch_fini(s);
         return ann_fail(-ENOMEM, "vamana: no memory for search scratch (n %llu, L %u)",
                         (unsigned long long)n, L);
@@ -300,7 +300,7 @@ static uint32_t vm_greedy(const vamana_graph *g, const vm_data *d, pthread_mutex
         for (uint32_t i = 0; i < deg; i++) {
             uint32_t u = nb[i];
             if (!ann_visited_test_and_set(&s->vis, u)) {
-                s->todo[nt++] = u;
+                s->unvisited[nt++] = u;
                 if (nt <= 2)
                     vm_prefetch(d, u);
             }
@@ -308,10 +308,10 @@ static uint32_t vm_greedy(const vamana_graph *g, const vm_data *d, pthread_mutex
         float bound = ann_candlist_bound(&s->cl);
         for (uint32_t i = 0; i < nt; i++) {
             if (i + 2 < nt)
-                vm_prefetch(d, s->todo[i + 2]);
-            float du = vm_dist(d, q, s->todo[i]);
+                vm_prefetch(d, s->unvisited[i + 2]);
+            float du = vm_dist(d, q, s->unvisited[i]);
             if (du <= bound) {
-                ann_candlist_insert(&s->cl, du, s->todo[i]);
+                ann_candlist_insert(&s->cl, du, s->unvisited[i]);
                 bound = ann_candlist_bound(&s->cl);
             }
         }
@@ -475,9 +475,9 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     /* back-edges with the slack rule; the result list is reused by prunes,
      * so walk a copy */
     uint32_t nn = cnt;
-    memcpy(s->todo, s->result, nn * sizeof *s->todo);
+    memcpy(s->unvisited, s->result, nn * sizeof *s->unvisited);
     for (uint32_t i = 0; i < nn; i++) {
-        uint32_t j = s->todo[i];
+        uint32_t j = s->unvisited[i];
         pthread_mutex_t *lj = &b->locks[j % VAMANA_STRIPES];
         pthread_mutex_lock(lj);
         uint32_t dj = g->degree[j];
