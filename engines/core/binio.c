@@ -231,3 +231,24 @@ int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt,
                         fmt->version_name, version, fmt->version);
     return 0;
 }
+
+void ann_frame_seal(uint8_t *rec, size_t len, const char *magic, uint32_t version)
+{
+    memset(rec, 0, 8);
+    memcpy(rec, magic, strnlen(magic, 7) + 1);
+    ann_put_u32(rec + 8, version);
+    ann_put_u32(rec + len - 4, (uint32_t)crc32(0L, rec, (uInt)(len - 4)));
+}
+
+int ann_frame_check(const uint8_t *rec, size_t got, size_t want, const char *magic,
+                    uint32_t version, const char *where)
+{
+    if (got != want || memcmp(rec, magic, strnlen(magic, 7) + 1) != 0)
+        return ann_fail(ANN_ECORRUPT, "%s: bad magic or length %zu", where, got);
+    if (ann_get_u32(rec + want - 4) != (uint32_t)crc32(0L, rec, (uInt)(want - 4)))
+        return ann_fail(ANN_ECORRUPT, "%s: checksum mismatch", where);
+    uint32_t v = ann_get_u32(rec + 8);
+    if (v != version)
+        return ann_fail(ANN_EVERSION, "%s: version %u, this build reads %u", where, v, version);
+    return 0;
+}

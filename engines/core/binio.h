@@ -131,4 +131,16 @@ void ann_rfile_close(ann_rfile *r);
  */
 int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt, uint8_t *hdr);
 
+/*
+ * Fixed-size metadata records framed as: 8-byte magic (NUL-padded) at 0,
+ * u32 version at 8, the caller's fields, u32 crc32 of bytes [0, len-4) in
+ * the last 4 bytes.  seal fills magic, version and crc around fields the
+ * caller has already written; check verifies length, magic, crc and version
+ * and names `where` ("<store>: metadata record") in its errors:
+ * ANN_ECORRUPT (length, magic, checksum) or ANN_EVERSION.
+ */
+void ann_frame_seal(uint8_t *rec, size_t len, const char *magic, uint32_t version);
+int ann_frame_check(const uint8_t *rec, size_t got, size_t want, const char *magic,
+                    uint32_t version, const char *where);
+
 #endif

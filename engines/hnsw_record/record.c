@@ -15,8 +15,6 @@
 void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
 {
     memset(out, 0, HNSW_META_BYTES);
-    memcpy(out, HNSW_MAGIC, sizeof HNSW_MAGIC); /* 7 chars + NUL */
-    ann_put_u32(out + 8, HNSW_VERSION);
     ann_put_u32(out + 12, (uint32_t)m->metric);
     ann_put_u64(out + 16, m->n);
     ann_put_u32(out + 24, m->dim);
@@ -26,19 +24,16 @@ void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
     ann_put_u32(out + 40, m->entry);
     ann_put_u32(out + 44, m->max_level);
     ann_put_u64(out + 48, m->seed);
-    ann_put_u32(out + 60, (uint32_t)crc32(0L, out, 60));
+    ann_frame_seal(out, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION);
 }
 
 int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_meta *out)
 {
-    if (len != HNSW_META_BYTES || memcmp(rec, HNSW_MAGIC, sizeof HNSW_MAGIC) != 0)
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: bad magic or length %zu", store, len);
-    if (ann_get_u32(rec + 60) != (uint32_t)crc32(0L, rec, 60))
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: checksum mismatch", store);
-    uint32_t version = ann_get_u32(rec + 8);
-    if (version != HNSW_VERSION)
-        return ann_fail(ANN_EVERSION, "%s: metadata record: version %u, this build reads %u",
-                        store, version, HNSW_VERSION);
+    char where[4200];
+    snprintf(where, sizeof where, "%s: metadata record", store);
+    int rc = ann_frame_check(rec, len, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION, where);
+    if (rc)
+        return rc;
     hnsw_meta m = {
         .metric = (ann_metric)ann_get_u32(rec + 12),
         .n = ann_get_u64(rec + 16),

@@ -15,8 +15,6 @@
 void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
 {
     memset(out, 0, IVFPQ_META_BYTES);
-    memcpy(out, IVFPQ_MAGIC, sizeof IVFPQ_MAGIC);
-    ann_put_u32(out + 8, IVFPQ_VERSION);
     ann_put_u32(out + 12, (uint32_t)m->metric);
     ann_put_u64(out + 16, m->n);
     ann_put_u32(out + 24, m->dim);
@@ -25,19 +23,16 @@ void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
     ann_put_u32(out + 36, m->pq_bytes);
     ann_put_u32(out + 40, m->chunk_entries);
     ann_put_u64(out + 48, m->seed);
-    ann_put_u32(out + 60, (uint32_t)crc32(0L, out, 60));
+    ann_frame_seal(out, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION);
 }
 
 int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_meta *out)
 {
-    if (len != IVFPQ_META_BYTES || memcmp(rec, IVFPQ_MAGIC, sizeof IVFPQ_MAGIC) != 0)
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: bad magic or length %zu", store, len);
-    if (ann_get_u32(rec + 60) != (uint32_t)crc32(0L, rec, 60))
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: checksum mismatch", store);
-    uint32_t version = ann_get_u32(rec + 8);
-    if (version != IVFPQ_VERSION)
-        return ann_fail(ANN_EVERSION, "%s: metadata record: version %u, this build reads %u",
-                        store, version, IVFPQ_VERSION);
+    char where[4200];
+    snprintf(where, sizeof where, "%s: metadata record", store);
+    int rc = ann_frame_check(rec, len, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION, where);
+    if (rc)
+        return rc;
     ivfpq_meta m = {
         .metric = (ann_metric)ann_get_u32(rec + 12),
         .n = ann_get_u64(rec + 16),
