@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const kv_build_choices[] = { "rocksdb", "lmdb", "both", NULL };
 
@@ -45,4 +46,15 @@ int kv_options_from_params(const json_t *open_params, kv_options *opt)
     opt->block_cache_mb = (uint32_t)ann_param_int(open_params, kv_open_params, "block_cache_mb");
     opt->read_only = 1;
     return 0;
+}
+
+int kv_open_built(const char *index_dir, const kv_options *opt, char *store_dir, size_t bufsz,
+                  kv_store **out)
+{
+    kv_store_path(store_dir, bufsz, index_dir, opt->backend);
+    struct stat st;
+    if (stat(store_dir, &st) != 0)
+        return ann_fail(ANN_ENOTFOUND, "%s: no %s store in this index (see its build parameter kv)",
+                        store_dir, kv_backend_name(opt->backend));
+    return kv_open(store_dir, opt, out);
 }

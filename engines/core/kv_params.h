@@ -35,4 +35,13 @@ int kv_build_includes(const char *which, kv_backend b);
 /* "<index_dir>/<backend name>" into buf (bufsz bytes). */
 void kv_store_path(char *buf, size_t bufsz, const char *index_dir, kv_backend b);
 
+/*
+ * Open the store of backend opt->backend inside an index built by a record
+ * engine: its path goes to store_dir (bufsz bytes).  ANN_ENOTFOUND naming
+ * the path when the index was built without that backend; otherwise what
+ * kv_open returns.
+ */
+int kv_open_built(const char *index_dir, const kv_options *opt, char *store_dir, size_t bufsz,
+                  kv_store **out);
+
 #endif

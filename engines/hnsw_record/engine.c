@@ -44,14 +44,7 @@ static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **ou
     int begun = 0;
     if (!e)
         return ann_fail(-ENOMEM, "hnsw-record open: no memory");
-    kv_store_path(e->store_dir, sizeof e->store_dir, dir, opt.backend);
-    struct stat st;
-    if (stat(e->store_dir, &st) != 0) {
-        rc = ann_fail(ANN_ENOTFOUND, "%s: no %s store in this index (see its build parameter kv)",
-                      e->store_dir, kv_backend_name(opt.backend));
-        goto out;
-    }
-    rc = kv_open(e->store_dir, &opt, &e->kv);
+    rc = kv_open_built(dir, &opt, e->store_dir, sizeof e->store_dir, &e->kv);
     if (rc)
         goto out;
     rc = kv_reader_create(e->kv, &rd);

@@ -112,14 +112,7 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
     int begun = 0;
     if (!e)
         return ann_fail(-ENOMEM, "ivfpq-record open: no memory");
-    kv_store_path(e->store_dir, sizeof e->store_dir, dir, opt.backend);
-    struct stat st;
-    if (stat(e->store_dir, &st) != 0) {
-        rc = ann_fail(ANN_ENOTFOUND, "%s: no %s store in this index (see its build parameter kv)",
-                      e->store_dir, kv_backend_name(opt.backend));
-        goto out;
-    }
-    if ((rc = kv_open(e->store_dir, &opt, &e->kv)) != 0 ||
+    if ((rc = kv_open_built(dir, &opt, e->store_dir, sizeof e->store_dir, &e->kv)) != 0 ||
         (rc = kv_reader_create(e->kv, &rd)) != 0 || (rc = kv_reader_begin(rd)) != 0)
         goto out;
     begun = 1;
