@@ -384,7 +384,7 @@ static void paper_build_rows(const json_t *cells, FILE *fp)
     fprintf(fp, "| Index | Build parameters | Build time (s) | Build CPU (s) | Peak memory (MiB) | "
                 "On disk (MiB) |\n|---|---|--:|--:|--:|--:|\n");
     json_t *seen = json_object();
-    size_t i;
+    size_t i, reused = 0;
     json_t *c;
     json_array_foreach(cells, i, c) {
         const json_t *ix = json_object_get(c, "index");
@@ -399,6 +399,14 @@ static void paper_build_rows(const json_t *cells, FILE *fp)
         const json_t *wv = paper_num(ix, "build_seconds", NULL), *cv = paper_num(ix, "build_cpu_seconds", NULL),
                      *rv = paper_num(ix, "build_peak_rss_bytes", NULL), *dv = paper_num(ix, "bytes_on_disk", NULL);
         snprintf(w, sizeof w, wv ? "%.1f" : "-", wv ? json_number_value(wv) : 0);
+        const json_t *ru = json_object_get(ix, "reused");
+        if (wv && json_array_size(ru) > 0) {
+            /* the build took its PQ and/or graph from the artifact cache */
+            const char *what = json_array_size(ru) == 2 ? "PQ, graph" : json_string_value(json_array_get(ru, 0));
+            size_t n = strlen(w);
+            snprintf(w + n, sizeof w - n, " (%s reused)", strcmp(what, "pq") == 0 ? "PQ" : what);
+            reused++;
+        }
         snprintf(cpu, sizeof cpu, cv ? "%.1f" : "-", cv ? json_number_value(cv) : 0);
         snprintf(rss, sizeof rss, rv ? "%.0f" : "-", rv ? json_number_value(rv) / paper_mib : 0);
         snprintf(disk, sizeof disk, dv ? "%.0f" : "-", dv ? json_number_value(dv) / paper_mib : 0);
@@ -406,6 +414,10 @@ static void paper_build_rows(const json_t *cells, FILE *fp)
     }
     if (json_object_size(seen) == 0)
         fprintf(fp, "| (no cell recorded an index) ||||||\n");
+    if (reused)
+        fprintf(fp, "\n\"reused\": the build took its PQ codebook and/or Vamana graph from the shared "
+                    "artifact cache (`<index_root>/artifacts`), made by an earlier build of the same graph "
+                    "parameters; its time leaves that work out. A fresh `index_root` times full builds.\n");
     json_decref(seen);
 }
 

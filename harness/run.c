@@ -447,19 +447,33 @@ static json_t *record_empty(const json_t *cell)
     return r;
 }
 
+/* What a build took from the shared artifact cache (engines/core/artifacts.h)
+ * instead of computing it: its build time then leaves that work out. */
+static json_t *reused_artifacts(const json_t *info)
+{
+    const json_t *rep = json_object_get(info, "engine_report");
+    json_t *a = json_array();
+    if (json_is_true(json_object_get(rep, "pq_cached")))
+        json_array_append_new(a, json_string("pq"));
+    if (json_is_true(json_object_get(rep, "graph_cached")))
+        json_array_append_new(a, json_string("graph"));
+    return a;
+}
+
 static void set_index_fields(json_t *rec, const json_t *build)
 {
     const json_t *info = json_object_get(build, "info");
     if (!info)
         return;
     json_object_set_new(rec, "index",
-                        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b}", "bytes_on_disk",
+                        json_pack("{s:O, s:O, s:O, s:O, s:O, s:b, s:o}", "bytes_on_disk",
                                   json_object_get(info, "bytes_on_disk"), "build_seconds",
                                   json_object_get(info, "build_seconds"), "build_cpu_seconds",
                                   json_object_get(info, "build_cpu_seconds"), "build_peak_rss_bytes",
                                   json_object_get(info, "build_peak_rss_bytes"), "dir",
                                   json_object_get(build, "index_dir"), "cached_at_run",
-                                  json_is_true(json_object_get(build, "cached"))));
+                                  json_is_true(json_object_get(build, "cached")), "reused",
+                                  reused_artifacts(info)));
 }
 
 /* Run one cell; *rec receives its record, or NULL when interrupted. */

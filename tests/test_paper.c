@@ -216,6 +216,18 @@ static void test_paper_rss_and_build_tables(void **state)
     const char *first = strstr(out, row);
     assert_non_null(first);
     assert_null(strstr(first + 1, row));
+    assert_null(strstr(out, "reused"));
+    free(out);
+    /* a build that took PQ and graph from the artifact cache says so, with a note */
+    out = render("{\"tables\": \"paper-cohere-build\"}",
+                 "[{\"engine\": \"diskann-resident\", \"label\": \"diskann-resident\", \"mode\": \"warm\", "
+                 "\"status\": \"ok\", \"threads\": 1, \"memory_cap_bytes\": null, "
+                 "\"build\": {\"R\": 64}, \"search\": {\"L\": 100}, "
+                 "\"index\": {\"dir\": \"index/diskann-resident/1\", \"build_seconds\": 1.61, "
+                 "\"build_cpu_seconds\": 1.5, \"build_peak_rss_bytes\": 1048576, \"bytes_on_disk\": 2097152, "
+                 "\"reused\": [\"pq\", \"graph\"]}}]");
+    assert_contains(out, "| DiskANN, resident codes | R=64 | 1.6 (PQ, graph reused) | 1.5 | 1 | 2 |\n");
+    assert_contains(out, "\"reused\": the build took its PQ codebook and/or Vamana graph");
     free(out);
 }
 
