@@ -179,3 +179,20 @@ json_t *harness_machine_describe(const char *index_dir)
     }
     return m;
 }
+
+int harness_cpu_busy_s(double *busy_s)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f)
+        return ann_fail_errno("/proc/stat");
+    unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0,
+                       steal = 0;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle,
+                   &iowait, &irq, &softirq, &steal);
+    fclose(f);
+    if (n < 7)
+        return ann_fail(ANN_EFORMAT, "/proc/stat: first line is not the \"cpu\" totals");
+    long hz = sysconf(_SC_CLK_TCK);
+    *busy_s = (double)(user + nice + sys + irq + softirq + steal) / (double)(hz > 0 ? hz : 100);
+    return 0;
+}

@@ -31,6 +31,15 @@ int harness_mem_read(harness_mem *m);
 json_t *harness_machine_describe(const char *index_dir);
 
 /*
+ * CPU time the whole machine has spent busy since boot, in seconds: the
+ * "cpu" line of /proc/stat (user, nice, system, irq, softirq, steal; idle
+ * and iowait left out).  The harness reads it around a cell and subtracts
+ * the cell's own CPU time, so a figure taken while other processes ran says
+ * how much they ran.  Returns 0, or a negative code naming /proc/stat.
+ */
+int harness_cpu_busy_s(double *busy_s);
+
+/*
  * Pin the calling thread to the i-th processing unit (modulo their number)
  * through hwloc.  Returns 0, or a negative code when binding is refused
  * (callers record it and go on unpinned).

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -170,6 +171,7 @@ typedef struct child_result {
     int exited, code, signaled, sig, timed_out, interrupted;
     int wait_status;
     double seconds;
+    double cpu_s; /* user + system time of the child and what it reaped */
 } child_result;
 
 /* A child in its own cgroup (capped, or accounting only): the group it
@@ -243,11 +245,15 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     }
     int status = 0, killed = 0;
     for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
+        struct rusage ru;
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid) {
+            res->cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
             break;
+        }
         if (w < 0 && errno != EINTR)
-            return ann_fail_errno("waitpid");
+            return ann_fail_errno("wait4");
         if (!killed && run_interrupted) {
             res->interrupted = 1;
             kill(-pid, SIGKILL);
@@ -476,6 +482,22 @@ static void set_index_fields(json_t *rec, const json_t *build)
                                   reused_artifacts(info)));
 }
 
+/* How busy the machine was while a cell ran, beside the cell's own CPU time:
+ * others_cores is the average number of cores other processes kept busy, so a
+ * reader can tell a quiet-machine figure from one taken under load.  Null
+ * figures when /proc/stat could not be read. */
+static json_t *machine_cpu_json(const child_result *res, double busy0, double busy1)
+{
+    if (busy0 < 0 || busy1 < 0 || res->seconds <= 0)
+        return json_pack("{s:n, s:f, s:n, s:s}", "busy_s", "cell_cpu_s", res->cpu_s, "others_cores",
+                         "reason", "/proc/stat unreadable");
+    double busy = busy1 - busy0, others = busy - res->cpu_s;
+    if (others < 0)
+        others = 0; /* clock-tick rounding */
+    return json_pack("{s:f, s:f, s:f}", "busy_s", busy, "cell_cpu_s", res->cpu_s, "others_cores",
+                     others / res->seconds);
+}
+
 /* Run one cell; *rec receives its record, or NULL when interrupted. */
 static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
 {
@@ -533,10 +555,15 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         snprintf(cg.name, sizeof cg.name, "annlab-%s-%d", id, (int)getpid());
     }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
+    double busy0 = -1, busy1 = -1;
+    if (harness_cpu_busy_s(&busy0))
+        busy0 = -1;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
                    in_cg ? &cg : NULL, &res);
     if (rc)
         return rc;
+    if (busy0 < 0 || harness_cpu_busy_s(&busy1))
+        busy1 = -1;
     if (res.interrupted)
         return 0;
     r = record_empty(cell);
@@ -574,6 +601,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(r, "status", json_string(status));
     json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(r, "cell_seconds", json_real(res.seconds));
+    json_object_set_new(r, "machine_cpu", machine_cpu_json(&res, busy0, busy1));
     if (in_cg && !cg.setup_failed)
         json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
     set_index_fields(r, b);
@@ -611,6 +639,12 @@ static void figures_line(const json_t *r, char *buf, size_t len)
              json_number_value(json_object_get(r, "recall")), json_number_value(json_object_get(lat, "p50")),
              json_number_value(json_object_get(lat, "p99")), json_number_value(json_object_get(r, "qps")),
              json_number_value(json_object_get(dev, "reads_per_query")));
+    /* a figure taken while other processes kept a core busy says so */
+    const json_t *oc = json_object_get(json_object_get(r, "machine_cpu"), "others_cores");
+    if (json_is_number(oc) && json_number_value(oc) >= 0.25) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, " [other processes busy: %.2f cores]", json_number_value(oc));
+    }
 }
 
 /* Report a failure of the run itself (not of a cell); the exit code. */

@@ -152,6 +152,17 @@ static void test_schema_and_flat_recall(void **state)
             assert_non_null(json_object_get(json_object_get(c, "memory"), mem_keys[j]));
         for (size_t j = 0; j < 4; j++)
             assert_true(json_is_number(json_object_get(json_object_get(c, "index"), ix_keys[j])));
+        /* flat builds use no artifact cache */
+        assert_int_equal(json_array_size(json_object_get(json_object_get(c, "index"), "reused")), 0);
+        assert_true(json_is_array(json_object_get(json_object_get(c, "index"), "reused")));
+        /* the machine was busy at least while the cell's own process ran
+         * (one clock tick of slack per second of /proc/stat rounding) */
+        const json_t *mc = json_object_get(c, "machine_cpu");
+        double cell_cpu = json_number_value(json_object_get(mc, "cell_cpu_s"));
+        assert_true(cell_cpu > 0);
+        assert_true(json_number_value(json_object_get(mc, "busy_s")) >= cell_cpu - 0.05);
+        assert_true(json_is_number(json_object_get(mc, "others_cores")));
+        assert_true(json_number_value(json_object_get(mc, "others_cores")) >= 0);
         /* flat scans every vector once per query */
         assert_true(json_number_value(json_object_get(json_object_get(c, "engine_stats"), "full_dists")) == 3000);
         /* the raw latencies: header + one line per query */
