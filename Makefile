@@ -14,7 +14,7 @@ CXX     ?= c++
 SAN     ?=
 CONFIG  ?= configs/quickstart.json
 
-PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto
+PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz
 

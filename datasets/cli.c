@@ -1,5 +1,5 @@
 /*
- * cli.c: `annlab dataset list | prepare | import | verify | generate`.
+ * cli.c: `annlab dataset list | fetch | prepare | import | verify | generate`.
  *
  * Exit codes: 0 success, 1 failure (the detail message of the error model
  * on stderr, naming the file and what is wrong), 2 usage errors.
@@ -30,12 +30,18 @@ static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: annlab dataset list [--root DIR]\n"
-            "       annlab dataset prepare NAME [--root DIR] [--from FILE] [--force]\n"
+            "       annlab dataset fetch NAME [--downloads DIR]\n"
+            "       annlab dataset prepare NAME [--root DIR] [--from FILE|DIR] [--downloads DIR]\n"
+            "                 [--force]\n"
             "       annlab dataset import FILE... --out DIR [--metric l2|ip|cosine] [--name N]\n"
             "                 [--base F] [--query F] [--gt F] [--warmup F | --warmup-sample N]\n"
             "                 [--gt-k K]\n"
             "       annlab dataset verify DIR [--sample N]\n"
             "       annlab dataset generate ... (see annlab dataset generate --help)\n"
+            "fetch:  the files of a download-kind dataset into DIR/NAME (default\n"
+            "        " DS_DOWNLOADS_DEFAULT "): resumes FILE.part, checks sizes and sha256s;\n"
+            "        ANNLAB_MIRROR=BASEURL fetches BASEURL/FILE instead of each URL.\n"
+            "prepare: a download-kind dataset without --from is fetched first.\n"
             "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
             "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n");
 }
@@ -105,15 +111,59 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
+static int cmd_fetch(int argc, char **argv)
+{
+    ds_prepare_opts o = { .downloads = DS_DOWNLOADS_DEFAULT, .progress = stderr };
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--downloads") && i + 1 < argc)
+            o.downloads = argv[++i];
+        else if (argv[i][0] == '-' || name)
+            return usage_error("fetch: unexpected argument '%s'", argv[i]);
+        else
+            name = argv[i];
+    }
+    if (!name)
+        return usage_error("fetch: missing dataset NAME%s", "");
+    ds_registry reg;
+    int rc = ds_registry_load(NULL, &reg);
+    if (rc)
+        return fail(rc);
+    char dir[4096];
+    json_t *report = NULL;
+    rc = ds_fetch(&reg, name, &o, dir, sizeof dir, &report);
+    ds_registry_free(&reg);
+    if (rc)
+        return fail(rc);
+    size_t i;
+    const json_t *f;
+    json_array_foreach(report, i, f)
+    {
+        long long resumed = (long long)json_integer_value(json_object_get(f, "resumed_from"));
+        printf("%s: %s: %s, %lld bytes, %s%s\n", name,
+               json_string_value(json_object_get(f, "path")),
+               json_is_true(json_object_get(f, "already")) ? "already downloaded" : "downloaded",
+               (long long)json_integer_value(json_object_get(f, "bytes")),
+               json_string_value(json_object_get(f, "sha256")),
+               resumed ? " (resumed)" : "");
+    }
+    json_decref(report);
+    printf("%s: downloaded into %s\n", name, dir);
+    return 0;
+}
+
 static int cmd_prepare(int argc, char **argv)
 {
-    ds_prepare_opts o = { .root = DEFAULT_ROOT };
+    ds_prepare_opts o = { .root = DEFAULT_ROOT, .downloads = DS_DOWNLOADS_DEFAULT,
+                          .progress = stderr };
     const char *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--root") && i + 1 < argc)
             o.root = argv[++i];
         else if (!strcmp(argv[i], "--from") && i + 1 < argc)
             o.from = argv[++i];
+        else if (!strcmp(argv[i], "--downloads") && i + 1 < argc)
+            o.downloads = argv[++i];
         else if (!strcmp(argv[i], "--force"))
             o.force = 1;
         else if (argv[i][0] == '-' || name)
@@ -264,6 +314,8 @@ int ann_dataset_cli(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "list"))
         return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(sub, "fetch"))
+        return cmd_fetch(argc - 1, argv + 1);
     if (!strcmp(sub, "prepare"))
         return cmd_prepare(argc - 1, argv + 1);
     if (!strcmp(sub, "import"))

@@ -4,15 +4,16 @@
  * Each registry kind has one recipe: idx (gzipped idx files from a Debian
  * package, e.g. Fashion-MNIST), wink (the GloVe JSON of an npm package),
  * files (big-ann/TEXMEX files in the shared data folder, e.g. bigann-10k),
- * download-hdf5 / download-parquet (sources that need a network; an
- * already-downloaded ann-benchmarks file is accepted with --from), synth
- * (the generator of generate.h).  Source files with a sha256 in the
- * registry are checked before use.
+ * download-hdf5 / download-parquet (fetched into the downloads folder by
+ * fetch.h, or taken already downloaded with --from: the same conversion
+ * either way), synth (the generator of generate.h).  Source files with a
+ * sha256 in the registry are checked before use.
  */
 #include "datasets/prepare.h"
 
 #include "datasets/bundle.h"
 #include "datasets/dsutil.h"
+#include "datasets/fetch.h"
 #include "datasets/generate.h"
 #include "datasets/import.h"
 #include "datasets/parquet.h"
@@ -323,10 +324,11 @@ static void remove_bundle(const char *dir)
  * VectorDBBench parquet already downloaded into from_dir: convert it
  * (parquet.h), check the shape against the registry, add warm-up queries
  * sampled from the base (VectorDBBench has no third split) and finish the
- * bundle again so the manifest covers them.
+ * bundle again so the manifest covers them (and fetched, the download
+ * record, when set).
  */
 static int prepare_parquet(const json_t *e, const char *name, const char *out_dir,
-                           const char *from_dir)
+                           const char *from_dir, const json_t *fetched)
 {
     int rc = 0;
     char train[4096], test[4096], nb[4096], base_path[4096], warm_path[4096];
@@ -368,10 +370,10 @@ static int prepare_parquet(const json_t *e, const char *name, const char *out_di
         goto out;
     }
     uint32_t count;
-    uint64_t seed;
+    uint64_t seed, m = 0;
     warmup_rule(e, &count, &seed);
     if (count) {
-        uint64_t m = count < b.n ? count : b.n;
+        m = count < b.n ? count : b.n;
         picks = malloc(m * sizeof *picks);
         if (!picks) {
             rc = ann_fail(-ENOMEM, "%s: no memory for the warm-up sample", name);
@@ -387,13 +389,18 @@ static int prepare_parquet(const json_t *e, const char *name, const char *out_di
                            .metric = ANN_METRIC_L2, .count = m, .rows = picks };
         if ((rc = ds_copy_rows(&c)))
             goto out;
+    }
+    if (count || fetched) {
         extra = json_deep_copy(b.manifest);
-        json_object_set_new(extra, "warmup_from",
-                            json_pack("{s:s, s:I, s:I}", "rule",
-                                      "seeded sample of base rows (outside the test queries)",
-                                      "count", (json_int_t)m, "seed", (json_int_t)seed));
+        if (count)
+            json_object_set_new(extra, "warmup_from",
+                                json_pack("{s:s, s:I, s:I}", "rule",
+                                          "seeded sample of base rows (outside the test queries)",
+                                          "count", (json_int_t)m, "seed", (json_int_t)seed));
         json_object_set(extra, "registry_entry", (json_t *)e);
         json_object_set(extra, "gt_check_at_import", json_object_get(b.manifest, "gt_check"));
+        if (fetched)
+            json_object_set(extra, "download", (json_t *)fetched);
         rc = ann_bundle_finish(out_dir, name, metric, b.gt_k, extra);
     }
 out:
@@ -407,40 +414,167 @@ out:
     return rc;
 }
 
-static int prepare_download(const ds_registry *reg, const json_t *e, const char *name,
-                            const char *out_dir, const char *from)
+/* How to get a download kind's files without this machine's network. */
+static void offline_hint(const char *kind, const char *name, char *buf, size_t len)
 {
-    (void)reg;
+    if (!strcmp(kind, "download-parquet"))
+        snprintf(buf, len,
+                 "download them elsewhere and run `annlab dataset prepare %s --from DIR` (DIR "
+                 "holding shuffle_train.parquet, test.parquet, neighbors.parquet)",
+                 name);
+    else
+        snprintf(buf, len,
+                 "download it elsewhere and run `annlab dataset prepare %s --from FILE.hdf5`",
+                 name);
+}
+
+/*
+ * The entry's source.files, checked: a non-empty array of {name (a plain
+ * file name), url, bytes (integer > 0), sha256 (64 hex digits)}, the last
+ * two optional; download-hdf5 takes exactly one file.
+ */
+static int source_files(const ds_registry *reg, const json_t *e, const char *name,
+                        const char *hint, const json_t **out)
+{
     const char *kind = json_string_value(json_object_get(e, "kind"));
-    const json_t *src = json_object_get(e, "source");
-    const char *url = json_string_value(json_object_get(src, "url"));
-    const char *size = json_string_value(json_object_get(src, "size"));
-    if (!strcmp(kind, "download-parquet")) {
-        if (from)
-            return prepare_parquet(e, name, out_dir, from);
-        return ann_fail(ANN_EUNSUPPORTED,
-                        "%s: the source is VectorDBBench's %s parquet files (%s), a download that "
-                        "needs a network this machine does not have; download them elsewhere "
-                        "and run `annlab dataset prepare %s --from DIR` (DIR holding "
-                        "shuffle_train.parquet, test.parquet, neighbors.parquet)",
-                        name, json_string_value(json_object_get(src, "vectordbbench_case")),
-                        size ? size : "size unknown", name);
+    const json_t *files = json_object_get(json_object_get(e, "source"), "files");
+    if (!files)
+        return ann_fail(ANN_EUNSUPPORTED, "%s: %s lists no source.files to download; %s", name,
+                        reg->path, hint);
+    if (!json_is_array(files) || json_array_size(files) == 0 ||
+        (!strcmp(kind, "download-hdf5") && json_array_size(files) != 1))
+        return ann_fail(ANN_EFORMAT, "%s: %s: source.files must be an array of %s", reg->path,
+                        name, strcmp(kind, "download-hdf5") ? "file objects" : "one file object");
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        const char *file = json_string_value(json_object_get(f, "name"));
+        const json_t *bytes = json_object_get(f, "bytes");
+        const json_t *sum = json_object_get(f, "sha256");
+        const char *hex = json_string_value(sum);
+        int sum_ok = !sum || (hex && strlen(hex) == 64 && strspn(hex, "0123456789abcdef") == 64);
+        if (!file || !*file || file[0] == '.' || strchr(file, '/') ||
+            !json_is_string(json_object_get(f, "url")))
+            return ann_fail(ANN_EFORMAT,
+                            "%s: %s: source.files[%zu] needs a \"name\" (a file name without "
+                            "'/') and a \"url\"",
+                            reg->path, name, i);
+        if ((bytes && (!json_is_integer(bytes) || json_integer_value(bytes) <= 0)) ||
+            !sum_ok)
+            return ann_fail(ANN_EFORMAT,
+                            "%s: %s: source.files[%zu] (%s): \"bytes\" must be a positive "
+                            "integer and \"sha256\" 64 lowercase hex digits",
+                            reg->path, name, i, file);
     }
-    if (!from)
-        return ann_fail(ANN_EUNSUPPORTED,
-                        "%s: the source is a download (%s, %s) that needs a network this "
-                        "machine does not have; download it elsewhere and run `annlab dataset "
-                        "prepare %s --from FILE.hdf5`",
-                        name, url ? url : "no URL", size ? size : "size unknown", name);
-    json_t *extra = extra_for(e);
+    *out = files;
+    return 0;
+}
+
+int ds_fetch(const ds_registry *reg, const char *name, const ds_prepare_opts *opts, char *dir,
+             size_t dir_len, json_t **report)
+{
+    int rc = 0;
+    json_t *list = NULL;
+    const json_t *files = NULL;
+    char hint[1024];
+    if (report)
+        *report = NULL;
+    const json_t *e = ds_registry_find(reg, name);
+    if (!e)
+        return ann_fail(ANN_ENOTFOUND, "%s: no such dataset in %s (see `annlab dataset list`)",
+                        name, reg->path);
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    if (strncmp(kind, "download-", 9) != 0)
+        return ann_fail(ANN_EPARAM, "%s: a %s dataset is not downloaded; `annlab dataset "
+                                    "prepare %s` makes it",
+                        name, kind, name);
+    offline_hint(kind, name, hint, sizeof hint);
+    if ((rc = source_files(reg, e, name, hint, &files)))
+        return rc;
+    const char *downloads = opts && opts->downloads ? opts->downloads : DS_DOWNLOADS_DEFAULT;
+    if ((rc = ds_join(dir, dir_len, downloads, name)) ||
+        (rc = ds_mkdir_p(dir)))
+        return rc;
+    const char *mirror = getenv("ANNLAB_MIRROR");
+    list = json_array();
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+    {
+        char url[4096], dest[4096];
+        const char *file = json_string_value(json_object_get(f, "name"));
+        if ((rc = ds_fetch_mirror_url(json_string_value(json_object_get(f, "url")), mirror, url,
+                                      sizeof url)) ||
+            (rc = ds_join(dest, sizeof dest, dir, file)))
+            goto out;
+        ds_fetch_spec s = { .name = name, .url = url, .dest = dest,
+                            .expect_bytes = entry_uint(f, "bytes", 0),
+                            .expect_sha256 = json_string_value(json_object_get(f, "sha256")),
+                            .offline_hint = hint, .progress = opts ? opts->progress : NULL };
+        ds_fetch_result r;
+        if ((rc = ds_fetch_file(&s, &r)))
+            goto out;
+        json_array_append_new(
+            list, json_pack("{s:s, s:s, s:s, s:I, s:s, s:b, s:I, s:b, s:b}", "file", file, "url",
+                            url, "path", dest, "bytes", (json_int_t)r.bytes, "sha256", r.sha256,
+                            "already", r.already, "resumed_from", (json_int_t)r.resumed_from,
+                            "checked_bytes", s.expect_bytes != 0, "checked_sha256",
+                            s.expect_sha256 != NULL));
+    }
+    if (report) {
+        *report = list;
+        list = NULL;
+    }
+out:
+    if (rc)
+        rmdir(dir); /* only when empty: a resumable FILE.part stays */
+    json_decref(list);
+    return rc;
+}
+
+/*
+ * A download kind: from opts->from when given, else fetched into the
+ * downloads folder first; then the same conversion either way.
+ */
+static int prepare_download(const ds_registry *reg, const json_t *e, const char *name,
+                            const char *out_dir, const ds_prepare_opts *opts)
+{
+    int rc = 0;
+    json_t *fetched = NULL, *extra = NULL;
+    char dir[4096], file[4096];
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    const char *from = opts ? opts->from : NULL;
+    int parquet = !strcmp(kind, "download-parquet");
+    if (!from) {
+        if ((rc = ds_fetch(reg, name, opts, dir, sizeof dir, &fetched)))
+            goto out;
+        from = dir;
+        if (!parquet) {
+            const json_t *f = json_array_get(fetched, 0);
+            if ((rc = ds_join(file, sizeof file, dir,
+                              json_string_value(json_object_get(f, "file")))))
+                goto out;
+            from = file;
+        }
+    }
+    if (parquet) {
+        rc = prepare_parquet(e, name, out_dir, from, fetched);
+        goto out;
+    }
+    extra = extra_for(e);
+    if (fetched)
+        json_object_set(extra, "download", fetched);
     ds_import_files f = { .out_dir = out_dir, .name = name, .hdf5 = from,
                           .gt_k = (uint32_t)entry_uint(e, "gt_k", 100),
                           .expect_n = entry_uint(e, "n", 0),
                           .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra };
     uint64_t seed_unused;
     warmup_rule(e, &f.warmup_sample, &seed_unused);
-    int rc = ds_import_from_files(&f);
+    rc = ds_import_from_files(&f);
+out:
     json_decref(extra);
+    json_decref(fetched);
     return rc;
 }
 
@@ -485,5 +619,5 @@ int ds_prepare(const ds_registry *reg, const char *name, const ds_prepare_opts *
             return rc;
         return ann_generate_bundle(&p, out_dir);
     }
-    return prepare_download(reg, e, name, out_dir, opts ? opts->from : NULL);
+    return prepare_download(reg, e, name, out_dir, opts);
 }

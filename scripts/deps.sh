@@ -7,6 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 DEB_PACKAGES=(
   build-essential pkg-config
   libcmocka-dev libjansson-dev libhdf5-dev hdf5-tools zlib1g-dev libssl-dev
+  libcurl4-openssl-dev python3
   liburing-dev libaio-dev librocksdb-dev liblmdb-dev
   libopenblas-dev libhwloc-dev gnuplot-nox
   libhnswlib-dev libfaiss-dev

@@ -4,7 +4,7 @@
  * with the detail message, 2 usage), a failed import leaving nothing, the
  * registry's list, prepare of bigann-10k whose shipped ground truth must
  * verify (skipped without the shared data), and the download datasets
- * saying why they cannot be fetched here.
+ * saying clearly when there is no network.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,9 +15,9 @@
 #include "datasets/dsutil.h"
 #include "datasets/readers.h"
 #include "engines/core/vecfile.h"
+#include "tests/support/hdf5_fixture.h"
 #include "tests/support/testutil.h"
 
-#include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,34 +173,8 @@ static void test_import_hdf5(void **state)
     path_of(out, "from-hdf5");
     const uint32_t n = 300, nq = 10, dim = 8, k = 5;
     float *x = tu_clustered(n, dim, 4, 7, 0), *y = tu_clustered(nq, dim, 4, 8, 0);
-    int64_t nb[10 * 5];
-    for (uint32_t i = 0; i < nq * k; i++)
-        nb[i] = 0; /* wrong on purpose: the check must catch and replace it */
-    hid_t f = H5Fcreate(h, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hsize_t d1[2] = { n, dim }, d2[2] = { nq, dim }, d3[2] = { nq, k };
-    hid_t s1 = H5Screate_simple(2, d1, NULL), s2 = H5Screate_simple(2, d2, NULL),
-          s3 = H5Screate_simple(2, d3, NULL);
-    hid_t a = H5Dcreate2(f, "train", H5T_IEEE_F32LE, s1, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(a, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x);
-    H5Dclose(a);
-    a = H5Dcreate2(f, "test", H5T_IEEE_F32LE, s2, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(a, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, y);
-    H5Dclose(a);
-    a = H5Dcreate2(f, "neighbors", H5T_STD_I64LE, s3, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    H5Dwrite(a, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, nb);
-    H5Dclose(a);
-    hid_t t = H5Tcopy(H5T_C_S1);
-    H5Tset_size(t, 9); /* fixed-length string this time */
-    hid_t sc = H5Screate(H5S_SCALAR);
-    a = H5Acreate2(f, "distance", t, sc, H5P_DEFAULT, H5P_DEFAULT);
-    H5Awrite(a, t, "euclidean");
-    H5Aclose(a);
-    H5Sclose(sc);
-    H5Tclose(t);
-    H5Sclose(s1);
-    H5Sclose(s2);
-    H5Sclose(s3);
-    H5Fclose(f);
+    /* neighbours all 0, wrong on purpose: the check must catch and replace them */
+    assert_int_equal(tu_write_ann_hdf5(h, x, n, y, nq, dim, NULL, k, "euclidean"), 0);
     free(x);
     free(y);
 
@@ -276,14 +250,32 @@ static void test_list_and_download_entries(void **state)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         assert_captured("out", names[i]);
 
-    snprintf(args, sizeof args, "dataset prepare gist-960-euclidean --root '%s'", dir);
-    assert_int_equal(run(args), 1);
-    assert_captured("err", "needs a network this machine does not have");
-    assert_captured("err", "--from FILE.hdf5");
-    snprintf(args, sizeof args, "dataset prepare cohere-768-cosine-1m --root '%s'", dir);
-    assert_int_equal(run(args), 1);
-    assert_captured("err", "needs a network this machine does not have");
-    assert_captured("err", "--from DIR");
+    /* Without --from they are downloaded: a mirror on a closed loopback port stands for
+     * a machine without a network (test_fetch.c covers the downloads themselves). */
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd,
+             "env ANNLAB_MIRROR=http://127.0.0.1:1/x '%s' dataset prepare gist-960-euclidean "
+             "--root '%s' --downloads '%s/dl' >'%s/out.txt' 2>'%s/err.txt'",
+             bin, dir, dir, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    assert_captured("err", "gist-960-euclidean: cannot download "
+                           "http://127.0.0.1:1/x/gist-960-euclidean.hdf5: no network (could not "
+                           "connect to '127.0.0.1'); download it elsewhere and run `annlab "
+                           "dataset prepare gist-960-euclidean --from FILE.hdf5`\n");
+    snprintf(cmd, sizeof cmd,
+             "env ANNLAB_MIRROR=http://127.0.0.1:1/x '%s' dataset prepare cohere-768-cosine-1m "
+             "--root '%s' --downloads '%s/dl' >'%s/out.txt' 2>'%s/err.txt'",
+             bin, dir, dir, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    assert_captured("err", "cohere-768-cosine-1m: cannot download "
+                           "http://127.0.0.1:1/x/shuffle_train.parquet: no network (could not "
+                           "connect to '127.0.0.1'); download them elsewhere and run `annlab "
+                           "dataset prepare cohere-768-cosine-1m --from DIR` (DIR holding "
+                           "shuffle_train.parquet, test.parquet, neighbors.parquet)\n");
+    path_of(cmd, "dl/gist-960-euclidean");
+    assert_int_equal(access(cmd, F_OK), -1); /* nothing was left behind */
+    path_of(cmd, "dl/cohere-768-cosine-1m");
+    assert_int_equal(access(cmd, F_OK), -1);
     snprintf(args, sizeof args, "dataset prepare no-such-set --root '%s'", dir);
     assert_int_equal(run(args), 1);
     assert_captured("err", "no-such-set: no such dataset");
