@@ -203,7 +203,18 @@ static void test_paper_rss_and_build_tables(void **state)
         "{\"tables\": \"paper-cohere-rss\"}",
         "[" CELL("diskann-resident", "{\"L\": 100}", "warm", 8, "null", "ok", "0.9", "1", "1", "1", "1", "1", "104857600") "]");
     assert_contains(out, "Dataset synth-768-cosine-100k.");
-    assert_contains(out, "| DiskANN, resident codes | L 100 | warm | 100 | 1 | 2 |\n");
+    /* the CELL fixture records no cgroup peak: "-", never a made-up 0 */
+    assert_contains(out, "| DiskANN, resident codes | L 100 | warm | 100 | 1 | 2 | - |\n");
+    free(out);
+    out = render("{\"tables\": \"paper-cohere-rss\"}",
+                 "[{\"engine\": \"diskann-record\", \"label\": \"diskann-record\", \"mode\": \"warm\", "
+                 "\"status\": \"ok\", \"threads\": 8, \"memory_cap_bytes\": null, "
+                 "\"build\": {\"R\": 64}, \"search\": {\"L\": 100}, "
+                 "\"dataset\": {\"name\": \"synth-768-cosine-100k\"}, "
+                 "\"memory\": {\"peak_rss_bytes\": 47185920, \"peak_anon_bytes\": 23068672, "
+                 "\"peak_file_bytes\": 23068672, \"cgroup_peak_bytes\": 943718400}}]");
+    assert_contains(out, "Cgroup peak (MiB) |");
+    assert_contains(out, "| DiskANN (records) | L 100 | warm | 45 | 22 | 22 | 900 |\n");
     free(out);
     out = render(
         "{\"tables\": \"paper-cohere-build\"}",
