@@ -33,6 +33,15 @@ void cmp_options_default(cmp_options *o)
     o->build_rel = 0.50;
 }
 
+/* Cores other processes kept busy while a cell ran (its machine_cpu record);
+ * -1 when the run predates the record. */
+#define BUSY_CORES 0.25
+static double others_cores(const json_t *cell)
+{
+    const json_t *v = json_object_get(json_object_get(cell, "machine_cpu"), "others_cores");
+    return json_is_number(v) ? json_number_value(v) : -1;
+}
+
 typedef enum { TOL_ABS, TOL_REL, TOL_NOISY } tol_kind;
 
 typedef struct {
@@ -346,15 +355,21 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
                 snprintf(chg, sizeof chg, "x%.3f", 1.0 + change);
                 snprintf(tolbuf, sizeof tolbuf, "%.0f%%", 100 * tol);
             }
+            /* a timing moved while other processes kept the machine busy: say so
+             * beside the verdict (the verdict stands; the reader judges) */
+            char busy[96] = "";
+            double oa = others_cores(ga->first), ob = others_cores(gb->first);
+            if (*verdict && fig->kind == TOL_NOISY && (oa >= BUSY_CORES || ob >= BUSY_CORES))
+                snprintf(busy, sizeof busy, " (machine busy: other processes %.2f -> %.2f cores)",
+                         oa < 0 ? 0 : oa, ob < 0 ? 0 : ob);
             if (table)
                 fprintf(table, "%-58s %-9s %12.5g %12.5g %9s %8s  %s%s\n", label, fig->name, ma,
-                        mb, chg, tolbuf, verdict,
-                        fig->kind == TOL_NOISY && spread > 0 ? "" : "");
+                        mb, chg, tolbuf, verdict, busy);
             if (*verdict) {
                 if (fig->kind == TOL_NOISY)
-                    REP("| %s | %s | %.4g | %.4g | %s (spread %.0f%%) | %s | %s |\n", label,
+                    REP("| %s | %s | %.4g | %.4g | %s (spread %.0f%%) | %s | %s%s |\n", label,
                         fig->name, ma, mb, chg, 100 * spread, tolbuf,
-                        worse > tol ? "**regression**" : "improved");
+                        worse > tol ? "**regression**" : "improved", busy);
                 else
                     REP("| %s | %s | %.4g | %.4g | %s | %s | %s |\n", label, fig->name, ma, mb,
                         chg, tolbuf, worse > tol ? "**regression**" : "improved");

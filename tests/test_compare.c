@@ -101,6 +101,20 @@ static void test_slowdown_is_flagged(void **state)
     assert_int_equal(r.regressions, 12);
     assert_non_null(strstr(rep, "| QPS |"));
     assert_non_null(strstr(rep, "(spread "));
+    /* quiet runs (no machine_cpu record) carry no busy note */
+    assert_null(strstr(rep, "machine busy"));
+    free(rep);
+    /* the same slowdown measured while other processes kept 1.5 cores busy:
+     * still a regression, now with the load beside it */
+    size_t i;
+    json_t *c;
+    json_array_foreach(b, i, c)
+        json_object_set_new(c, "machine_cpu", json_pack("{s:f}", "others_cores", 1.5));
+    r = compare(a, b, &rep);
+    assert_int_equal(r.regressions, 12);
+    assert_non_null(strstr(rep, "**regression** (machine busy: other processes 0.00 -> 1.50 cores) |"));
+    /* recall is not a timing: never annotated */
+    assert_null(strstr(rep, "| recall |"));
     free(rep);
     json_decref(a);
     json_decref(b);
