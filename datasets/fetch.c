@@ -186,7 +186,8 @@ static int verify(const ds_fetch_spec *s, const char *path, uint64_t size, const
 
 /* The message for a failed curl_easy_perform. */
 static int transfer_failure(const ds_fetch_spec *s, CURL *curl, CURLcode cres,
-                            const char *errbuf, const char *part, uint64_t part_bytes)
+                            const char *errbuf, const char *part, uint64_t part_bytes,
+                            uint64_t received)
 {
     const char *detail = errbuf[0] ? errbuf : curl_easy_strerror(cres);
     char *where = NULL;
@@ -197,6 +198,10 @@ static int transfer_failure(const ds_fetch_spec *s, CURL *curl, CURLcode cres,
         snprintf(resume, sizeof resume, " (%s holds %llu bytes: run the command again to resume)",
                  part, (unsigned long long)part_bytes);
     long status = 0;
+    /* A timeout once this call received bytes is a stalled transfer, not a missing network. */
+    if (cres == CURLE_OPERATION_TIMEDOUT && received > 0)
+        return ann_fail(-EIO, "%s: cannot download %s: the transfer stalled (%s)%s", s->name,
+                        s->url, detail, resume);
     switch (cres) {
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
@@ -349,11 +354,12 @@ int ds_fetch_file(const ds_fetch_spec *spec, ds_fetch_result *res)
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     if (status >= 400 && !(status == 416 && x.kept > 0)) {
-        rc = transfer_failure(spec, curl, CURLE_HTTP_RETURNED_ERROR, errbuf, part, size);
+        rc = transfer_failure(spec, curl, CURLE_HTTP_RETURNED_ERROR, errbuf, part, size,
+                              x.received);
         goto out;
     }
     if (cres != CURLE_OK) {
-        rc = transfer_failure(spec, curl, cres, errbuf, part, size);
+        rc = transfer_failure(spec, curl, cres, errbuf, part, size, x.received);
         goto out;
     }
 

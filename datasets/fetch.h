@@ -62,7 +62,9 @@ typedef struct ds_fetch_result {
  *   ANN_ENOTFOUND "cannot download <url>: HTTP 404" (and 410), or a missing
  *                 file:// source
  *   -EIO          other HTTP statuses >= 400 ("HTTP 503"), an interrupted
- *                 transfer ("... run the command again to resume"), other
+ *                 or stalled transfer (a timeout after bytes arrived: "the
+ *                 transfer stalled (...)"; "... run the command again to
+ *                 resume"), other
  *                 transfer failures (curl's own text)
  *   ANN_ECORRUPT  size or sha256 differs (expected and got, the file, and
  *                 what to delete), the server's length included
