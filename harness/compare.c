@@ -14,6 +14,7 @@
 #include "harness/compare.h"
 
 #include "engines/core/status.h"
+#include "harness/measure.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,7 +36,6 @@ void cmp_options_default(cmp_options *o)
 
 /* Cores other processes kept busy while a cell ran (its machine_cpu record);
  * -1 when the run predates the record. */
-#define BUSY_CORES 0.25
 static double others_cores(const json_t *cell)
 {
     const json_t *v = json_object_get(json_object_get(cell, "machine_cpu"), "others_cores");
@@ -359,7 +359,7 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
              * beside the verdict (the verdict stands; the reader judges) */
             char busy[96] = "";
             double oa = others_cores(ga->first), ob = others_cores(gb->first);
-            if (*verdict && fig->kind == TOL_NOISY && (oa >= BUSY_CORES || ob >= BUSY_CORES))
+            if (*verdict && fig->kind == TOL_NOISY && (oa >= HARNESS_BUSY_CORES || ob >= HARNESS_BUSY_CORES))
                 snprintf(busy, sizeof busy, " (machine busy: other processes %.2f -> %.2f cores)",
                          oa < 0 ? 0 : oa, ob < 0 ? 0 : ob);
             if (table)

@@ -39,6 +39,11 @@ json_t *harness_machine_describe(const char *index_dir);
  */
 int harness_cpu_busy_s(double *busy_s);
 
+/* Cores other processes may keep busy during a cell before its timings are
+ * flagged as taken on a machine that was not quiet (run progress lines,
+ * annlab compare). */
+#define HARNESS_BUSY_CORES 0.25
+
 /*
  * Pin the calling thread to the i-th processing unit (modulo their number)
  * through hwloc.  Returns 0, or a negative code when binding is refused

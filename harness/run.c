@@ -641,7 +641,7 @@ static void figures_line(const json_t *r, char *buf, size_t len)
              json_number_value(json_object_get(dev, "reads_per_query")));
     /* a figure taken while other processes kept a core busy says so */
     const json_t *oc = json_object_get(json_object_get(r, "machine_cpu"), "others_cores");
-    if (json_is_number(oc) && json_number_value(oc) >= 0.25) {
+    if (json_is_number(oc) && json_number_value(oc) >= HARNESS_BUSY_CORES) {
         size_t n = strlen(buf);
         snprintf(buf + n, len - n, " [other processes busy: %.2f cores]", json_number_value(oc));
     }
