@@ -38,6 +38,10 @@ BIN=./annlab
 [ -x /usr/bin/time ] || { echo "prove-1m: /usr/bin/time missing (Debian package 'time')" >&2; exit 2; }
 command -v jq >/dev/null || { echo "prove-1m: jq missing (Debian package 'jq')" >&2; exit 2; }
 
+# The commit the binary was built from: read now, not when the summary is
+# written (the checkout may move while a long build runs).
+COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT="$COMMIT (dirty)"
 mkdir -p "$OUT/logs" "$OUT/index"
 steps="$OUT/steps.jsonl"
 : > "$steps"
@@ -79,7 +83,7 @@ run_step() {
 summarize() {
   local tmp="$OUT/summary.json.tmp.$$"
   jq -s --argjson n "$N" --arg bundle "$DATA" --arg share "$SHARE_GRAPH" \
-     --arg commit "$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+     --arg commit "$COMMIT" \
      --arg cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)" \
      --arg nproc "$(nproc)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
      --arg mem "$(awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo)" \
