@@ -5,7 +5,7 @@
  * dataset, output directory) and report every problem before touching
  * anything; then prepare the dataset if needed; then walk the expanded
  * cells in order.  Each index is built once, in a child process, into
- * index_root/<engine>/<hash of engine, build params, dataset checksum>
+ * index_root/<engine>/<hash of engine, build params, dataset checksum, metric>
  * (ann_engine_build renames a complete build into place, so a cached
  * directory is always whole).  Each cell runs as `annlab cell` in a fresh
  * child process in its own process group, so a timeout or Ctrl-C can stop
@@ -358,8 +358,11 @@ static void remove_build_temps(const char *parent, const char *hash)
 static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
 {
     const char *engine = json_string_value(json_object_get(cell, "engine"));
-    json_t *key = json_pack("{s:s, s:O, s:s}", "engine", engine, "build",
-                            json_object_get(cell, "build"), "dataset", rc_->ds.checksum);
+    /* the metric too: two bundles of the same base.fbin (one imported as
+     * cosine, one as l2) have the same checksum but need their own index */
+    json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
+                            json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
+                            "metric", ann_metric_name(rc_->ds.metric));
     char hash[17];
     harness_json_hash16(key, hash);
     json_decref(key);

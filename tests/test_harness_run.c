@@ -474,6 +474,60 @@ static void test_bad_config_refused_before_work(void **state)
     free(log);
 }
 
+/*
+ * Two bundles of the same base.fbin (one checksum) under different metrics
+ * get their own index: the build key includes the metric.  Before it did,
+ * a run on vectors imported as l2 silently reused the index built for the
+ * same vectors as cosine, with the cosine PQ codebook and distances.
+ */
+static void test_index_per_metric(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char ip_bundle[4400], cmd[9200], cfg_path[4400], out[2][4400];
+    snprintf(ip_bundle, sizeof ip_bundle, "%s/bundle-ip", f->dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", f->bundle, ip_bundle);
+    assert_int_equal(system(cmd), 0);
+    char mpath[4500];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", ip_bundle);
+    json_t *man = json_load_file(mpath, 0, NULL);
+    assert_non_null(man);
+    assert_string_equal(json_string_value(json_object_get(man, "metric")), "l2");
+    json_object_set_new(man, "metric", json_string("ip"));
+    assert_int_equal(hf_write_json(mpath, man), 0);
+    json_decref(man);
+    const char *dirs[2];
+    json_t *cells[2];
+    for (int i = 0; i < 2; i++) {
+        json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s}], s:[i], s:[s], s:b, s:i, s:s}",
+                                "name", "metric", "dataset", "path", i ? ip_bundle : f->bundle,
+                                "k", 10, "engines", "engine", "flat", "threads", 1, "modes",
+                                "warm", "drop_caches", 0, "queries", 5, "index_root",
+                                "index-metric");
+        snprintf(cfg_path, sizeof cfg_path, "%s/metric-%d.json", f->dir, i);
+        snprintf(out[i], sizeof out[i], "%s/out-metric-%d", f->dir, i);
+        assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+        json_decref(cfg);
+        char *log = NULL;
+        int rc = run(f, cfg_path, out[i], 0, &log);
+        if (rc)
+            print_message("%s\n", log);
+        assert_int_equal(rc, 0);
+        free(log);
+        cells[i] = load_cells(out[i]);
+        assert_int_equal(json_array_size(cells[i]), 1);
+        const json_t *ix = json_object_get(json_array_get(cells[i], 0), "index");
+        dirs[i] = json_string_value(json_object_get(ix, "dir"));
+        assert_non_null(dirs[i]);
+        /* each run built its own index */
+        assert_true(json_is_false(json_object_get(ix, "cached_at_run")));
+    }
+    assert_string_not_equal(dirs[0], dirs[1]);
+    json_decref(cells[0]);
+    json_decref(cells[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_timeout_recorded),
         cmocka_unit_test(test_interrupt_leaves_resumable_run),
         cmocka_unit_test(test_bad_config_refused_before_work),
+        cmocka_unit_test(test_index_per_metric),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -336,7 +336,9 @@ void pq_decode(const pq_codebook *cb, const uint8_t *code, float *out)
 void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
 {
     const uint32_t dsub = cb->dsub;
-    const int l2 = cb->metric == ANN_METRIC_L2;
+    /* cosine ranks by the L2 form, halved (see pq.h: why not 1 - <q, x^>) */
+    const int l2 = cb->metric == ANN_METRIC_L2 || cb->metric == ANN_METRIC_COSINE;
+    const float scale = cb->metric == ANN_METRIC_COSINE ? 0.5f : 1.0f;
     for (uint32_t s = 0; s < cb->m; s++) {
         uint32_t d0 = s * dsub;
         uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < dsub ? cb->dim - d0 : dsub);
@@ -352,6 +354,7 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
                 }
                 for (uint32_t d = w; d < dsub; d++)
                     acc += c[d] * c[d];
+                acc *= scale;
             } else {
                 for (uint32_t d = 0; d < w; d++)
                     acc -= q[d] * c[d];
@@ -359,9 +362,6 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
             t[k] = acc;
         }
     }
-    if (cb->metric == ANN_METRIC_COSINE)
-        for (uint32_t k = 0; k < PQ_KSUB; k++)
-            table[k] += 1.0f;
 }
 
 /* Four ADC sums at once: four independent accumulators hide the latency of
