@@ -4,7 +4,8 @@
  *   build/bench/bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100]
  *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--io io_uring]
  *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
- *       [--queries N] [--device-batches 2000]
+ *       [--modes round,pipeline] [--adaptive 1] [--queries N]
+ *       [--device-batches 2000]
  *
  * Builds INDEX_DIR through ann_engine_build when it does not exist (and
  * prints the build's wall time and phases), or reuses it (and prints the
@@ -13,18 +14,26 @@
  *  1. The device's own latency for a batch of W random 4 KiB O_DIRECT reads
  *     at queue depth W (submit W, wait for all), through the same io
  *     backend, over the index file: median and mean per W.
- *  2. For each cache size x L x W: recall@10 (id-set, against the bundle's
- *     ground truth), per-query means of the engine's stats (reads, hops,
- *     cache hits, I/O wait, CPU), single-thread latency (mean, p99, one
- *     query at a time, CLOCK_MONOTONIC) and QPS at 1 and 2 threads (one
- *     query in flight per thread; queries / wall time).  Latency and QPS are
- *     medians over --repeats passes.  Beside the mean latency it prints the
- *     model  hops x device batch latency at QD W + CPU time  and the ratio
- *     measured / model: the distance to the physical limit.
+ *  2. For each cache size x L x W x search mode: recall@10 (id-set, against
+ *     the bundle's ground truth), per-query means of the engine's stats
+ *     (reads, hops, cache hits), latency (mean, p99; one query at a time,
+ *     CLOCK_MONOTONIC) with 1 thread and with 2 threads each running one
+ *     query at a time, QPS at 1 and 2 threads (queries / wall time), and the
+ *     searching thread's user and kernel CPU per query (getrusage, taken
+ *     outside the timed span).  Latency and QPS are medians over --repeats
+ *     passes.  Two floors beside them: cpu_floor = user + kernel CPU per
+ *     query (the latency if reads were free), dev_floor = reads/q x the
+ *     device's time per read at queue depth W (step 1's batch latency / W:
+ *     the latency if the CPU were free and the device kept busy at depth W).
+ *  3. The same rows again as a breakdown of the single-thread mean latency
+ *     into the engine's stages (ann_stats.stage_ns: PQ table, ADC,
+ *     candidate list, full distances, node decode, I/O submission, waiting
+ *     for completions) and the rest (harness call, untimed instructions).
  *
- * Reads are O_DIRECT, so every pass is cold with respect to the page cache
- * (the device or hypervisor below may still cache; the device figure of
- * step 1 is measured the same way, so the ratio compares like with like).
+ * With an O_DIRECT backend every pass is cold with respect to the page
+ * cache (the device or hypervisor below may still cache; the device figure
+ * of step 1 is measured the same way).  With --io buffered or mmap the
+ * passes after the first are warm: the file stays in the page cache.
  */
 #include "datasets/bundle.h"
 #include "engines/core/aio.h"
@@ -37,12 +46,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define K 10
 #define MAX_LIST 8
+#define MAX_T 2
 
 typedef struct {
     const char *bundle, *index;
@@ -50,7 +61,26 @@ typedef struct {
     double alpha;
     const char *io;
     int Ls[MAX_LIST], nL, Ws[MAX_LIST], nW, caches[MAX_LIST], ncache;
+    const char *modes[MAX_LIST];
+    int nmodes, adaptive;
 } bench_opts;
+
+/* Split a comma list of words (the string is modified). */
+static int parse_words(char *s, const char **out)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok && n < MAX_LIST; tok = strtok(NULL, ","))
+        out[n++] = tok;
+    return n;
+}
+
+static double thread_cpu_s(int user)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    const struct timeval *tv = user ? &ru.ru_utime : &ru.ru_stime;
+    return (double)tv->tv_sec + 1e-6 * (double)tv->tv_usec;
+}
 
 static double now_s(void)
 {
@@ -87,7 +117,10 @@ static int parse_list(const char *s, int *out)
 static int parse_args(int argc, char **argv, bench_opts *o)
 {
     *o = (bench_opts){ .R = 64, .L_build = 100, .alpha = 1.2, .pq_bytes = 96, .threads = 2,
-                       .repeats = 3, .device_batches = 2000, .io = "io_uring" };
+                       .repeats = 3, .device_batches = 2000, .io = "io_uring",
+                       .adaptive = 1 };
+    static char default_modes[] = "round,pipeline";
+    o->nmodes = parse_words(default_modes, o->modes);
     o->nL = parse_list("50,100,200", o->Ls);
     o->nW = parse_list("2,4,8", o->Ws);
     o->ncache = parse_list("0,10000", o->caches);
@@ -130,6 +163,10 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->queries = atoi(v);
         else if (!strcmp(a, "--device-batches"))
             o->device_batches = atoi(v);
+        else if (!strcmp(a, "--modes"))
+            o->nmodes = parse_words(argv[i], o->modes);
+        else if (!strcmp(a, "--adaptive"))
+            o->adaptive = atoi(v);
         else
             return -1;
     }
@@ -256,6 +293,7 @@ typedef struct {
     const float *queries;
     uint32_t dim, nq;
     atomic_uint next;
+    double *lat; /* nq: each query's latency in this pass */
     int rc;
 } qps_job;
 
@@ -271,7 +309,9 @@ static void *qps_worker(void *arg)
         if (q >= j->nq)
             break;
         ann_stats st = { 0 };
+        double t0 = now_s();
         int got = j->ops->search(ctx, j->queries + (size_t)q * j->dim, K, ids, d, &st);
+        j->lat[q] = now_s() - t0;
         if (got < 0)
             rc = got;
     }
@@ -281,11 +321,13 @@ static void *qps_worker(void *arg)
     return NULL;
 }
 
-/* Queries per second with T threads over one pass of the queries. */
+/* Queries per second with T threads over one pass of the queries, and the
+ * latency of each query (lat, nq entries). */
 static int qps_pass(const ann_engine_ops *ops, ann_engine *eng, json_t *sp, const float *queries,
-                    uint32_t dim, uint32_t nq, int T, double *qps)
+                    uint32_t dim, uint32_t nq, int T, double *qps, double *lat)
 {
-    qps_job j = { .ops = ops, .eng = eng, .sp = sp, .queries = queries, .dim = dim, .nq = nq };
+    qps_job j = { .ops = ops, .eng = eng, .sp = sp, .queries = queries, .dim = dim, .nq = nq,
+                  .lat = lat };
     atomic_init(&j.next, 0);
     pthread_t th[16];
     double t0 = now_s();
@@ -304,7 +346,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100] "
                         "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--io io_uring] "
                         "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
-                        "[--queries N] [--device-batches 2000]\n");
+                        "[--modes round,pipeline] [--adaptive 1] [--queries N] "
+                        "[--device-batches 2000]\n");
         return 2;
     }
     const ann_engine_ops *ops = ann_engine_find("diskann-sector");
@@ -333,8 +376,10 @@ int main(int argc, char **argv)
            o.device_batches);
     printf("  W   median_us   mean_us\n");
     for (int w = 0; w < o.nW; w++) {
-        rc = device_latency(index_file, o.io, (uint32_t)o.Ws[w], o.device_batches, &dev_med[w],
-                            &dev_mean[w]);
+        ann_aio_kind probe_kind;
+        const char *probe_io = ann_aio_kind_parse(o.io, &probe_kind) == 0 ? o.io : "io_uring";
+        rc = device_latency(index_file, probe_io, (uint32_t)o.Ws[w], o.device_batches,
+                            &dev_med[w], &dev_mean[w]);
         if (rc) {
             fprintf(stderr, "bench_sector: device probe: %s\n", ann_errmsg(rc));
             return 1;
@@ -343,14 +388,22 @@ int main(int argc, char **argv)
     }
 
     double *lat = malloc(nq * sizeof *lat);
-    double *rep_mean = malloc((size_t)o.repeats * sizeof *rep_mean);
-    double *rep_p99 = malloc((size_t)o.repeats * sizeof *rep_p99);
-    double *rep_q1 = malloc((size_t)o.repeats * sizeof *rep_q1);
-    double *rep_q2 = malloc((size_t)o.repeats * sizeof *rep_q2);
+    double *rep[8]; /* per repeat: mean, p99, qps 1t, qps 2t, mean 2t, p99 2t, user, sys */
+    for (int i = 0; i < 8; i++)
+        rep[i] = malloc((size_t)o.repeats * sizeof(double));
     uint32_t *ids = malloc((size_t)nq * K * sizeof *ids);
     float *dists = malloc((size_t)nq * K * sizeof *dists);
-    printf("\n cache     L   W  recall@10  reads/q  hops/q  hits/q  io_wait_us  cpu_us"
-           "  mean_us   p99_us  model_us  mean/model  qps_1t  qps_2t\n");
+    enum { ROWS = MAX_LIST * MAX_LIST * MAX_LIST * MAX_LIST };
+    static struct row {
+        int cache, L, W;
+        const char *mode;
+        double mean_s;
+        ann_stats st;
+    } rows[ROWS];
+    int nrows = 0;
+    printf("\n cache     L   W  mode      recall@10  reads/q  hops/q  hits/q  mean_us   p99_us"
+           "  mean2t_us  p99_2t_us  qps_1t  qps_2t  user_us  sys_us  cpu_floor_us"
+           "  dev_floor_us\n");
     for (int c = 0; c < o.ncache; c++) {
         json_t *op = json_pack("{s:s, s:i}", "io", o.io, "cache_nodes", o.caches[c]);
         ann_engine *eng = NULL;
@@ -360,69 +413,110 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_sector: open: %s\n", ann_errmsg(rc));
             return 1;
         }
+        if (c == 0 && ops->open_report) {
+            json_t *orep = ops->open_report(eng);
+            char *txt = json_dumps(orep, JSON_COMPACT);
+            printf("open_report: %s\n", txt ? txt : "?");
+            free(txt);
+            json_decref(orep);
+        }
         for (int l = 0; l < o.nL; l++) {
             for (int w = 0; w < o.nW; w++) {
-                json_t *sp = json_pack("{s:i, s:i}", "L", o.Ls[l], "beam_width", o.Ws[w]);
-                ann_ctx *ctx = NULL;
-                rc = ops->ctx_new(eng, sp, K, &ctx);
-                if (rc) {
-                    fprintf(stderr, "bench_sector: ctx: %s\n", ann_errmsg(rc));
-                    return 1;
-                }
-                ann_stats st = { 0 };
-                for (int r = 0; r < o.repeats; r++) {
-                    double t0 = now_s();
-                    memset(&st, 0, sizeof st);
-                    for (uint32_t q = 0; q < nq; q++) {
-                        double q0 = now_s();
-                        int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
-                                              ids + (size_t)q * K, dists + (size_t)q * K, &st);
-                        lat[q] = now_s() - q0;
-                        if (got < 0) {
-                            fprintf(stderr, "bench_sector: search: %s\n", ann_errmsg(got));
-                            return 1;
-                        }
-                    }
-                    rep_q1[r] = nq / (now_s() - t0);
-                    double sum = 0;
-                    for (uint32_t q = 0; q < nq; q++)
-                        sum += lat[q];
-                    rep_mean[r] = sum / nq;
-                    qsort(lat, nq, sizeof *lat, cmp_double);
-                    rep_p99[r] = lat[(size_t)((nq - 1) * 0.99)];
-                    rc = qps_pass(ops, eng, sp, queries, b.dim, nq, 2, &rep_q2[r]);
+                for (int m = 0; m < o.nmodes; m++) {
+                    json_t *sp = json_pack("{s:i, s:i, s:s, s:b}", "L", o.Ls[l], "beam_width",
+                                           o.Ws[w], "search_mode", o.modes[m], "adaptive_beam",
+                                           o.adaptive);
+                    ann_ctx *ctx = NULL;
+                    rc = ops->ctx_new(eng, sp, K, &ctx);
                     if (rc) {
-                        fprintf(stderr, "bench_sector: 2-thread pass: %s\n", ann_errmsg(rc));
+                        fprintf(stderr, "bench_sector: ctx: %s\n", ann_errmsg(rc));
                         return 1;
                     }
+                    ann_stats st = { 0 };
+                    for (int r = 0; r < o.repeats; r++) {
+                        double t0 = now_s(), user = 0, sys = 0;
+                        memset(&st, 0, sizeof st);
+                        for (uint32_t q = 0; q < nq; q++) {
+                            double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
+                            double q0 = now_s();
+                            int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
+                                                  ids + (size_t)q * K, dists + (size_t)q * K,
+                                                  &st);
+                            lat[q] = now_s() - q0;
+                            user += thread_cpu_s(1) - u0;
+                            sys += thread_cpu_s(0) - s0;
+                            if (got < 0) {
+                                fprintf(stderr, "bench_sector: search: %s\n", ann_errmsg(got));
+                                return 1;
+                            }
+                        }
+                        rep[2][r] = nq / (now_s() - t0);
+                        double sum = 0;
+                        for (uint32_t q = 0; q < nq; q++)
+                            sum += lat[q];
+                        rep[0][r] = sum / nq;
+                        qsort(lat, nq, sizeof *lat, cmp_double);
+                        rep[1][r] = lat[(size_t)((nq - 1) * 0.99)];
+                        rep[6][r] = user / nq;
+                        rep[7][r] = sys / nq;
+                        rc = qps_pass(ops, eng, sp, queries, b.dim, nq, MAX_T, &rep[3][r], lat);
+                        if (rc) {
+                            fprintf(stderr, "bench_sector: 2-thread pass: %s\n", ann_errmsg(rc));
+                            return 1;
+                        }
+                        sum = 0;
+                        for (uint32_t q = 0; q < nq; q++)
+                            sum += lat[q];
+                        rep[4][r] = sum / nq;
+                        qsort(lat, nq, sizeof *lat, cmp_double);
+                        rep[5][r] = lat[(size_t)((nq - 1) * 0.99)];
+                    }
+                    ops->ctx_free(ctx);
+                    json_decref(sp);
+                    uint64_t hits = 0;
+                    for (uint32_t q = 0; q < nq; q++)
+                        for (int i = 0; i < K; i++)
+                            for (int j = 0; j < K; j++)
+                                hits += ids[(size_t)q * K + i] ==
+                                        (uint32_t)gt.ids[(size_t)q * gt.k + j];
+                    double med[8];
+                    for (int i = 0; i < 8; i++)
+                        med[i] = median(rep[i], o.repeats);
+                    double reads = (double)st.reads / nq;
+                    printf(" %5d %5d %3d  %-8s  %9.4f  %7.1f  %6.1f  %6.1f  %7.1f  %7.1f"
+                           "  %9.1f  %9.1f  %6.0f  %6.0f  %7.1f  %6.1f  %12.1f  %12.1f\n",
+                           o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
+                           (double)hits / ((double)nq * K), reads, (double)st.hops / nq,
+                           (double)st.cache_hits / nq, med[0] * 1e6, med[1] * 1e6, med[4] * 1e6,
+                           med[5] * 1e6, med[2], med[3], med[6] * 1e6, med[7] * 1e6,
+                           (med[6] + med[7]) * 1e6, reads * dev_med[w] / o.Ws[w] * 1e6);
+                    fflush(stdout);
+                    if (nrows < ROWS)
+                        rows[nrows++] = (struct row){ o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
+                                                      med[0], st };
                 }
-                ops->ctx_free(ctx);
-                json_decref(sp);
-                uint64_t hits = 0;
-                for (uint32_t q = 0; q < nq; q++)
-                    for (int i = 0; i < K; i++)
-                        for (int j = 0; j < K; j++)
-                            hits += ids[(size_t)q * K + i] == (uint32_t)gt.ids[(size_t)q * gt.k + j];
-                double hops = (double)st.hops / nq, cpu = (double)st.cpu_ns / nq * 1e-9;
-                double model = hops * dev_med[w] + cpu;
-                double mean = median(rep_mean, o.repeats);
-                printf(" %5d %5d %3d  %9.4f  %7.1f  %6.1f  %6.1f  %10.1f  %6.1f  %7.1f  %7.1f"
-                       "  %8.1f  %10.2f  %6.0f  %6.0f\n",
-                       o.caches[c], o.Ls[l], o.Ws[w], (double)hits / ((double)nq * K),
-                       (double)st.reads / nq, hops, (double)st.cache_hits / nq,
-                       (double)st.io_wait_ns / nq * 1e-3, cpu * 1e6, mean * 1e6,
-                       median(rep_p99, o.repeats) * 1e6, model * 1e6, mean / model,
-                       median(rep_q1, o.repeats), median(rep_q2, o.repeats));
-                fflush(stdout);
             }
         }
         ops->close(eng);
     }
+    printf("\nwhere the single-thread mean latency goes (us per query, last pass)\n");
+    printf(" cache     L   W  mode     ");
+    for (int i = 0; i < ANN_STAGE_COUNT; i++)
+        printf("  %9s", ann_stage_name((ann_stage)i));
+    printf("      rest     mean\n");
+    for (int r = 0; r < nrows; r++) {
+        printf(" %5d %5d %3d  %-8s", rows[r].cache, rows[r].L, rows[r].W, rows[r].mode);
+        double staged = 0;
+        for (int i = 0; i < ANN_STAGE_COUNT; i++) {
+            double us = (double)rows[r].st.stage_ns[i] / nq * 1e-3;
+            staged += us;
+            printf("  %9.1f", us);
+        }
+        printf("  %8.1f %8.1f\n", rows[r].mean_s * 1e6 - staged, rows[r].mean_s * 1e6);
+    }
     free(lat);
-    free(rep_mean);
-    free(rep_p99);
-    free(rep_q1);
-    free(rep_q2);
+    for (int i = 0; i < 8; i++)
+        free(rep[i]);
     free(ids);
     free(dists);
     free(queries);

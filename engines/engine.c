@@ -1,6 +1,6 @@
 /*
  * engine.c: the engine-independent half of the contract: atomic builds with
- * their build.json, and directory helpers.
+ * their build.json, per-query statistics, and directory helpers.
  */
 #include "engines/engine.h"
 
@@ -16,6 +16,29 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+const char *ann_stage_name(ann_stage s)
+{
+    static const char *const names[ANN_STAGE_COUNT] = {
+        "pq_table", "adc", "candlist", "full_dist", "decode", "io_submit", "io_wait",
+    };
+    return (unsigned)s < ANN_STAGE_COUNT ? names[s] : "?";
+}
+
+void ann_stats_add(ann_stats *acc, const ann_stats *q)
+{
+    acc->reads += q->reads;
+    acc->bytes_read += q->bytes_read;
+    acc->hops += q->hops;
+    acc->full_dists += q->full_dists;
+    acc->code_dists += q->code_dists;
+    acc->cache_hits += q->cache_hits;
+    acc->io_wait_ns += q->io_wait_ns;
+    acc->cpu_ns += q->cpu_ns;
+    acc->stage_mask |= q->stage_mask;
+    for (int s = 0; s < ANN_STAGE_COUNT; s++)
+        acc->stage_ns[s] += q->stage_ns[s];
+}
 
 static double now_s(clockid_t clk)
 {

@@ -38,6 +38,27 @@ typedef struct ann_engine ann_engine; /* an open index; engine-defined */
 typedef struct ann_ctx ann_ctx;       /* a per-thread search context; engine-defined */
 
 /*
+ * Stages of a query whose time an engine may measure (ann_stats.stage_ns).
+ * An engine sets the bit (1 << stage) in stage_mask for every stage it
+ * times; a stage whose bit is clear was not measured (reported as null,
+ * never as 0).  Stages are wall-clock time on the searching thread and do
+ * not overlap; together with the untimed rest they make up the latency.
+ */
+typedef enum ann_stage {
+    ANN_STAGE_PQ_TABLE = 0,  /* the query's PQ distance table */
+    ANN_STAGE_ADC,           /* PQ (asymmetric) distances of candidates */
+    ANN_STAGE_CANDLIST,      /* visited checks, candidate list inserts and picks */
+    ANN_STAGE_FULL_DIST,     /* full-precision distances */
+    ANN_STAGE_DECODE,        /* node records decoded and checked */
+    ANN_STAGE_IO_SUBMIT,     /* handing reads to the kernel (submission calls) */
+    ANN_STAGE_IO_WAIT,       /* waiting for (and collecting) completions */
+    ANN_STAGE_COUNT
+} ann_stage;
+
+/* "pq_table", "adc", "candlist", "full_dist", "decode", "io_submit", "io_wait". */
+const char *ann_stage_name(ann_stage s);
+
+/*
  * Per-query statistics, the engine's own view of its work.  search() adds
  * to *stats (the caller zeroes it); the harness averages over queries.
  */
@@ -50,7 +71,12 @@ typedef struct ann_stats {
     uint64_t cache_hits;  /* reads served by the engine's own cache */
     uint64_t io_wait_ns;  /* time blocked waiting for storage */
     uint64_t cpu_ns;      /* thread CPU time of the query */
+    uint32_t stage_mask;  /* bit s set: stage_ns[s] was measured */
+    uint64_t stage_ns[ANN_STAGE_COUNT];
 } ann_stats;
+
+/* Add a query's stats into an accumulator (counts, times, stage masks). */
+void ann_stats_add(ann_stats *acc, const ann_stats *q);
 
 typedef struct ann_engine_ops {
     const char *name;        /* registry name: "flat", "diskann-sector", ... */
@@ -102,6 +128,13 @@ typedef struct ann_engine_ops {
      * build of a reference library), recorded in each run's machine.json
      * under "engine_notes".  NULL when none. */
     const char *(*machine_note)(void);
+
+    /* Optional: what an open index actually uses, as a new JSON object the
+     * caller owns, e.g. {"io": "io_uring", "o_direct": true, "cache_bytes":
+     * ...}: the I/O backend after any fallback, caches, store profile.  The
+     * harness records it in each cell as "open_report" (an object; "io"
+     * names the backend used).  NULL when the engine reports nothing. */
+    json_t *(*open_report)(const ann_engine *eng);
 } ann_engine_ops;
 
 /* The registry: all engines compiled into this binary. */

@@ -264,7 +264,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     int rc = 0;
     json_error_t jerr;
     cell_state s = { 0 };
-    json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL;
+    json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL, *open_report = NULL;
     /* a cell in a cgroup starts only once the runner has moved it there */
     const char *gate_fd = getenv("ANNLAB_CG_GATE_FD");
     int in_cg = gate_fd != NULL;
@@ -342,6 +342,8 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         rc = ann_fail_wrap(rc, "open %s", index_dir);
         goto out;
     }
+    if (s.ops->open_report)
+        open_report = s.ops->open_report(s.eng);
     for (; s.nctx < threads; s.nctx++) {
         rc = s.ops->ctx_new(s.eng, json_object_get(cell, "search"), k, &s.ctxs[s.nctx]);
         if (rc)
@@ -390,6 +392,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     if ((rc = devstat_sample_take(dev_ok ? &dev : NULL, 0, &ds0)))
         goto out;
     ann_stats sum = { 0 };
+    uint64_t user_ns = 0, sys_ns = 0; /* the searching thread's, first pass */
     for (uint32_t r = 0; r < reps; r++) {
         if (cold && r > 0) {
             evict_report again;
@@ -399,9 +402,12 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         for (uint32_t q = 0; q < nq; q++) {
             memset(&st, 0, sizeof st);
             uint32_t *out_ids = s.ids + (size_t)q * k;
+            harness_thread_cpu c0, c1;
+            harness_thread_cpu_take(&c0); /* outside the timed span */
             uint64_t t0 = now_ns();
             int got = s.ops->search(s.ctxs[0], s.queries + (size_t)q * dim, k, out_ids, s.dists, &st);
             uint64_t t1 = now_ns();
+            harness_thread_cpu_take(&c1);
             if (got < 0) {
                 rc = ann_fail_wrap(got, "query %u", q);
                 goto out;
@@ -413,14 +419,9 @@ int harness_cell_main(const char *spec_path, const char *out_path)
             s.lat_ns[(size_t)r * nq + q] = t1 - t0;
             if (r == 0) {
                 s.counts[q] = (uint32_t)got;
-                sum.reads += st.reads;
-                sum.bytes_read += st.bytes_read;
-                sum.hops += st.hops;
-                sum.full_dists += st.full_dists;
-                sum.code_dists += st.code_dists;
-                sum.cache_hits += st.cache_hits;
-                sum.io_wait_ns += st.io_wait_ns;
-                sum.cpu_ns += st.cpu_ns;
+                ann_stats_add(&sum, &st);
+                user_ns += c1.user_ns - c0.user_ns;
+                sys_ns += c1.sys_ns - c0.sys_ns;
             }
         }
         harness_latency lat;
@@ -512,12 +513,16 @@ int harness_cell_main(const char *spec_path, const char *out_path)
                         json_pack("{s:I, s:f, s:i, s:i, s:b}", "passes", (json_int_t)passes_done,
                                   "wall_seconds_last", wall_s, "threads_pinned", pinned,
                                   "threads", (int)threads, "latency_thread_pinned", lat_pinned));
-    json_object_set_new(
-        result, "engine_stats",
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "reads", sum.reads / n, "bytes_read",
-                  sum.bytes_read / n, "hops", sum.hops / n, "full_dists", sum.full_dists / n,
-                  "code_dists", sum.code_dists / n, "cache_hits", sum.cache_hits / n, "io_wait_ns",
-                  sum.io_wait_ns / n, "cpu_ns", sum.cpu_ns / n));
+    json_t *es =
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "reads", sum.reads / n,
+                  "bytes_read", sum.bytes_read / n, "hops", sum.hops / n, "full_dists",
+                  sum.full_dists / n, "code_dists", sum.code_dists / n, "cache_hits",
+                  sum.cache_hits / n, "io_wait_ns", sum.io_wait_ns / n, "cpu_ns", sum.cpu_ns / n,
+                  "user_ns", user_ns / n, "sys_ns", sys_ns / n);
+    json_object_set_new(es, "stages_ns", harness_stages_json(&sum, n));
+    json_object_set_new(result, "engine_stats", es);
+    json_object_set_new(result, "open_report", open_report ? open_report : json_null());
+    open_report = NULL;
     devstat_delta dd;
     devstat_diff(&ds0, &ds1, &dd);
     char source[400];
@@ -567,6 +572,7 @@ out:
     json_decref(evict);
     json_decref(qps_evict);
     json_decref(warm);
+    json_decref(open_report);
     json_decref(spec);
     return rc ? 1 : 0;
 }

@@ -8,6 +8,7 @@
 #include "cgroups/devstat.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
+#include "engines/engine.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -195,4 +197,25 @@ int harness_cpu_busy_s(double *busy_s)
     long hz = sysconf(_SC_CLK_TCK);
     *busy_s = (double)(user + nice + sys + irq + softirq + steal) / (double)(hz > 0 ? hz : 100);
     return 0;
+}
+
+void harness_thread_cpu_take(harness_thread_cpu *out)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) {
+        out->user_ns = out->sys_ns = 0;
+        return;
+    }
+    out->user_ns = (uint64_t)ru.ru_utime.tv_sec * 1000000000u + (uint64_t)ru.ru_utime.tv_usec * 1000u;
+    out->sys_ns = (uint64_t)ru.ru_stime.tv_sec * 1000000000u + (uint64_t)ru.ru_stime.tv_usec * 1000u;
+}
+
+json_t *harness_stages_json(const ann_stats *sum, double n)
+{
+    json_t *o = json_object();
+    for (int i = 0; o && i < ANN_STAGE_COUNT; i++)
+        json_object_set_new(o, ann_stage_name((ann_stage)i),
+                            sum->stage_mask & (1u << i) ? json_real((double)sum->stage_ns[i] / n)
+                                                        : json_null());
+    return o;
 }

@@ -51,4 +51,21 @@ int harness_cpu_busy_s(double *busy_s);
  */
 int harness_pin_thread(unsigned i);
 
+/*
+ * The calling thread's user and kernel CPU time (getrusage RUSAGE_THREAD).
+ * Linux keeps the thread's total CPU time exactly and splits it between
+ * user and kernel in proportion to sampled ticks, so a single query's split
+ * is coarse; averaged over a cell's queries it is the split of the cell.
+ */
+typedef struct harness_thread_cpu {
+    uint64_t user_ns, sys_ns;
+} harness_thread_cpu;
+void harness_thread_cpu_take(harness_thread_cpu *out);
+
+/* {"pq_table": ns per query, ...} for every stage of ann_stage: the mean
+ * over n queries of sum->stage_ns, or null for a stage the engine did not
+ * time (its bit clear in sum->stage_mask).  New object. */
+struct ann_stats;
+json_t *harness_stages_json(const struct ann_stats *sum, double n);
+
 #endif

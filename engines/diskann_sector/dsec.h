@@ -15,13 +15,35 @@
 
 #include <stdint.h>
 
+/* The `io` open parameter: how node records are read. */
+typedef enum {
+    DSEC_IO_URING = 0,  /* O_DIRECT, io_uring (falls back to libaio, then pread) */
+    DSEC_IO_LIBAIO,     /* O_DIRECT, Linux AIO */
+    DSEC_IO_PREAD,      /* O_DIRECT, pread */
+    DSEC_IO_BUFFERED,   /* through the page cache, pread */
+    DSEC_IO_MMAP,       /* through the page cache, the file mapped read-only */
+} dsec_io;
+
+/* search_mode: DiskANN's rounds or the pipelined schedule (search.c). */
+typedef enum {
+    DSEC_MODE_PIPELINE = 0,
+    DSEC_MODE_ROUND = 1,
+} dsec_mode;
+
+/* Reads in flight at the start of an adaptive pipelined search. */
+#define DSEC_BEAM_START 2u
+
 struct ann_engine {
     char path[4096];       /* index.sector, for messages */
     dsec_header h;
     ann_metric metric;
-    int fd;                /* index.sector, O_DIRECT when the filesystem allows */
+    int fd;                /* index.sector, O_DIRECT for the O_DIRECT backends
+                              when the filesystem allows */
     int direct;            /* 1: fd is O_DIRECT */
+    dsec_io io;            /* the io asked for (after fallback: see io_kind) */
     ann_aio_kind io_kind;  /* backend every context uses (after fallback at open) */
+    const uint8_t *map;    /* io mmap: the whole file, read-only; else NULL */
+    uint64_t map_bytes;
     uint32_t read_bytes;   /* bytes of one node read: sectors_per_node * 4096 */
     pq_codebook *pq;       /* in RAM */
     uint8_t *codes;        /* n * pq->m bytes */
@@ -35,7 +57,10 @@ struct ann_ctx {
     ann_engine *eng;
     uint32_t k_max;
     uint32_t L;            /* search list size */
-    uint32_t W;            /* beam width: reads per round */
+    uint32_t W;            /* beam width: reads per round, or most in flight */
+    dsec_mode mode;        /* search_mode */
+    int adaptive;          /* adaptive_beam (pipeline only) */
+    uint32_t *free_slots;  /* W: request slots not in flight (pipeline) */
     ann_aio_queue *q;      /* this context's own queue, depth W */
     uint8_t *bufs;         /* W * read_bytes, 4096-aligned */
     ann_aio_req *reqs;     /* W */

@@ -3,10 +3,25 @@
  * codes into RAM, the I/O backend chosen once, the BFS cache filled),
  * per-thread search contexts with every buffer allocated up front, close.
  *
- * The backend is probed once at open: when the `io` parameter is given the
+ * The `io` parameter says how node records are read:
+ *   io_uring | libaio | pread   O_DIRECT (no page cache): every read goes to
+ *                               the device, so warm and cold differ only by
+ *                               the BFS cache;
+ *   buffered                    pread through the page cache;
+ *   mmap                        the file mapped read-only; a "read" is a
+ *                               memory access that may fault the page in.
+ * buffered and mmap are what warm mode means for the other engines: the
+ * harness's warm-up leaves the file in the page cache.  Both advise the
+ * kernel that access is random (no readahead), so a cold cell reads from
+ * the device about the pages it touches, as O_DIRECT does.  mmap caveat: a
+ * file truncated while it is open faults (SIGBUS) as any mapping does; the
+ * other backends report the short read.
+ *
+ * The O_DIRECT backend is probed once at open: when `io` is given the
  * backend is required (an error naming it otherwise); when it is left to
  * the default, io_uring falls back to libaio then pread with one notice,
- * and every context then uses the backend open settled on.
+ * and every context then uses the backend open settled on.  open_report
+ * states what was used after any fallback.
  */
 #include "engines/diskann_sector/dsec.h"
 
@@ -18,14 +33,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const io_choices[] = { "io_uring", "libaio", "pread", NULL };
+/* In dsec_io order. */
+static const char *const io_choices[] = { "io_uring", "libaio", "pread", "buffered", "mmap",
+                                          NULL };
+/* In dsec_mode order. */
+static const char *const mode_choices[] = { "pipeline", "round", NULL };
 
 const ann_param_spec dsec_open_params[] = {
     { .name = "io", .type = ANN_PARAM_ENUM, .choices = io_choices, .def_str = "io_uring",
-      .help = "read backend (falls back when left to the default)" },
+      .help = "io_uring|libaio|pread (O_DIRECT; io_uring falls back when left to the "
+              "default), buffered (pread via the page cache) or mmap" },
     { .name = "cache_nodes", .type = ANN_PARAM_INT, .min = 0, .max = 4294967294.0, .def = 0,
       .help = "nodes around the medoid kept in RAM (BFS order), filled at open" },
     ANN_PARAM_END,
@@ -35,7 +57,12 @@ const ann_param_spec dsec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 100000, .def = 100,
       .help = "search list size (candidates kept)" },
     { .name = "beam_width", .type = ANN_PARAM_INT, .min = 1, .max = 256, .def = 4,
-      .help = "sector reads issued per round (W)" },
+      .help = "W: sector reads per round (round), most reads in flight (pipeline)" },
+    { .name = "search_mode", .type = ANN_PARAM_ENUM, .choices = mode_choices,
+      .def_str = "pipeline",
+      .help = "pipeline (no per-round barrier) or round (DiskANN's rounds of W reads)" },
+    { .name = "adaptive_beam", .type = ANN_PARAM_BOOL, .def = 1,
+      .help = "pipeline: start 2 reads wide, widen to W as expansions feed the list" },
     ANN_PARAM_END,
 };
 
@@ -43,6 +70,8 @@ static void dsec_close(ann_engine *e)
 {
     if (!e)
         return;
+    if (e->map)
+        munmap((void *)e->map, e->map_bytes);
     if (e->fd >= 0)
         close(e->fd);
     pq_codebook_destroy(e->pq);
@@ -101,18 +130,38 @@ static int load_pq(ann_engine *e, const char *dir)
 /* Settle the backend: probe a queue once, honouring strictness. */
 static int settle_io(ann_engine *e, const json_t *params)
 {
-    ann_aio_kind want;
-    int rc = ann_aio_kind_parse(ann_param_enum(params, dsec_open_params, "io"), &want);
-    if (rc)
-        return rc;
+    ann_aio_kind want = ANN_AIO_PREAD;
+    if (e->io == DSEC_IO_URING)
+        want = ANN_AIO_IO_URING;
+    else if (e->io == DSEC_IO_LIBAIO)
+        want = ANN_AIO_LIBAIO;
     ann_aio_opts o = { .kind = want, .strict = ann_param_is_set(params, "io"), .fd = e->fd,
                        .depth = 1 };
     ann_aio_queue *q = NULL;
-    rc = ann_aio_queue_create(&o, &q);
+    int rc = ann_aio_queue_create(&o, &q);
     if (rc)
         return rc;
     e->io_kind = ann_aio_queue_kind(q);
     ann_aio_queue_destroy(q);
+    return 0;
+}
+
+/* Page-cache backends: random access (no readahead); mmap maps the file. */
+static int setup_cached_io(ann_engine *e)
+{
+    int adv = posix_fadvise(e->fd, 0, 0, POSIX_FADV_RANDOM);
+    if (adv)
+        return ann_fail(-adv, "%s: posix_fadvise(RANDOM): %s", e->path, strerror(adv));
+    if (e->io != DSEC_IO_MMAP)
+        return 0;
+    e->map_bytes = e->h.total_sectors * DSEC_SECTOR_BYTES;
+    void *m = mmap(NULL, e->map_bytes, PROT_READ, MAP_SHARED, e->fd, 0);
+    if (m == MAP_FAILED)
+        return ann_fail_errno("%s: mmap of %llu bytes", e->path,
+                              (unsigned long long)e->map_bytes);
+    e->map = m;
+    if (madvise(m, e->map_bytes, MADV_RANDOM) != 0)
+        return ann_fail_errno("%s: madvise(RANDOM)", e->path);
     return 0;
 }
 
@@ -132,7 +181,11 @@ static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
         rc = ann_fail(ANN_ENOTFOUND, "%s: missing (not a diskann-sector index?)", e->path);
         goto out;
     }
-    rc = ann_aio_open(e->path, 1, &e->direct);
+    const char *io_name = ann_param_enum(params, dsec_open_params, "io");
+    for (int i = 0; io_choices[i]; i++)
+        if (!strcmp(io_name, io_choices[i]))
+            e->io = (dsec_io)i;
+    rc = ann_aio_open(e->path, e->io <= DSEC_IO_PREAD, &e->direct);
     if (rc < 0)
         goto out;
     e->fd = rc;
@@ -144,9 +197,11 @@ static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
     rc = load_pq(e, dir);
     if (rc)
         goto out;
-    rc = settle_io(e, params);
+    rc = e->io <= DSEC_IO_PREAD ? settle_io(e, params) : setup_cached_io(e);
     if (rc)
         goto out;
+    if (e->io > DSEC_IO_PREAD)
+        e->io_kind = ANN_AIO_PREAD; /* the BFS cache fill's reads */
     uint64_t cache = (uint64_t)ann_param_int(params, dsec_open_params, "cache_nodes");
     if (cache > e->h.n)
         cache = e->h.n;
@@ -167,6 +222,15 @@ static uint64_t dsec_size(const ann_engine *e)
     return e->h.n;
 }
 
+static json_t *dsec_open_report(const ann_engine *e)
+{
+    const char *io = e->io > DSEC_IO_PREAD ? io_choices[e->io] : ann_aio_kind_name(e->io_kind);
+    return json_pack("{s:s, s:s, s:b, s:b, s:I, s:I}", "io", io, "io_asked", io_choices[e->io],
+                     "o_direct", e->direct, "page_cache", !e->direct, "cache_nodes",
+                     (json_int_t)e->cache_count, "cache_bytes",
+                     (json_int_t)((uint64_t)e->cache_count * e->h.node_bytes));
+}
+
 static void dsec_ctx_free(ann_ctx *c)
 {
     if (!c)
@@ -177,6 +241,7 @@ static void dsec_ctx_free(ann_ctx *c)
     free(c->req_ptrs);
     free(c->done);
     free(c->sel);
+    free(c->free_slots);
     free(c->table);
     free(c->cand);
     ann_visited_fini(&c->visited);
@@ -201,6 +266,9 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     c->k_max = k_max ? k_max : 1;
     c->L = (uint32_t)ann_param_int(params, dsec_search_params, "L");
     c->W = (uint32_t)ann_param_int(params, dsec_search_params, "beam_width");
+    const char *mode = ann_param_enum(params, dsec_search_params, "search_mode");
+    c->mode = strcmp(mode, "round") ? DSEC_MODE_PIPELINE : DSEC_MODE_ROUND;
+    c->adaptive = ann_param_bool(params, dsec_search_params, "adaptive_beam");
     uint32_t list_cap = c->L > c->k_max ? c->L : c->k_max;
     uint32_t R = e->h.R, W = c->W;
     c->bufs = ann_aio_buf_alloc((size_t)W * e->read_bytes);
@@ -208,6 +276,7 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     c->req_ptrs = calloc(W, sizeof *c->req_ptrs);
     c->done = calloc(W, sizeof *c->done);
     c->sel = calloc(W, sizeof *c->sel);
+    c->free_slots = calloc(W, sizeof *c->free_slots);
     c->table = malloc(pq_table_floats(e->pq) * sizeof(float));
     c->cand = malloc((size_t)list_cap * sizeof *c->cand);
     c->vec = malloc((size_t)e->h.dim * sizeof(float));
@@ -216,7 +285,7 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     c->fresh_dist = malloc((size_t)R * sizeof(float));
     c->top_dist = malloc((size_t)list_cap * sizeof(float));
     c->top_id = malloc((size_t)list_cap * sizeof(uint32_t));
-    if (!c->bufs || !c->reqs || !c->req_ptrs || !c->done || !c->sel || !c->table || !c->cand ||
+    if (!c->bufs || !c->reqs || !c->req_ptrs || !c->done || !c->sel || !c->free_slots || !c->table || !c->cand ||
         !c->vec || !c->nbrs || !c->fresh || !c->fresh_dist || !c->top_dist || !c->top_id ||
         ann_visited_init(&c->visited, e->h.n) != 0) {
         rc = ann_fail(-ENOMEM, "diskann-sector: no memory for a context");
@@ -246,6 +315,7 @@ const ann_engine_ops diskann_sector_engine_ops = {
     .open = dsec_open,
     .close = dsec_close,
     .size = dsec_size,
+    .open_report = dsec_open_report,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,
     .search = dsec_search,

@@ -1,18 +1,35 @@
 /*
  * search.c: DiskANN's beam search over the sector file (Subramanya et al.,
- * NeurIPS 2019, section 3.3 "beam search"), with the query path of the
- * implementations that followed it.
+ * NeurIPS 2019, section 3.3 "beam search"), in two schedules.
  *
  * Per query: a PQ distance table; a candidate list of L entries ranked by
- * PQ distance, seeded with the medoid.  Each round takes the (up to) W
- * closest unexpanded candidates, submits one read per node not in the BFS
- * cache, expands the cached ones while those reads are in flight, then
- * expands each read node as soon as its completion arrives (not when the
- * whole beam is back).  Expanding a node computes its exact distance from
- * the vector stored in its sector (the final ranking uses only these exact
- * distances) and inserts its unvisited neighbours into the list with their
- * PQ distances.  The search stops when no unexpanded candidate is left
- * among the best L.  hops counts rounds.
+ * PQ distance, seeded with the medoid; a visited map.  Expanding a node
+ * computes its exact distance from the vector stored in its sector (the
+ * final ranking uses only these exact distances) and inserts its unvisited
+ * neighbours into the list with their PQ distances.  A node in the BFS
+ * cache is expanded from RAM without a read.  The search stops when no
+ * unexpanded candidate is left among the best L and no read is in flight.
+ *
+ * search_mode "round" (DiskANN's schedule): each round takes the (up to) W
+ * closest unexpanded candidates, submits one read per node not cached,
+ * expands the cached ones while those reads are in flight, then expands
+ * each read node as its completion arrives; the next round starts when the
+ * whole beam is back.  hops counts rounds.
+ *
+ * search_mode "pipeline" (after PipeANN, Guo et al., OSDI 2025): no
+ * barrier.  Up to w reads are kept in flight; each completion is expanded
+ * at once and the freed slot goes straight to the closest unexpanded
+ * candidate, chosen with everything expanded so far.  With adaptive_beam
+ * the width w starts at DSEC_BEAM_START and grows by one, up to W, after
+ * each expansion that put at least one neighbour into the list: the first
+ * hops from the medoid, where the list is poor and speculative reads are
+ * mostly wasted, run narrow; once the search is feeding the list it runs
+ * at full width.  hops counts the times the thread had to sleep for a
+ * completion.
+ *
+ * Stage times (ann_stats.stage_ns, every stage of ann_stage) are taken with
+ * ticks.h's clock at each stage boundary, so the stages do not overlap and
+ * their sum is the query's time less the few instructions between laps.
  *
  * Everything a node carries is untrusted: degree beyond R, a neighbour id
  * not below n, a non-finite vector or a read that comes back short is
@@ -24,6 +41,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 #include "engines/core/topk.h"
 
 #include <math.h>
@@ -56,30 +74,53 @@ int dsec_node_decode(const ann_engine *e, uint32_t id, const uint8_t *rec, float
     return (int)deg;
 }
 
-/* Expand node id from its record: exact distance, then its neighbours. */
-static int expand(ann_ctx *c, const float *query, uint32_t id, const uint8_t *rec, ann_topk *top,
-                  ann_stats *st)
+/* One query's working state. */
+typedef struct query {
+    ann_ctx *c;
+    const float *q;
+    ann_topk top;
+    ann_stats st;
+    uint64_t tk[ANN_STAGE_COUNT]; /* ticks per stage */
+    uint64_t t;                   /* start of the stage being timed */
+} query;
+
+static inline void lap(query *s, ann_stage stage)
 {
+    s->t = ann_ticks_lap(s->tk, stage, s->t);
+}
+
+/* Expand node id from its record: exact distance, then its neighbours.
+ * Returns how many neighbours entered the candidate list, or an error. */
+static int expand(query *s, uint32_t id, const uint8_t *rec)
+{
+    ann_ctx *c = s->c;
     const ann_engine *e = c->eng;
+    lap(s, ANN_STAGE_CANDLIST);
     int deg = dsec_node_decode(e, id, rec, c->vec, c->nbrs);
+    lap(s, ANN_STAGE_DECODE);
     if (deg < 0)
         return deg;
-    float d = ann_distance(e->metric, query, c->vec, e->h.dim);
-    st->full_dists++;
+    float d = ann_distance(e->metric, s->q, c->vec, e->h.dim);
+    s->st.full_dists++;
+    lap(s, ANN_STAGE_FULL_DIST);
     if (!isfinite(d))
         return ann_fail(ANN_ECORRUPT, "%s: node %u: vector is not finite", e->path, id);
-    ann_topk_push(top, d, id);
+    ann_topk_push(&s->top, d, id);
     uint32_t nfresh = 0;
     for (int i = 0; i < deg; i++)
         if (!ann_visited_test_and_set(&c->visited, c->nbrs[i]))
             c->fresh[nfresh++] = c->nbrs[i];
+    lap(s, ANN_STAGE_CANDLIST);
     if (nfresh == 0)
         return 0;
     pq_adc_gather(c->table, e->pq->m, e->codes, c->fresh, nfresh, c->fresh_dist);
-    st->code_dists += nfresh;
+    s->st.code_dists += nfresh;
+    lap(s, ANN_STAGE_ADC);
+    int entered = 0;
     for (uint32_t i = 0; i < nfresh; i++)
-        ann_candlist_insert(&c->cl, c->fresh_dist[i], c->fresh[i]);
-    return 0;
+        entered += ann_candlist_insert(&c->cl, c->fresh_dist[i], c->fresh[i]) >= 0;
+    lap(s, ANN_STAGE_CANDLIST);
+    return entered;
 }
 
 /* Take every completion still in flight (after an error), ignoring them. */
@@ -90,11 +131,10 @@ static void drain(ann_ctx *c)
             break;
 }
 
-/* Check one completed read and expand its node. */
-static int complete(ann_ctx *c, const float *query, const ann_aio_req *r, ann_topk *top,
-                    ann_stats *st)
+/* Check one completed read and expand its node; returns expand's count. */
+static int complete(query *s, const ann_aio_req *r)
 {
-    const ann_engine *e = c->eng;
+    const ann_engine *e = s->c->eng;
     uint32_t id = (uint32_t)r->user;
     if (r->result < 0)
         return ann_fail(r->result, "%s: node %u: read failed: %s", e->path, id,
@@ -102,34 +142,83 @@ static int complete(ann_ctx *c, const float *query, const ann_aio_req *r, ann_to
     if ((uint32_t)r->result < r->len_bytes)
         return ann_fail(ANN_ECORRUPT, "%s: node %u: truncated (read %d of %u bytes)", e->path, id,
                         r->result, r->len_bytes);
-    st->bytes_read += (uint64_t)r->result;
-    return expand(c, query, id, (const uint8_t *)r->buf + dsec_node_offset(&e->h, id), top, st);
+    s->st.bytes_read += (uint64_t)r->result;
+    return expand(s, id, (const uint8_t *)r->buf + dsec_node_offset(&e->h, id));
 }
 
-int dsec_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists,
-                ann_stats *stats)
+/* Is v in the BFS cache?  Then expand it from RAM. */
+static inline int cached(const ann_engine *e, uint32_t v)
+{
+    return e->cache_slot && e->cache_slot[v] >= 0;
+}
+
+static int expand_cached(query *s, uint32_t v)
+{
+    const ann_engine *e = s->c->eng;
+    s->st.cache_hits++;
+    return expand(s, v, e->cache_recs + (size_t)e->cache_slot[v] * e->h.node_bytes);
+}
+
+/* io mmap: a read is the record's place in the mapping (the page is
+ * faulted in, from the page cache or the device, when decode touches it). */
+static int expand_mapped(query *s, uint32_t v)
+{
+    const ann_engine *e = s->c->eng;
+    s->st.reads++;
+    s->st.bytes_read += e->read_bytes;
+    return expand(s, v,
+                  e->map + dsec_node_sector(&e->h, v) * DSEC_SECTOR_BYTES +
+                      dsec_node_offset(&e->h, v));
+}
+
+/* A node of the round or pipeline that needs no queued read: cached or
+ * mapped.  Returns expand's count, or 0 with *queued = 1 for a real read. */
+static int expand_now(query *s, uint32_t v, int *queued)
+{
+    const ann_engine *e = s->c->eng;
+    *queued = 0;
+    if (cached(e, v))
+        return expand_cached(s, v);
+    if (e->map)
+        return expand_mapped(s, v);
+    *queued = 1;
+    return 0;
+}
+
+/* Point request slot at node v's sector(s). */
+static inline ann_aio_req *prepare(ann_ctx *c, uint32_t slot, uint32_t v)
 {
     const ann_engine *e = c->eng;
-    const dsec_header *h = &e->h;
-    if (k > c->k_max)
-        return ann_fail(ANN_EPARAM, "diskann-sector: k %u exceeds the context's k_max %u", k,
-                        c->k_max);
-    int rc = 0;
-    ann_stats st = { 0 };
-    uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    ann_topk top;
-    ann_topk_init(&top, c->top_dist, c->top_id, k);
+    ann_aio_req *r = &c->reqs[slot];
+    r->buf = c->bufs + (size_t)slot * e->read_bytes;
+    r->offset_bytes = dsec_node_sector(&e->h, v) * DSEC_SECTOR_BYTES;
+    r->len_bytes = e->read_bytes;
+    r->user = v;
+    return r;
+}
 
-    pq_table_compute(e->pq, query, c->table);
-    ann_visited_reset(&c->visited);
-    ann_candlist_reset_cap(&c->cl, c->L > k ? c->L : k);
-    ann_visited_test_and_set(&c->visited, h->medoid);
-    ann_candlist_insert(&c->cl,
-                        pq_adc_distance(c->table, e->codes + (size_t)h->medoid * e->pq->m,
-                                        e->pq->m),
-                        h->medoid);
-    st.code_dists++;
+/* Collect completions: those ready now, else wait for one (a hop in
+ * pipeline mode).  Returns the count or an error. */
+static int collect(query *s, int count_hops)
+{
+    ann_ctx *c = s->c;
+    lap(s, ANN_STAGE_CANDLIST);
+    int got = ann_aio_reap(c->q, 0, c->done, c->W);
+    if (got == 0) {
+        uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+        got = ann_aio_reap(c->q, 1, c->done, c->W);
+        s->st.io_wait_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+        if (count_hops)
+            s->st.hops++;
+    }
+    lap(s, ANN_STAGE_IO_WAIT);
+    return got;
+}
 
+static int search_rounds(query *s)
+{
+    ann_ctx *c = s->c;
+    const ann_engine *e = c->eng;
     for (;;) {
         uint32_t nsel = 0;
         while (nsel < c->W) {
@@ -139,71 +228,145 @@ int dsec_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
             c->sel[nsel++] = c->cl.c[pos].id;
         }
         if (nsel == 0)
-            break;
-        st.hops++;
+            return 0;
+        s->st.hops++;
         /* Reads first, so they are in flight while cached nodes are expanded. */
         uint32_t nio = 0;
-        for (uint32_t i = 0; i < nsel; i++) {
-            uint32_t v = c->sel[i];
-            if (e->cache_slot && e->cache_slot[v] >= 0)
-                continue;
-            ann_aio_req *r = &c->reqs[nio];
-            r->buf = c->bufs + (size_t)nio * e->read_bytes;
-            r->offset_bytes = dsec_node_sector(h, v) * DSEC_SECTOR_BYTES;
-            r->len_bytes = e->read_bytes;
-            r->user = v;
-            nio++;
-        }
+        for (uint32_t i = 0; i < nsel; i++)
+            if (!cached(e, c->sel[i]) && !e->map) {
+                c->req_ptrs[nio] = prepare(c, nio, c->sel[i]);
+                nio++;
+            }
+        lap(s, ANN_STAGE_CANDLIST);
         if (nio) {
-            rc = ann_aio_submit(c->q, c->req_ptrs, nio);
+            int rc = ann_aio_submit(c->q, c->req_ptrs, nio);
+            lap(s, ANN_STAGE_IO_SUBMIT);
             if (rc)
-                goto out;
-            st.reads += nio;
+                return rc;
+            s->st.reads += nio;
         }
         for (uint32_t i = 0; i < nsel; i++) {
-            uint32_t v = c->sel[i];
-            if (!e->cache_slot || e->cache_slot[v] < 0)
-                continue;
-            st.cache_hits++;
-            rc = expand(c, query, v,
-                        e->cache_recs + (size_t)e->cache_slot[v] * h->node_bytes, &top, &st);
-            if (rc)
-                goto out;
+            int queued;
+            int rc = expand_now(s, c->sel[i], &queued);
+            if (rc < 0)
+                return rc;
         }
         /* Expand each node the moment its read completes. */
         for (uint32_t pending = nio; pending > 0;) {
-            int got = ann_aio_reap(c->q, 0, c->done, c->W);
-            if (got == 0) {
-                uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-                got = ann_aio_reap(c->q, 1, c->done, c->W);
-                st.io_wait_ns += clock_ns(CLOCK_MONOTONIC) - t0;
-            }
-            if (got < 0) {
-                rc = got;
-                goto out;
-            }
+            int got = collect(s, 0);
+            if (got < 0)
+                return got;
             pending -= (uint32_t)got;
             for (int i = 0; i < got; i++) {
-                rc = complete(c, query, c->done[i], &top, &st);
-                if (rc)
-                    goto out;
+                int rc = complete(s, c->done[i]);
+                if (rc < 0)
+                    return rc;
             }
         }
     }
-    rc = (int)ann_topk_sorted(&top, ids, dists);
-out:
-    if (rc < 0)
-        drain(c);
-    st.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-    if (stats) {
-        stats->reads += st.reads;
-        stats->bytes_read += st.bytes_read;
-        stats->hops += st.hops;
-        stats->full_dists += st.full_dists;
-        stats->code_dists += st.code_dists;
-        stats->cache_hits += st.cache_hits;
-        stats->io_wait_ns += st.io_wait_ns;
-        stats->cpu_ns += st.cpu_ns;
+}
+
+static int search_pipeline(query *s)
+{
+    ann_ctx *c = s->c;
+    uint32_t w = c->adaptive && c->W > DSEC_BEAM_START ? DSEC_BEAM_START : c->W;
+    uint32_t nfree = c->W, inflight = 0;
+    for (uint32_t i = 0; i < c->W; i++)
+        c->free_slots[i] = c->W - 1 - i;
+    for (;;) {
+        /* Fill the pipeline with the closest unexpanded candidates, in one
+         * submission (on a VM a submission can cost tens of microseconds,
+         * whatever it carries). */
+        uint32_t nio = 0;
+        while (inflight + nio < w) {
+            int pos = ann_candlist_next(&c->cl);
+            if (pos < 0)
+                break;
+            uint32_t v = c->cl.c[pos].id;
+            int queued;
+            int rc = expand_now(s, v, &queued);
+            if (rc < 0)
+                return rc;
+            if (!queued) {
+                if (c->adaptive && rc > 0 && w < c->W)
+                    w++;
+                continue;
+            }
+            c->req_ptrs[nio++] = prepare(c, c->free_slots[--nfree], v);
+        }
+        lap(s, ANN_STAGE_CANDLIST);
+        if (nio) {
+            int rc = ann_aio_submit(c->q, c->req_ptrs, nio);
+            lap(s, ANN_STAGE_IO_SUBMIT);
+            if (rc)
+                return rc;
+            s->st.reads += nio;
+            inflight += nio;
+        }
+        if (inflight == 0) {
+            if (ann_candlist_has_next(&c->cl))
+                continue; /* cached expansions fed the list */
+            return 0;
+        }
+        /* Expand what has completed; the freed slots are refilled above,
+         * after the list has taken in the new neighbours. */
+        int got = collect(s, 1);
+        if (got < 0)
+            return got;
+        inflight -= (uint32_t)got;
+        for (int i = 0; i < got; i++) {
+            ann_aio_req *r = c->done[i];
+            c->free_slots[nfree++] = (uint32_t)(r - c->reqs);
+            int rc = complete(s, r);
+            if (rc < 0)
+                return rc;
+            if (c->adaptive && rc > 0 && w < c->W)
+                w++;
+        }
     }
+}
+
+int dsec_search(ann_ctx *c, const float *query_vec, uint32_t k, uint32_t *ids, float *dists,
+                ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    const dsec_header *h = &e->h;
+    if (k > c->k_max)
+        return ann_fail(ANN_EPARAM, "diskann-sector: k %u exceeds the context's k_max %u", k,
+                        c->k_max);
+    int rc = 0;
+    query s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.q = query_vec;
+    uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    ann_ticks_span span;
+    ann_ticks_begin(&span);
+    s.t = span.t0;
+    ann_topk_init(&s.top, c->top_dist, c->top_id, k);
+
+    pq_table_compute(e->pq, query_vec, c->table);
+    lap(&s, ANN_STAGE_PQ_TABLE);
+    ann_visited_reset(&c->visited);
+    ann_candlist_reset_cap(&c->cl, c->L > k ? c->L : k);
+    ann_visited_test_and_set(&c->visited, h->medoid);
+    float d0 = pq_adc_distance(c->table, e->codes + (size_t)h->medoid * e->pq->m, e->pq->m);
+    s.st.code_dists++;
+    lap(&s, ANN_STAGE_ADC);
+    ann_candlist_insert(&c->cl, d0, h->medoid);
+
+    rc = c->mode == DSEC_MODE_ROUND ? search_rounds(&s) : search_pipeline(&s);
+    if (rc >= 0)
+        rc = (int)ann_topk_sorted(&s.top, ids, dists);
+    else
+        drain(c);
+    lap(&s, ANN_STAGE_CANDLIST);
+    ann_ticks_end(&span);
+    s.st.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    s.st.stage_mask = (1u << ANN_STAGE_COUNT) - 1;
+    for (int i = 0; i < ANN_STAGE_COUNT; i++)
+        s.st.stage_ns[i] = ann_ticks_to_ns(&span, s.tk[i]);
+    if (stats)
+        ann_stats_add(stats, &s.st);
     return rc;
 }
