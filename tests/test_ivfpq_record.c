@@ -4,9 +4,15 @@
  * nprobe and re-rank depth, recall within 0.01 of FAISS's IVFPQ on the same
  * data, when FAISS is compiled in); the read accounting (list chunks plus
  * one vector per re-ranked candidate; long lists split into chunk records);
- * golden bytes of the records; bad parameters with their exact messages;
- * damaged records (an id out of range, a short vector, a missing chunk, a
- * list directory with a bad checksum).
+ * golden bytes of the records (version 2: ids, betas, codes); the
+ * estimated distance of every scanned entry against |q - c - r'|^2 (l2),
+ * its half (cosine) and -<q, c + r'> (ip) computed here on decoded
+ * vectors; on unit vectors, ADC-only recall of a cosine build against an
+ * l2 build of the same vectors and against the inner-product form version
+ * 1 ranked cosine by; a version-1 store refused with its exact message; bad
+ * parameters with their exact messages; damaged records (an id out of
+ * range, a non-finite beta, a short vector, a missing chunk, a list
+ * directory with a bad checksum).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,14 +20,19 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "datasets/generate.h"
 #include "engines/core/binio.h"
+#include "engines/core/distance.h"
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
+#include "engines/core/topk.h"
 #include "engines/engine.h"
+#include "engines/ivfpq_record/ivfpq.h"
 #include "engines/ivfpq_record/layout.h"
 #include "tests/support/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,16 +60,22 @@ static json_t *js(const char *text)
     return j;
 }
 
-static int build(const char *engine, const float *data, uint64_t n, ann_metric m,
-                 const char *params, const char *path)
+static int build_dim(const char *engine, const float *data, uint64_t n, uint32_t dim,
+                     ann_metric m, const char *params, const char *path)
 {
     ann_vecsrc *src = NULL;
-    assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
+    assert_int_equal(ann_vecsrc_from_memory(data, n, dim, m, &src), 0);
     json_t *bp = js(params);
     int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
+}
+
+static int build(const char *engine, const float *data, uint64_t n, ann_metric m,
+                 const char *params, const char *path)
+{
+    return build_dim(engine, data, n, DIM, m, params, path);
 }
 
 static int setup(void **state)
@@ -106,8 +123,16 @@ typedef struct {
     ann_stats st; /* totals over the queries */
 } run_result;
 
-static int run(const fixture *f, const char *engine, const char *index, const char *open,
-               const char *search, run_result *out)
+/* Queries with their exact top K. */
+typedef struct {
+    const float *q;
+    uint32_t dim;
+    int nq;
+    const int32_t *gt; /* nq x K */
+} query_set;
+
+static int run_set(const query_set *qs, const char *engine, const char *index, const char *open,
+                   const char *search, run_result *out)
 {
     const ann_engine_ops *ops = ann_engine_find(engine);
     ann_engine *eng = NULL;
@@ -120,10 +145,10 @@ static int run(const fixture *f, const char *engine, const char *index, const ch
     json_decref(sp);
     double hits = 0;
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < NQ && !rc; i++) {
+    for (int i = 0; i < qs->nq && !rc; i++) {
         uint32_t ids[K];
         float d[K];
-        int got = ops->search(ctx, f->queries + (size_t)i * DIM, K, ids, d, &out->st);
+        int got = ops->search(ctx, qs->q + (size_t)i * qs->dim, K, ids, d, &out->st);
         if (got < 0) {
             rc = got;
             break;
@@ -131,15 +156,22 @@ static int run(const fixture *f, const char *engine, const char *index, const ch
         assert_int_equal(got, K);
         for (int r = 0; r < K; r++)
             for (int g = 0; g < K; g++)
-                if ((int32_t)ids[r] == f->gt[i * K + g]) {
+                if ((int32_t)ids[r] == qs->gt[i * K + g]) {
                     hits++;
                     break;
                 }
     }
-    out->recall = hits / (NQ * K);
+    out->recall = hits / (qs->nq * K);
     ops->ctx_free(ctx);
     ops->close(eng);
     return rc;
+}
+
+static int run(const fixture *f, const char *engine, const char *index, const char *open,
+               const char *search, run_result *out)
+{
+    query_set qs = { f->queries, DIM, NQ, f->gt };
+    return run_set(&qs, engine, index, open, search, out);
 }
 
 static void test_recall_bound(void **state)
@@ -198,7 +230,7 @@ static void test_read_accounting(void **state)
     assert_true(r.st.code_dists > 0 && r.st.code_dists < (uint64_t)NQ * N / 4);
     assert_int_equal(r.st.bytes_read, (r.st.full_dists * DIM * 4) +
                                           r.st.hops * IVFPQ_CHUNK_HEADER_BYTES +
-                                          r.st.code_dists * (4 + 8));
+                                          r.st.code_dists * (4 + 4 + 8)); /* id, beta, code */
 
     /* four lists of ~2,500 entries: each split into chunk records */
     char path[4096];
@@ -258,6 +290,17 @@ static void put_record(const char *index, int u64, uint8_t table, uint64_t id, c
     assert_int_equal(kv_close(kv), 0);
 }
 
+static ann_engine *open_index(const char *index)
+{
+    json_t *op = js("{\"kv\": \"lmdb\"}");
+    ann_engine *e = NULL;
+    int rc = ann_engine_find("ivfpq-record")->open(index, op, &e);
+    json_decref(op);
+    if (rc)
+        fail_msg("open %s: %s", index, ann_errmsg(rc));
+    return e;
+}
+
 static void test_golden_records(void **state)
 {
     fixture *f = *state;
@@ -268,7 +311,7 @@ static void test_golden_records(void **state)
                      0);
     size_t len;
     uint8_t *rec = get_record(path, 0, IVFPQ_TABLE_META, 0, &len);
-    uint8_t want[64] = { 'A', 'N', 'N', 'I', 'V', 'F', 'Q', 0, 1, 0, 0, 0, /* magic, version */
+    uint8_t want[64] = { 'A', 'N', 'N', 'I', 'V', 'F', 'Q', 0, 2, 0, 0, 0, /* magic, version */
                          0, 0, 0, 0,                                     /* metric l2 */
                          3, 0, 0, 0, 0, 0, 0, 0,                         /* n */
                          DIM, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,           /* dim, nlist, lists */
@@ -282,10 +325,33 @@ static void test_golden_records(void **state)
     rec = get_record(path, 1, IVFPQ_TABLE_LIST, 0, &len); /* list 0, chunk 0 */
     uint8_t head[28] = { 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, /* list, chunk, count */
                          0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0 };           /* ids */
-    assert_int_equal(len, 16 + 3 * 4 + 3 * 4);
+    assert_int_equal(len, 16 + 3 * 4 + 3 * 4 + 3 * 4); /* header, ids, betas, codes */
+    assert_int_equal(len, IVFPQ_CHUNK_BYTES(3, 4));
     assert_memory_equal(rec, head, sizeof head);
-    for (size_t i = sizeof head; i < len; i++)
+    for (size_t i = 40; i < len; i++)
         assert_true(rec[i] < 3); /* three training rows: three centroids per sub-quantizer */
+    /* bytes 28..39: f32 beta = sum over coordinates of c r' + r'^2 / 2 (r' the
+     * decoded residual, c the list's centroid), summed in double */
+    ann_engine *e = open_index(path);
+    for (int j = 0; j < 3; j++) {
+        float r[DIM];
+        pq_decode(e->cb, rec + 40 + 4 * j, r);
+        double beta = 0, xx = 0, cc = 0;
+        for (int d = 0; d < DIM; d++) {
+            double c = e->centroids[d], x = f->base[j * DIM + d];
+            beta += c * r[d] + 0.5 * (double)r[d] * r[d];
+            xx += x * x;
+            cc += c * c;
+        }
+        uint8_t le[4];
+        ann_put_f32(le, (float)beta);
+        assert_memory_equal(rec + 28 + 4 * j, le, 4);
+        /* three rows are three codewords: r' = x - c, beta = (|x|^2 - |c|^2) / 2 */
+        double want_beta = (xx - cc) / 2;
+        if (fabs(beta - want_beta) > 1e-5 * (xx + cc))
+            fail_msg("entry %d: beta %.7g, (|x|^2 - |c|^2) / 2 = %.7g", j, beta, want_beta);
+    }
+    ann_engine_find("ivfpq-record")->close(e);
     free(rec);
 
     rec = get_record(path, 0, IVFPQ_TABLE_VECTOR, 2, &len);
@@ -352,6 +418,16 @@ static void test_corrupt_records(void **state)
     ann_put_u32(bad + IVFPQ_CHUNK_HEADER_BYTES, 99999);
     put_record(path, 1, IVFPQ_TABLE_LIST, (uint64_t)3 << 32, bad, len);
     expect_error(f, path, all, ANN_ECORRUPT, "lmdb: list 3 chunk 0 record: entry 0 id 99999 >= n 2000");
+    memcpy(bad, chunk, len);
+    ann_put_f32(bad + IVFPQ_CHUNK_BETAS_OFF(ann_get_u32(chunk + 8)) + 4, NAN);
+    put_record(path, 1, IVFPQ_TABLE_LIST, (uint64_t)3 << 32, bad, len);
+    char msg[160];
+    snprintf(msg, sizeof msg, "lmdb: list 3 chunk 0 record: entry 1 (id %u) beta nan is not finite",
+             ann_get_u32(chunk + IVFPQ_CHUNK_HEADER_BYTES + 4));
+    expect_error(f, path, all, ANN_ECORRUPT, msg);
+    ann_put_f32(bad + IVFPQ_CHUNK_BETAS_OFF(ann_get_u32(chunk + 8)) + 4, -INFINITY);
+    put_record(path, 1, IVFPQ_TABLE_LIST, (uint64_t)3 << 32, bad, len);
+    expect_error(f, path, all, ANN_ECORRUPT, "beta -inf is not finite");
     put_record(path, 1, IVFPQ_TABLE_LIST, (uint64_t)3 << 32, chunk, len - 1);
     expect_error(f, path, all, ANN_ECORRUPT, "lmdb: list 3 chunk 0 record: header or length");
     put_record(path, 1, IVFPQ_TABLE_LIST, (uint64_t)3 << 32, NULL, 0);
@@ -375,6 +451,282 @@ static void test_corrupt_records(void **state)
     free(chunk);
 }
 
+/* Chunk record `chunk` of `list`, checked; release with kv_val_release. */
+static void get_chunk(const ann_engine *e, kv_reader *rd, uint32_t list, uint32_t chunk,
+                      uint32_t count, kv_val *val)
+{
+    uint8_t key[KV_KEY_U64_BYTES];
+    kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)list << 32 | chunk);
+    assert_int_equal(kv_get(rd, key, sizeof key, val), 0);
+    int rc = ivfpq_chunk_check(&e->meta, e->store_dir, list, chunk, count, val->data, val->len);
+    if (rc)
+        fail_msg("%s", ann_errmsg(rc));
+}
+
+/*
+ * For nq queries, every entry of every list of the index at `index`: the
+ * engine's estimate (search.c's three steps) against the distance computed
+ * here in double on the decoded vector c + r': |q - c - r'|^2 (l2), half of
+ * it (cosine), -<q, c + r'> (ip).  Tolerance: 1e-5 of the largest term's
+ * scale (|q - c|^2 + 2 (|q| + |c|) |r'| + |r'|^2), float rounding; a
+ * missing beta, a wrong factor or a wrong sign is off by the order of that
+ * scale.  Returns the largest relative error.
+ */
+static double check_estimates(const char *index, const float *queries, int nq)
+{
+    ann_engine *e = open_index(index);
+    const ivfpq_meta *m = &e->meta;
+    kv_reader *rd = NULL;
+    assert_int_equal(kv_reader_create(e->kv, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    float *table = malloc(pq_table_floats(e->cb) * sizeof(float));
+    float *est = malloc(IVFPQ_CHUNK_ENTRIES * sizeof(float));
+    float *r = malloc(m->dim * sizeof(float));
+    double worst = 0;
+    uint64_t checked = 0;
+    for (int qi = 0; qi < nq; qi++) {
+        const float *q = queries + (size_t)qi * m->dim;
+        ivfpq_query_table(e, q, table);
+        for (uint32_t l = 0; l < m->lists; l++) {
+            const float *c = e->centroids + (size_t)l * m->dim;
+            float term = ivfpq_list_term(e, q, l);
+            for (uint32_t ch = 0; (uint64_t)ch * IVFPQ_CHUNK_ENTRIES < e->list_len[l]; ch++) {
+                uint32_t left = e->list_len[l] - ch * IVFPQ_CHUNK_ENTRIES;
+                uint32_t cnt = left < IVFPQ_CHUNK_ENTRIES ? left : IVFPQ_CHUNK_ENTRIES;
+                kv_val val;
+                get_chunk(e, rd, l, ch, cnt, &val);
+                ivfpq_chunk_estimate(e, table, term, val.data, cnt, est);
+                for (uint32_t j = 0; j < cnt; j++) {
+                    pq_decode(e->cb, (const uint8_t *)val.data + IVFPQ_CHUNK_CODES_OFF(cnt) +
+                                         (size_t)j * m->pq_bytes,
+                              r);
+                    double d2 = 0, ip = 0, qq = 0, cc = 0, rr = 0, qc = 0;
+                    for (uint32_t d = 0; d < m->dim; d++) {
+                        double x = (double)c[d] + r[d], diff = (double)q[d] - x;
+                        d2 += diff * diff;
+                        ip += (double)q[d] * x;
+                        qq += (double)q[d] * q[d];
+                        cc += (double)c[d] * c[d];
+                        rr += (double)r[d] * r[d];
+                        qc += ((double)q[d] - c[d]) * ((double)q[d] - c[d]);
+                    }
+                    double want = m->metric == ANN_METRIC_L2       ? d2
+                                  : m->metric == ANN_METRIC_COSINE ? d2 / 2
+                                                                   : -ip;
+                    double scale = qc + 2 * (sqrt(qq) + sqrt(cc)) * sqrt(rr) + rr;
+                    double err = fabs(est[j] - want) / scale;
+                    if (err > 1e-5)
+                        fail_msg("%s: query %d list %u entry %u: estimate %.7g, exact %.7g "
+                                 "(scale %.3g)",
+                                 ann_metric_name(m->metric), qi, l, j, est[j], want, scale);
+                    worst = err > worst ? err : worst;
+                    checked++;
+                }
+                kv_val_release(&val);
+            }
+        }
+    }
+    print_message("%s: %llu estimates, largest error %.2g of the scale\n",
+                  ann_metric_name(m->metric), (unsigned long long)checked, worst);
+    assert_true(checked > 0);
+    free(r);
+    free(est);
+    free(table);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    ann_engine_find("ivfpq-record")->close(e);
+    return worst;
+}
+
+static void test_estimate_exact(void **state)
+{
+    fixture *f = *state;
+    /* l2: the fixture's clustered data (not unit) */
+    check_estimates(f->index, f->queries, 5);
+
+    /* cosine: the same rows and queries normalised; ip: the raw rows */
+    enum { n = 2000, nq = 5 };
+    float *unit = malloc((size_t)n * DIM * sizeof(float));
+    float *uq = malloc((size_t)nq * DIM * sizeof(float));
+    memcpy(unit, f->base, (size_t)n * DIM * sizeof(float));
+    memcpy(uq, f->queries, (size_t)nq * DIM * sizeof(float));
+    for (int i = 0; i < n; i++)
+        ann_normalize(unit + (size_t)i * DIM, DIM);
+    for (int i = 0; i < nq; i++)
+        ann_normalize(uq + (size_t)i * DIM, DIM);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/est-cos", f->dir);
+    assert_int_equal(build("ivfpq-record", unit, n, ANN_METRIC_COSINE,
+                           "{\"nlist\": 16, \"pq_bytes\": 8, \"kv\": \"lmdb\"}", path),
+                     0);
+    check_estimates(path, uq, nq);
+    snprintf(path, sizeof path, "%s/est-ip", f->dir);
+    assert_int_equal(build("ivfpq-record", f->base, n, ANN_METRIC_IP,
+                           "{\"nlist\": 16, \"pq_bytes\": 8, \"kv\": \"lmdb\"}", path),
+                     0);
+    check_estimates(path, f->queries, nq);
+    free(unit);
+    free(uq);
+}
+
+/*
+ * Unit vectors: the generator's cosine distribution (Cohere-shaped; seed
+ * 42), exact ground truth computed here.  UDIM / 8 code bytes (8 floats
+ * per sub-quantizer, as 768-d data at 96 bytes).
+ *
+ * test_cosine_l2_parity asserts, at nprobe 2 and 8 with rerank 1 (so the
+ * ADC ranking alone picks the ids): |recall(cosine) - recall(l2)| <= 0.005,
+ * and cosine at least PARITY_MARGIN above the inner-product form version 1
+ * ranked cosine by (recomputed here from the same records).  Measured:
+ * cosine 0.6226 / 0.7634, l2 0.6228 / 0.7602 (0.6256 / 0.7642 with
+ * ANNLAB_SIMD=scalar), inner-product form 0.5520 / 0.6576.  The two builds
+ * are not identical: the cosine coarse quantizer is spherical k-means, the
+ * l2 one plain k-means, which alone moves the l2 side by up to 0.003
+ * between kernels here; at 20,000 x 768 it leaves cosine 0.009 below l2.
+ */
+#define UN 10000
+#define UDIM 256
+#define UNQ 500
+#define ULISTS 50
+#define PARITY_MARGIN 0.05 /* measured: 0.071 at nprobe 2, 0.106 at nprobe 8 */
+
+/* ADC-only recall@K of the inner-product form version 1 ranked cosine by:
+ * lists by 1 - <q, c>, entries by 1 - <q, c> - <q, r'>. */
+static double ip_form_recall(const char *index, const query_set *qs, uint32_t nprobe)
+{
+    ann_engine *e = open_index(index);
+    const ivfpq_meta *m = &e->meta;
+    kv_reader *rd = NULL;
+    assert_int_equal(kv_reader_create(e->kv, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    float *table = malloc(pq_table_floats(e->cb) * sizeof(float));
+    float *est = malloc(IVFPQ_CHUNK_ENTRIES * sizeof(float));
+    float pd[ULISTS], cd[K];
+    uint32_t pid[ULISTS], cid[K];
+    assert_true(m->lists <= ULISTS && nprobe <= m->lists);
+    uint64_t hits = 0;
+    for (int qi = 0; qi < qs->nq; qi++) {
+        const float *q = qs->q + (size_t)qi * m->dim;
+        ann_topk probe, cands;
+        ann_topk_init(&probe, pd, pid, nprobe);
+        for (uint32_t l = 0; l < m->lists; l++)
+            ann_topk_push(&probe, 1.0f - ann_ip(q, e->centroids + (size_t)l * m->dim, m->dim), l);
+        uint32_t np = ann_topk_sorted(&probe, pid, pd);
+        ivfpq_query_table(e, q, table); /* -<q_j, codeword> */
+        ann_topk_init(&cands, cd, cid, K);
+        for (uint32_t p = 0; p < np; p++) {
+            uint32_t l = pid[p];
+            for (uint32_t ch = 0; (uint64_t)ch * IVFPQ_CHUNK_ENTRIES < e->list_len[l]; ch++) {
+                uint32_t left = e->list_len[l] - ch * IVFPQ_CHUNK_ENTRIES;
+                uint32_t cnt = left < IVFPQ_CHUNK_ENTRIES ? left : IVFPQ_CHUNK_ENTRIES;
+                kv_val val;
+                get_chunk(e, rd, l, ch, cnt, &val);
+                const uint8_t *rec = val.data;
+                pq_adc_scan(table, m->pq_bytes, rec + IVFPQ_CHUNK_CODES_OFF(cnt), cnt, est);
+                for (uint32_t j = 0; j < cnt; j++)
+                    ann_topk_push(&cands, pd[p] + est[j],
+                                  ann_get_u32(rec + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)j));
+                kv_val_release(&val);
+            }
+        }
+        uint32_t got = ann_topk_sorted(&cands, cid, cd);
+        for (uint32_t i = 0; i < got; i++)
+            for (int g = 0; g < K; g++)
+                hits += cid[i] == (uint32_t)qs->gt[qi * K + g];
+    }
+    free(est);
+    free(table);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    ann_engine_find("ivfpq-record")->close(e);
+    return (double)hits / ((double)qs->nq * K);
+}
+
+static void test_cosine_l2_parity(void **state)
+{
+    fixture *f = *state;
+    ann_gen_params gp = { .dim = UDIM, .metric = ANN_METRIC_COSINE, .seed = 42 };
+    ann_generator *g = NULL;
+    float *base = malloc((size_t)UN * UDIM * sizeof(float));
+    float *q = malloc((size_t)UNQ * UDIM * sizeof(float));
+    int32_t *gt = malloc((size_t)UNQ * K * sizeof(int32_t));
+    float *gd = malloc((size_t)UNQ * K * sizeof(float));
+    assert_int_equal(ann_generator_create(&gp, &g), 0);
+    assert_int_equal(ann_generator_rows(g, ANN_GEN_BASE, 0, UN, base), 0);
+    assert_int_equal(ann_generator_rows(g, ANN_GEN_QUERY, 0, UNQ, q), 0);
+    ann_generator_destroy(g);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(base, UN, UDIM, ANN_METRIC_COSINE, &src), 0);
+    assert_int_equal(ann_exact_knn(src, q, UNQ, K, 0, gt, gd), 0);
+    ann_vecsrc_destroy(src);
+
+    char cos_path[4096], l2_path[4096], params[128];
+    snprintf(cos_path, sizeof cos_path, "%s/unit-cos", f->dir);
+    snprintf(l2_path, sizeof l2_path, "%s/unit-l2", f->dir);
+    snprintf(params, sizeof params, "{\"nlist\": %d, \"pq_bytes\": %d, \"kv\": \"lmdb\"}", ULISTS,
+             UDIM / 8);
+    assert_int_equal(build_dim("ivfpq-record", base, UN, UDIM, ANN_METRIC_COSINE, params,
+                               cos_path),
+                     0);
+    assert_int_equal(build_dim("ivfpq-record", base, UN, UDIM, ANN_METRIC_L2, params, l2_path),
+                     0);
+    query_set qs = { q, UDIM, UNQ, gt };
+    const uint32_t nprobes[] = { 2, 8 };
+    for (int i = 0; i < 2; i++) {
+        char sp[64];
+        snprintf(sp, sizeof sp, "{\"nprobe\": %u, \"rerank\": 1}", nprobes[i]);
+        run_result rc_cos, rc_l2;
+        assert_int_equal(run_set(&qs, "ivfpq-record", cos_path, "{\"kv\": \"lmdb\"}", sp, &rc_cos),
+                         0);
+        assert_int_equal(run_set(&qs, "ivfpq-record", l2_path, "{\"kv\": \"lmdb\"}", sp, &rc_l2),
+                         0);
+        double old = ip_form_recall(cos_path, &qs, nprobes[i]);
+        print_message("nprobe %u, rerank 1: recall@10 cosine %.4f, l2 %.4f, cosine by the "
+                      "inner-product form %.4f\n",
+                      nprobes[i], rc_cos.recall, rc_l2.recall, old);
+        if (fabs(rc_cos.recall - rc_l2.recall) > 0.005)
+            fail_msg("nprobe %u: cosine recall %.4f, l2 %.4f: more than 0.005 apart", nprobes[i],
+                     rc_cos.recall, rc_l2.recall);
+        if (rc_cos.recall < old + PARITY_MARGIN)
+            fail_msg("nprobe %u: cosine recall %.4f, not %.2f above the inner-product form's "
+                     "%.4f",
+                     nprobes[i], rc_cos.recall, PARITY_MARGIN, old);
+    }
+    free(base);
+    free(q);
+    free(gt);
+    free(gd);
+}
+
+static void test_version1_refused(void **state)
+{
+    fixture *f = *state;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/v1", f->dir);
+    assert_int_equal(build("ivfpq-record", f->base, 500, ANN_METRIC_L2,
+                           "{\"nlist\": 4, \"pq_bytes\": 8, \"kv\": \"lmdb\"}", path),
+                     0);
+    /* the metadata record of a version-1 store: the same frame, version 1 */
+    size_t len;
+    uint8_t *meta = get_record(path, 0, IVFPQ_TABLE_META, 0, &len);
+    assert_int_equal(len, IVFPQ_META_BYTES);
+    ann_frame_seal(meta, len, IVFPQ_MAGIC, 1);
+    put_record(path, 0, IVFPQ_TABLE_META, 0, meta, len);
+    json_t *op = js("{\"kv\": \"lmdb\"}");
+    ann_engine *e = NULL;
+    int rc = ann_engine_find("ivfpq-record")->open(path, op, &e);
+    json_decref(op);
+    assert_int_equal(rc, ANN_EVERSION);
+    assert_null(e);
+    char want[4400];
+    snprintf(want, sizeof want,
+             "%s/lmdb: ivfpq-record format version 1, this build reads version 2 only; "
+             "rebuild the index",
+             path);
+    assert_string_equal(ann_errmsg(rc), want);
+    free(meta);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +734,9 @@ int main(void)
         cmocka_unit_test(test_oracle_faiss),
         cmocka_unit_test(test_read_accounting),
         cmocka_unit_test(test_golden_records),
+        cmocka_unit_test(test_estimate_exact),
+        cmocka_unit_test(test_cosine_l2_parity),
+        cmocka_unit_test(test_version1_refused),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_corrupt_records),
     };

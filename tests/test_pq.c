@@ -6,7 +6,8 @@
  * |q - x^|^2 / 2 for cosine) and the same top 10, with and without
  * dimension padding; on Cohere-like unit data the cosine table ranks
  * exactly as the L2 table and finds more true neighbours than the
- * inner-product form it replaced; batched and gathered scans equal the single
+ * inner-product form it replaced; pq_table_ip gives -<q, x^> whatever the
+ * codebook's metric (padding included); batched and gathered scans equal the single
  * scan; determinism by seed across thread counts; codebook save/load
  * round trip and corruption errors.
  */
@@ -193,6 +194,48 @@ static void test_pq_adc_l2(void **state)
 {
     (void)state;
     check_adc(ANN_METRIC_L2, 64, 16);
+}
+
+/* pq_table_ip on codebooks labelled l2, cosine and ip: -<q, decode(code)>
+ * each time, and for an ip codebook the very table pq_table_compute gives;
+ * 100-d in 32 bytes pads 28 zero floats. */
+static void test_pq_table_ip_any_metric(void **state)
+{
+    (void)state;
+    const uint32_t n = 1000, dim = 100, m = 32, nq = 5;
+    float *x = tu_clustered(n, dim, 12, 5, 0);
+    float *q = tu_clustered(nq, dim, 12, 6, 0);
+    uint8_t *codes = malloc((size_t)n * m);
+    float rec[100];
+    static const ann_metric metrics[] = { ANN_METRIC_L2, ANN_METRIC_COSINE, ANN_METRIC_IP };
+    for (int mi = 0; mi < 3; mi++) {
+        pq_codebook *cb = train(x, n, dim, metrics[mi], m, 4, 1);
+        float *table = malloc(pq_table_floats(cb) * sizeof *table);
+        float *ref = malloc(pq_table_floats(cb) * sizeof *ref);
+        assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
+        for (uint32_t j = 0; j < nq; j++) {
+            const float *qj = q + (size_t)j * dim;
+            pq_table_ip(cb, qj, table);
+            for (uint32_t i = 0; i < n; i++) {
+                pq_decode(cb, codes + (size_t)i * m, rec);
+                float want = -ann_ip_scalar(qj, rec, dim);
+                float adc = pq_adc_distance(table, codes + (size_t)i * m, m);
+                if (fabsf(adc - want) > 1e-4f * (1.0f + fabsf(want)))
+                    fail_msg("%s codebook, query %u row %u: %g, -<q, x^> = %g",
+                             ann_metric_name(metrics[mi]), j, i, adc, want);
+            }
+            if (metrics[mi] == ANN_METRIC_IP) {
+                pq_table_compute(cb, qj, ref);
+                assert_memory_equal(table, ref, pq_table_floats(cb) * sizeof *ref);
+            }
+        }
+        free(table);
+        free(ref);
+        pq_codebook_destroy(cb);
+    }
+    free(codes);
+    free(x);
+    free(q);
 }
 
 static void test_pq_adc_ip(void **state)
@@ -478,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_pq_reconstruction_error),
         cmocka_unit_test(test_pq_adc_l2),
         cmocka_unit_test(test_pq_adc_ip),
+        cmocka_unit_test(test_pq_table_ip_any_metric),
         cmocka_unit_test(test_pq_adc_cosine),
         cmocka_unit_test(test_pq_adc_padded_dimension),
         cmocka_unit_test(test_pq_cosine_ranks_like_l2),

@@ -335,9 +335,12 @@ void pq_decode(const pq_codebook *cb, const uint8_t *code, float *out)
 
 void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
 {
+    if (cb->metric != ANN_METRIC_L2 && cb->metric != ANN_METRIC_COSINE) {
+        pq_table_ip(cb, query, table); /* ip: -<q_j, c> */
+        return;
+    }
     const uint32_t dsub = cb->dsub;
     /* cosine ranks by the L2 form, halved (see pq.h: why not 1 - <q, x^>) */
-    const int l2 = cb->metric == ANN_METRIC_L2 || cb->metric == ANN_METRIC_COSINE;
     const float scale = cb->metric == ANN_METRIC_COSINE ? 0.5f : 1.0f;
     for (uint32_t s = 0; s < cb->m; s++) {
         uint32_t d0 = s * dsub;
@@ -347,18 +350,31 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
         float *t = table + (size_t)s * PQ_KSUB;
         for (uint32_t k = 0; k < PQ_KSUB; k++, c += dsub) {
             float acc = 0;
-            if (l2) {
-                for (uint32_t d = 0; d < w; d++) {
-                    float diff = q[d] - c[d];
-                    acc += diff * diff;
-                }
-                for (uint32_t d = w; d < dsub; d++)
-                    acc += c[d] * c[d];
-                acc *= scale;
-            } else {
-                for (uint32_t d = 0; d < w; d++)
-                    acc -= q[d] * c[d];
+            for (uint32_t d = 0; d < w; d++) {
+                float diff = q[d] - c[d];
+                acc += diff * diff;
             }
+            for (uint32_t d = w; d < dsub; d++)
+                acc += c[d] * c[d];
+            t[k] = acc * scale;
+        }
+    }
+}
+
+void pq_table_ip(const pq_codebook *cb, const float *query, float *table)
+{
+    const uint32_t dsub = cb->dsub;
+    for (uint32_t s = 0; s < cb->m; s++) {
+        uint32_t d0 = s * dsub;
+        /* padding coordinates of the query are zero: they add nothing */
+        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < dsub ? cb->dim - d0 : dsub);
+        const float *q = query + d0;
+        const float *c = cb->centroids + (size_t)s * PQ_KSUB * dsub;
+        float *t = table + (size_t)s * PQ_KSUB;
+        for (uint32_t k = 0; k < PQ_KSUB; k++, c += dsub) {
+            float acc = 0;
+            for (uint32_t d = 0; d < w; d++)
+                acc -= q[d] * c[d];
             t[k] = acc;
         }
     }

@@ -140,6 +140,17 @@ static inline size_t pq_table_floats(const pq_codebook *cb)
  */
 void pq_table_compute(const pq_codebook *cb, const float *query, float *table);
 
+/*
+ * Fill table (pq_table_floats(cb) floats, caller-owned) with the
+ * inner-product form whatever cb->metric says: table[j*256 + c] = -<q_j, c>,
+ * so ADC(q, code) = -<q, decode(code)>.  For callers that assemble another
+ * distance from it and terms stored beside the codes, as ivfpq-record does
+ * with residual codes (|q - c - r'|^2 = |q - c|^2 + 2 <c, r'> + |r'|^2
+ * - 2 <q, r'>: only the last term depends on both the query and the code).
+ * query is cb->dim floats.  Allocates nothing.  Thread-safe.
+ */
+void pq_table_ip(const pq_codebook *cb, const float *query, float *table);
+
 /* ADC distance of one code: sum of m table lookups, four accumulators. */
 static inline float pq_adc_distance(const float *table, const uint8_t *code, uint32_t m)
 {

@@ -12,9 +12,10 @@
  * is spherical k-means (unit centroids), so nearest-by-L2 at build and
  * largest-inner-product at search pick the same list for unit vectors; for
  * raw ip data, vectors are filed by largest inner product.  The residual
- * codebook trains on a strided sample of pq_sample_rows() residuals; for ip
- * and cosine it is trained as inner product, so a query's ADC table is
- * computed once and each list adds its centroid term (search.c).  Lists
+ * codebook trains on a strided sample of pq_sample_rows() residuals.  Each
+ * entry also stores beta = <c, r'> + |r'|^2 / 2 of its decoded residual r'
+ * and list centroid c, so the search ranks l2 and cosine entries by
+ * |q - c - r'|^2 with one inner-product table per query (search.c).  Lists
  * hold ids in ascending order, split into chunk records of
  * IVFPQ_CHUNK_ENTRIES (layout.h).  The base is held in memory during the
  * build (n x dim floats).
@@ -31,6 +32,7 @@
 #include "engines/ivfpq_record/layout.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,7 @@ typedef struct ivfpq_built {
     uint64_t *list_start; /* lists + 1: offsets into order */
     uint32_t *order;      /* n ids, grouped by list, ascending within */
     uint8_t *codes;       /* n x m, by id */
+    float *betas;         /* n, by id: <c, r'> + |r'|^2 / 2 (layout.h) */
 } ivfpq_built;
 
 static double now_s(void)
@@ -111,7 +114,7 @@ static int write_records(const ivfpq_built *b, const char *path, kv_backend back
     int rc = 0;
     kv_store *kv = NULL;
     kv_bulk *bulk = NULL;
-    size_t cap = IVFPQ_CHUNK_HEADER_BYTES + (size_t)IVFPQ_CHUNK_ENTRIES * (4 + m->pq_bytes);
+    size_t cap = IVFPQ_CHUNK_BYTES(IVFPQ_CHUNK_ENTRIES, m->pq_bytes);
     size_t dir_bytes = ivfpq_dir_bytes(m->lists);
     if (cap < dir_bytes)
         cap = dir_bytes;
@@ -127,7 +130,7 @@ static int write_records(const ivfpq_built *b, const char *path, kv_backend back
     rc = kv_open(path, &opt, &kv);
     if (rc)
         goto out;
-    uint64_t expect = m->n * ((uint64_t)m->dim * 4 + m->pq_bytes + 4 + 2 * KV_KEY_U64_BYTES);
+    uint64_t expect = m->n * ((uint64_t)m->dim * 4 + m->pq_bytes + 8 + 2 * KV_KEY_U64_BYTES);
     rc = kv_bulk_begin(kv, expect, &bulk);
     if (rc)
         goto out;
@@ -142,15 +145,17 @@ static int write_records(const ivfpq_built *b, const char *path, kv_backend back
             ann_put_u32(buf + 4, c);
             ann_put_u32(buf + 8, cnt);
             ann_put_u32(buf + 12, 0);
-            uint8_t *codes = buf + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)cnt;
+            uint8_t *betas = buf + IVFPQ_CHUNK_BETAS_OFF(cnt);
+            uint8_t *codes = buf + IVFPQ_CHUNK_CODES_OFF(cnt);
             for (uint32_t j = 0; j < cnt; j++) {
                 ann_put_u32(buf + IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)j, ids[j]);
+                ann_put_f32(betas + 4 * (size_t)j, b->betas[ids[j]]);
                 memcpy(codes + (size_t)j * m->pq_bytes, b->codes + (size_t)ids[j] * m->pq_bytes,
                        m->pq_bytes);
             }
             kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)l << 32 | c);
             rc = kv_bulk_add(bulk, key, KV_KEY_U64_BYTES, buf,
-                             IVFPQ_CHUNK_HEADER_BYTES + (size_t)cnt * (4 + m->pq_bytes));
+                             IVFPQ_CHUNK_BYTES(cnt, m->pq_bytes));
             if (rc)
                 goto out;
         }
@@ -227,7 +232,9 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
     b.list_start = calloc((size_t)m->lists + 1, sizeof *b.list_start);
     b.order = malloc((src->n ? src->n : 1) * sizeof *b.order);
     b.codes = malloc((src->n ? src->n : 1) * (size_t)m->pq_bytes);
-    if (!x || !centroids || !assign || !b.list_len || !b.list_start || !b.order || !b.codes) {
+    b.betas = malloc((src->n ? src->n : 1) * sizeof *b.betas);
+    if (!x || !centroids || !assign || !b.list_len || !b.list_start || !b.order || !b.codes ||
+        !b.betas) {
         rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for %llu vectors",
                       (unsigned long long)src->n);
         goto out;
@@ -304,6 +311,19 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
             rc = pq_encode(cb, enc, cnt, threads, b.codes + i * m->pq_bytes);
             if (rc)
                 goto out;
+            for (uint64_t r = 0; r < cnt; r++) {
+                float *rq = enc + r * src->dim; /* the residual, now decoded in place */
+                pq_decode(cb, b.codes + (i + r) * m->pq_bytes, rq);
+                b.betas[i + r] = ivfpq_beta(centroids + (size_t)assign[i + r] * src->dim, rq,
+                                            src->dim);
+                if (!isfinite(b.betas[i + r])) {
+                    rc = ann_fail(ANN_EDATA,
+                                  "ivfpq-record build: vector %llu: <c, r'> + |r'|^2 / 2 "
+                                  "overflows float",
+                                  (unsigned long long)(i + r));
+                    goto out;
+                }
+            }
         }
         t_encode = now_s();
 
@@ -372,6 +392,7 @@ out:
     free(b.list_start);
     free(b.order);
     free(b.codes);
+    free(b.betas);
     free(x);
     return rc;
 }

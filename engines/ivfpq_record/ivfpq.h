@@ -38,8 +38,7 @@ struct ann_ctx {
     uint32_t k_max, nprobe, rerank;
     float *coarse_dist;    /* nprobe: the probed lists' heap */
     uint32_t *coarse_id;
-    float *table;          /* m x 256 */
-    float *qres;           /* dim: the query's residual (l2) */
+    float *table;          /* m x 256: -<q_j, c'>, one per query */
     uint32_t *chunk_ids;   /* chunk entries */
     float *chunk_dists;
     float *cand_dist;      /* rerank x k_max */
@@ -50,7 +49,14 @@ struct ann_ctx {
 };
 
 void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out);
+/* Decode and check the metadata record.  ANN_ECORRUPT (bad frame or
+ * fields), ANN_EVERSION (another format version: rebuild the index), each
+ * naming the store. */
 int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_meta *out);
+
+/* beta of an entry (layout.h): <centroid, residual> + |residual|^2 / 2,
+ * residual being the decoded one (dim floats each), summed in double. */
+float ivfpq_beta(const float *centroid, const float *residual, uint32_t dim);
 
 /* Encode / decode the list directory (layout.h).  dir_bytes = 8 + 4 lists. */
 size_t ivfpq_dir_bytes(uint32_t lists);
@@ -59,9 +65,27 @@ int ivfpq_dir_decode(const uint8_t *rec, size_t len, const ivfpq_meta *m, const 
                      uint32_t *out);
 
 /* Check a chunk record against what the directory expects (list, chunk,
- * count, length, ids < n); ANN_ECORRUPT naming the store and record. */
+ * count, length, ids < n, finite betas); ANN_ECORRUPT naming the store,
+ * list, chunk and entry. */
 int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uint32_t chunk,
                       uint32_t expect_count, const uint8_t *rec, size_t len);
+
+/*
+ * The estimated distance of the entries of a list, in three steps (search.c
+ * uses them; tests check them against decoded vectors):
+ *   ivfpq_query_table: the query's inner-product table (pq_table_floats),
+ *     once per query;
+ *   ivfpq_list_term: the list's centroid term, |q - c|^2 (l2),
+ *     |q - c|^2 / 2 (cosine) or -<q, c> (ip), once per probed list;
+ *   ivfpq_chunk_estimate: out[j] for the count entries of a chunk record
+ *     that passed ivfpq_chunk_check: |q - c - r'|^2 (l2), its half
+ *     (cosine), -<q, c> - <q, r'> (ip).
+ * They read the open index only and allocate nothing: thread-safe.
+ */
+void ivfpq_query_table(const ann_engine *e, const float *query, float *table);
+float ivfpq_list_term(const ann_engine *e, const float *query, uint32_t list);
+void ivfpq_chunk_estimate(const ann_engine *e, const float *table, float list_term,
+                          const uint8_t *rec, uint32_t count, float *out);
 
 int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
 int ivfpq_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,

@@ -6,7 +6,10 @@
  *
  *   <dir>/coarse.fbin  coarse centroids: big-ann float32 file, lists x dim
  *   <dir>/pq.pqcb      PQ codebook of the residuals (engines/core/pq.h format;
- *                      trained as inner product for ip/cosine data, L2 for l2)
+ *                      its metric field says ip for ip/cosine data, l2 for
+ *                      l2; the training is the same k-means either way, and
+ *                      the search uses its inner-product table for every
+ *                      metric, so the field is a label only)
  *   <dir>/rocksdb/     RocksDB store   } either or both, by the build
  *   <dir>/lmdb/        LMDB store      } parameter `kv` (default both)
  *   <dir>/build.json   written by ann_engine_build
@@ -32,31 +35,50 @@
  *
  * Table 0x02, kv_key_u64 id (list << 32 | chunk): one chunk of a list.  A
  * list of len entries is ceil(len / C) records; all but the last hold C.
+ * Record length 16 + count * (8 + m).
  *
  *     0        u32        list
  *     4        u32        chunk
  *     8        u32        count (entries in this record)
  *    12        u32        0
  *    16        u32[count] vector ids, ascending
- *    16+4count u8[count*m] their PQ codes, in the same order
+ *    16+4count f32[count] beta of each entry, in the same order (finite)
+ *    16+8count u8[count*m] their PQ codes, in the same order
+ *
+ * beta is the query-independent part of the entry's distance: with c the
+ * list's centroid and r' the decoded residual (pq_decode of the code),
+ *     beta = <c, r'> + |r'|^2 / 2 = (|c + r'|^2 - |c|^2) / 2,
+ * summed in double at build and stored rounded to f32, so that
+ * |q - c - r'|^2 = |q - c|^2 + 2 (beta - <q, r'>) needs one inner-product
+ * table per query (search.c).  ip indexes store it too and do not use it.
+ * The betas come before the codes so they sit 4-byte aligned in the record
+ * whatever m is.
  *
  * Table 0x03, kv_key_u32 id v: vector v, dim x f32 (exactly 4 dim bytes).
  *
  * Table 0x04, kv_key_u32 id 0: the list directory: u32 lists, then lists x
  * u32 list lengths (summing to n), then u32 crc32 of the bytes before it.
  *
- * With C = 1024 and m = 96, a full chunk is 102,416 bytes; at 100k vectors
- * and 1,265 lists a list is one record.
+ * With C = 1024 and m = 96, a full chunk is 16 + 1024 * 104 = 106,512
+ * bytes; at 100k vectors and 1,265 lists a list is one record.
  *
- * Version history: 1 (initial).
+ * Version history: 1 (initial: chunk = ids, codes; cosine and ip ranked by
+ * base - <q, r'>, l2 by one L2 table per probed list).  2: chunk records
+ * carry beta per entry, so l2 and cosine rank by |q - c - r'|^2 (halved
+ * for cosine) with one inner-product table per query; a version-1 store is
+ * refused at open (ANN_EVERSION: rebuild the index).
  */
 #ifndef ANNLAB_IVFPQ_RECORD_LAYOUT_H
 #define ANNLAB_IVFPQ_RECORD_LAYOUT_H
 
 #define IVFPQ_MAGIC "ANNIVFQ"
-#define IVFPQ_VERSION 1u
+#define IVFPQ_VERSION 2u
 #define IVFPQ_META_BYTES 64
 #define IVFPQ_CHUNK_HEADER_BYTES 16
+/* a chunk record of count entries: offsets of its arrays, and its length */
+#define IVFPQ_CHUNK_BETAS_OFF(count) (IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)(count))
+#define IVFPQ_CHUNK_CODES_OFF(count) (IVFPQ_CHUNK_HEADER_BYTES + 8 * (size_t)(count))
+#define IVFPQ_CHUNK_BYTES(count, m) (IVFPQ_CHUNK_CODES_OFF(count) + (size_t)(count) * (m))
 #define IVFPQ_CHUNK_ENTRIES 1024u
 #define IVFPQ_TABLE_META 0x01
 #define IVFPQ_TABLE_LIST 0x02

@@ -1,7 +1,8 @@
 /*
  * record.c: the ivfpq-record codec: metadata, list directory and list
  * chunk records (byte layout in layout.h).  Everything read from the store
- * is checked before use.
+ * is checked before use; a store of another format version is refused with
+ * a message that says to rebuild it.
  */
 #include "engines/ivfpq_record/ivfpq.h"
 
@@ -9,6 +10,7 @@
 #include "engines/core/status.h"
 #include "engines/ivfpq_record/layout.h"
 
+#include <math.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -31,6 +33,11 @@ int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_m
     char where[4200];
     snprintf(where, sizeof where, "%s: metadata record", store);
     int rc = ann_frame_check(rec, len, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION, where);
+    if (rc == ANN_EVERSION) /* the frame is whole: the version field is readable */
+        return ann_fail(ANN_EVERSION,
+                        "%s: ivfpq-record format version %u, this build reads version %u "
+                        "only; rebuild the index",
+                        store, ann_get_u32(rec + 8), IVFPQ_VERSION);
     if (rc)
         return rc;
     ivfpq_meta m = {
@@ -89,11 +96,20 @@ int ivfpq_dir_decode(const uint8_t *rec, size_t len, const ivfpq_meta *m, const 
     return 0;
 }
 
+float ivfpq_beta(const float *centroid, const float *residual, uint32_t dim)
+{
+    /* in double: on unit data beta = (|c + r'|^2 - |c|^2) / 2 is near 0, a
+     * sum of terms of either sign that cancel */
+    double s = 0;
+    for (uint32_t j = 0; j < dim; j++)
+        s += (double)centroid[j] * residual[j] + 0.5 * (double)residual[j] * residual[j];
+    return (float)s;
+}
+
 int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uint32_t chunk,
                       uint32_t expect_count, const uint8_t *rec, size_t len)
 {
-    if (len < IVFPQ_CHUNK_HEADER_BYTES ||
-        len != IVFPQ_CHUNK_HEADER_BYTES + (size_t)expect_count * (4 + m->pq_bytes) ||
+    if (len < IVFPQ_CHUNK_HEADER_BYTES || len != IVFPQ_CHUNK_BYTES(expect_count, m->pq_bytes) ||
         ann_get_u32(rec) != list || ann_get_u32(rec + 4) != chunk ||
         ann_get_u32(rec + 8) != expect_count)
         return ann_fail(ANN_ECORRUPT,
@@ -105,6 +121,11 @@ int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uin
         if (id >= m->n)
             return ann_fail(ANN_ECORRUPT, "%s: list %u chunk %u record: entry %u id %u >= n %llu",
                             store, list, chunk, j, id, (unsigned long long)m->n);
+        float beta = ann_get_f32(rec + IVFPQ_CHUNK_BETAS_OFF(expect_count) + 4 * (size_t)j);
+        if (!isfinite(beta))
+            return ann_fail(ANN_ECORRUPT,
+                            "%s: list %u chunk %u record: entry %u (id %u) beta %g is not finite",
+                            store, list, chunk, j, id, (double)beta);
     }
     return 0;
 }
