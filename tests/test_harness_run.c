@@ -118,11 +118,12 @@ static void test_schema_and_flat_recall(void **state)
     static const char *const required[] = {
         "engine", "build", "open", "search", "mode", "threads", "memory_cap_bytes", "status",
         "reason", "k", "recall", "recall_plain", "recall_p5", "latency_us", "qps", "engine_stats",
-        "device", "memory", "cache_eviction", "index",
+        "device", "memory", "cache_eviction", "index", "open_report",
     };
     static const char *const lat_keys[] = { "p50", "p95", "p99", "p999", "mean", "max" };
     static const char *const stat_keys[] = { "reads", "bytes_read", "hops", "full_dists",
-                                             "code_dists", "cache_hits", "io_wait_ns", "cpu_ns" };
+                                             "code_dists", "cache_hits", "io_wait_ns", "cpu_ns",
+                                             "user_ns", "sys_ns" };
     static const char *const dev_keys[] = { "reads_per_query", "bytes_per_query", "source" };
     static const char *const mem_keys[] = { "peak_rss_bytes", "peak_anon_bytes", "peak_file_bytes",
                                             "cgroup_peak_bytes" };
@@ -144,8 +145,21 @@ static void test_schema_and_flat_recall(void **state)
         assert_true(json_number_value(json_object_get(c, "qps")) > 0);
         for (size_t j = 0; j < 6; j++)
             assert_true(json_is_number(json_object_get(json_object_get(c, "latency_us"), lat_keys[j])));
-        for (size_t j = 0; j < 8; j++)
-            assert_true(json_is_number(json_object_get(json_object_get(c, "engine_stats"), stat_keys[j])));
+        const json_t *es = json_object_get(c, "engine_stats");
+        for (size_t j = 0; j < 10; j++)
+            assert_true(json_is_number(json_object_get(es, stat_keys[j])));
+        /* the harness's own CPU split: a scan of 3000 vectors costs CPU */
+        assert_true(json_number_value(json_object_get(es, "user_ns")) +
+                        json_number_value(json_object_get(es, "sys_ns")) > 0);
+        /* flat times no stages: every stage null, none invented */
+        const json_t *stages = json_object_get(es, "stages_ns");
+        assert_int_equal(json_object_size(stages), 7);
+        const char *sk;
+        const json_t *sv;
+        json_object_foreach((json_t *)stages, sk, sv)
+            assert_true(json_is_null(sv));
+        /* flat reports nothing about how it opened */
+        assert_true(json_is_null(json_object_get(c, "open_report")));
         for (size_t j = 0; j < 3; j++)
             assert_non_null(json_object_get(json_object_get(c, "device"), dev_keys[j]));
         for (size_t j = 0; j < 4; j++)
@@ -528,6 +542,54 @@ static void test_index_per_metric(void **state)
     json_decref(cells[1]);
 }
 
+/*
+ * A disk engine's cell: open_report says which backend was used (here the
+ * page-cache backends, asked for), and every stage diskann-sector times is
+ * a number.
+ */
+static void test_sector_cell_reports(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/sector.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-sector", f->dir);
+    json_t *cfg = json_pack(
+        "{s:s, s:{s:s}, s:i, s:[{s:s, s:{s:i, s:i, s:i}, s:{s:[s, s]}, s:{s:i, s:s}}], s:[i],"
+        " s:[s], s:b, s:i, s:s}",
+        "name", "sector", "dataset", "path", f->bundle, "k", 10, "engines", "engine",
+        "diskann-sector", "build", "R", 16, "L_build", 32, "pq_bytes", 8, "open", "io", "buffered",
+        "mmap", "search", "L", 30, "search_mode", "pipeline", "threads", 1, "modes", "warm",
+        "drop_caches", 0, "queries", 20, "index_root", "index-sector");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *c = json_array_get(cells, i);
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "ok");
+        const char *asked = json_string_value(json_object_get(json_object_get(c, "open"), "io"));
+        const json_t *rep = json_object_get(c, "open_report");
+        assert_true(json_is_object(rep));
+        assert_string_equal(json_string_value(json_object_get(rep, "io")), asked);
+        assert_true(json_is_false(json_object_get(rep, "o_direct")));
+        const json_t *stages = json_object_get(json_object_get(c, "engine_stats"), "stages_ns");
+        static const char *const names[] = { "pq_table", "adc", "candlist", "full_dist",
+                                             "decode", "io_submit", "io_wait" };
+        for (int s = 0; s < 7; s++)
+            assert_true(json_is_number(json_object_get(stages, names[s])));
+        assert_true(json_number_value(json_object_get(stages, "pq_table")) > 0);
+    }
+    json_decref(cells);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_leaves_resumable_run),
         cmocka_unit_test(test_bad_config_refused_before_work),
         cmocka_unit_test(test_index_per_metric),
+        cmocka_unit_test(test_sector_cell_reports),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

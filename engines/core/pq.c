@@ -95,7 +95,10 @@ static pq_codebook *pq_alloc(uint32_t dim, uint32_t m, ann_metric metric)
     cb->dim_padded = cb->m * cb->dsub;
     cb->metric = metric;
     cb->centroids = calloc((size_t)m * PQ_KSUB * cb->dsub, sizeof(float));
-    if (!cb->centroids) {
+    cb->centroids_t = calloc((size_t)m * PQ_KSUB * cb->dsub, sizeof(float));
+    if (!cb->centroids || !cb->centroids_t) {
+        free(cb->centroids);
+        free(cb->centroids_t);
         free(cb);
         return NULL;
     }
@@ -107,7 +110,19 @@ void pq_codebook_destroy(pq_codebook *cb)
     if (!cb)
         return;
     free(cb->centroids);
+    free(cb->centroids_t);
     free(cb);
+}
+
+/* Fill centroids_t from centroids (see pq.h). */
+static void pq_transpose(pq_codebook *cb)
+{
+    const uint32_t dsub = cb->dsub;
+    for (uint32_t j = 0; j < cb->m; j++)
+        for (uint32_t c = 0; c < PQ_KSUB; c++)
+            for (uint32_t d = 0; d < dsub; d++)
+                cb->centroids_t[((size_t)j * dsub + d) * PQ_KSUB + c] =
+                    cb->centroids[((size_t)j * PQ_KSUB + c) * dsub + d];
 }
 
 /* Copy slice j of rows [0, rows) of x (dim wide) into sub (rows x dsub), zero-padded. */
@@ -220,6 +235,7 @@ int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
     ann_blas_serial_end();
     if (rc)
         goto out;
+    pq_transpose(cb);
     *out = cb;
     cb = NULL;
 out:
@@ -333,51 +349,81 @@ void pq_decode(const pq_codebook *cb, const uint8_t *code, float *out)
     }
 }
 
+/*
+ * One sub-table from the transposed centroids ct (dsub rows of 256): the
+ * 256 centroids are the vector lanes, so each coordinate is one broadcast
+ * and a few fused multiply-adds; compiled for AVX-512, AVX2 and the
+ * baseline, the best one picked at load (ifunc).  Coordinates [w, dsub) are
+ * the zero padding of the query (pq.h).
+ *   l2:  t[c] = scale * sum_d (q[d] - ct[d][c])^2
+ *   ip:  t[c] = -sum_d q[d] * ct[d][c]
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PQ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define PQ_CLONES
+#endif
+
+PQ_CLONES static void sub_table_l2(const float *restrict q, const float *restrict ct, uint32_t w,
+                                   uint32_t dsub, float scale, float *restrict t)
+{
+    for (uint32_t c = 0; c < PQ_KSUB; c++)
+        t[c] = 0.0f;
+    for (uint32_t d = 0; d < w; d++) {
+        const float qd = q[d], *row = ct + (size_t)d * PQ_KSUB;
+        for (uint32_t c = 0; c < PQ_KSUB; c++) {
+            float diff = qd - row[c];
+            t[c] += diff * diff;
+        }
+    }
+    for (uint32_t d = w; d < dsub; d++) {
+        const float *row = ct + (size_t)d * PQ_KSUB;
+        for (uint32_t c = 0; c < PQ_KSUB; c++)
+            t[c] += row[c] * row[c];
+    }
+    for (uint32_t c = 0; c < PQ_KSUB; c++)
+        t[c] *= scale;
+}
+
+PQ_CLONES static void sub_table_ip(const float *restrict q, const float *restrict ct, uint32_t w,
+                                   float *restrict t)
+{
+    for (uint32_t c = 0; c < PQ_KSUB; c++)
+        t[c] = 0.0f;
+    for (uint32_t d = 0; d < w; d++) {
+        const float qd = q[d], *row = ct + (size_t)d * PQ_KSUB;
+        for (uint32_t c = 0; c < PQ_KSUB; c++)
+            t[c] -= qd * row[c];
+    }
+}
+
+/* Coordinates of sub-quantizer s that the (unpadded) query has. */
+static inline uint32_t pq_sub_width(const pq_codebook *cb, uint32_t s)
+{
+    uint32_t d0 = s * cb->dsub;
+    return d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+}
+
 void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
 {
     if (cb->metric != ANN_METRIC_L2 && cb->metric != ANN_METRIC_COSINE) {
         pq_table_ip(cb, query, table); /* ip: -<q_j, c> */
         return;
     }
-    const uint32_t dsub = cb->dsub;
     /* cosine ranks by the L2 form, halved (see pq.h: why not 1 - <q, x^>) */
     const float scale = cb->metric == ANN_METRIC_COSINE ? 0.5f : 1.0f;
-    for (uint32_t s = 0; s < cb->m; s++) {
-        uint32_t d0 = s * dsub;
-        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < dsub ? cb->dim - d0 : dsub);
-        const float *q = query + d0;
-        const float *c = cb->centroids + (size_t)s * PQ_KSUB * dsub;
-        float *t = table + (size_t)s * PQ_KSUB;
-        for (uint32_t k = 0; k < PQ_KSUB; k++, c += dsub) {
-            float acc = 0;
-            for (uint32_t d = 0; d < w; d++) {
-                float diff = q[d] - c[d];
-                acc += diff * diff;
-            }
-            for (uint32_t d = w; d < dsub; d++)
-                acc += c[d] * c[d];
-            t[k] = acc * scale;
-        }
-    }
+    const size_t sub = (size_t)PQ_KSUB * cb->dsub;
+    for (uint32_t s = 0; s < cb->m; s++)
+        sub_table_l2(query + (size_t)s * cb->dsub, cb->centroids_t + s * sub, pq_sub_width(cb, s),
+                     cb->dsub, scale, table + (size_t)s * PQ_KSUB);
 }
 
 void pq_table_ip(const pq_codebook *cb, const float *query, float *table)
 {
-    const uint32_t dsub = cb->dsub;
-    for (uint32_t s = 0; s < cb->m; s++) {
-        uint32_t d0 = s * dsub;
-        /* padding coordinates of the query are zero: they add nothing */
-        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < dsub ? cb->dim - d0 : dsub);
-        const float *q = query + d0;
-        const float *c = cb->centroids + (size_t)s * PQ_KSUB * dsub;
-        float *t = table + (size_t)s * PQ_KSUB;
-        for (uint32_t k = 0; k < PQ_KSUB; k++, c += dsub) {
-            float acc = 0;
-            for (uint32_t d = 0; d < w; d++)
-                acc -= q[d] * c[d];
-            t[k] = acc;
-        }
-    }
+    const size_t sub = (size_t)PQ_KSUB * cb->dsub;
+    for (uint32_t s = 0; s < cb->m; s++)
+        sub_table_ip(query + (size_t)s * cb->dsub, cb->centroids_t + s * sub, pq_sub_width(cb, s),
+                     table + (size_t)s * PQ_KSUB);
 }
 
 /* Four ADC sums at once: four independent accumulators hide the latency of
@@ -413,10 +459,19 @@ void pq_adc_scan(const float *table, uint32_t m, const uint8_t *codes, uint64_t 
 void pq_adc_gather(const float *table, uint32_t m, const uint8_t *codes, const uint32_t *ids,
                    uint32_t count, float *out)
 {
+    /* the codes of a graph node's neighbours are scattered over the code
+     * array (cache misses, not table loads, bound this loop): fetch the
+     * next group's lines while this group is summed */
     uint32_t i = 0;
-    for (; i + 4 <= count; i += 4)
+    for (; i + 4 <= count; i += 4) {
+        for (uint32_t p = i + 4; p < i + 8 && p < count; p++) {
+            const uint8_t *c = codes + (size_t)ids[p] * m;
+            __builtin_prefetch(c);
+            __builtin_prefetch(c + m - 1);
+        }
         pq_adc4(table, m, codes + (size_t)ids[i] * m, codes + (size_t)ids[i + 1] * m,
                 codes + (size_t)ids[i + 2] * m, codes + (size_t)ids[i + 3] * m, out + i);
+    }
     for (; i < count; i++)
         out[i] = pq_adc_distance(table, codes + (size_t)ids[i] * m, m);
 }
@@ -505,6 +560,7 @@ int pq_codebook_load(const char *path, pq_codebook **out)
                           path, i / ((size_t)PQ_KSUB * dsub), (i / dsub) % PQ_KSUB);
             goto out;
         }
+    pq_transpose(cb);
     *out = cb;
     cb = NULL;
 out:

@@ -92,6 +92,10 @@ typedef struct pq_codebook {
     uint64_t n_train;    /* training rows */
     float *centroids;    /* m * 256 * dsub floats: sub-quantizer j, centroid c at
                             centroids[(j*256 + c) * dsub] */
+    float *centroids_t;  /* the same transposed per sub-quantizer, for the
+                            table kernels: coordinate d of centroid c of j at
+                            centroids_t[(j*dsub + d) * 256 + c]; filled by
+                            pq_train and pq_codebook_load */
 } pq_codebook;
 
 /*

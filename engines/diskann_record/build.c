@@ -224,6 +224,8 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
         ap.graph.L_build = L_build;
         ap.graph.alpha = alpha;
         ap.pq.pq_bytes = m;
+        ap.graph.build_f16 =
+            !strcmp(ann_param_enum(params, drec_build_params, "build_precision"), "f16");
         ap.want_graph = 1;
         ap.keep_vectors = 1;
         rc = ann_artifacts_get(src, &ap, &art);

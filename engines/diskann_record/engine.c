@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 static const char *const build_kv_choices[] = { "both", "rocksdb", "lmdb", NULL };
+static const char *const precision_choices[] = { "f16", "f32", NULL };
 
 const ann_param_spec drec_build_params[] = {
     { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
@@ -44,6 +45,8 @@ const ann_param_spec drec_build_params[] = {
       .help = "PQ code bytes per vector (0: dim/8)" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = build_kv_choices, .def_str = "both",
       .help = "stores to write: both, rocksdb or lmdb" },
+    { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
+      .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
     ANN_PARAM_END,
 };
 

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static const char *const precision_choices[] = { "f16", "f32", NULL };
+
 const ann_param_spec dsec_build_params[] = {
     { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
       .help = "max out-degree of the Vamana graph" },
@@ -31,6 +33,8 @@ const ann_param_spec dsec_build_params[] = {
       .help = "seed of PQ training and insertion order" },
     { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,
       .help = "build threads (0: all cores)" },
+    { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
+      .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
     ANN_PARAM_END,
 };
 
@@ -123,6 +127,8 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     ap.graph.alpha = (float)ann_param_real(params, dsec_build_params, "alpha");
     ap.graph.seed = (uint64_t)ann_param_int(params, dsec_build_params, "seed");
     ap.graph.threads = (int)ann_param_int(params, dsec_build_params, "threads");
+    ap.graph.build_f16 =
+        !strcmp(ann_param_enum(params, dsec_build_params, "build_precision"), "f16");
     uint32_t pq_bytes = (uint32_t)ann_param_int(params, dsec_build_params, "pq_bytes");
     ap.pq.pq_bytes = pq_bytes ? pq_bytes : pq_default_bytes(src->dim);
     ap.pq.seed = ap.graph.seed;

@@ -96,11 +96,13 @@ static int expand(query *s, uint32_t id, const uint8_t *rec)
     ann_ctx *c = s->c;
     const ann_engine *e = c->eng;
     lap(s, ANN_STAGE_CANDLIST);
-    int deg = dsec_node_decode(e, id, rec, c->vec, c->nbrs);
+    int deg = dsec_node_decode(e, id, rec, NULL, c->nbrs);
     lap(s, ANN_STAGE_DECODE);
     if (deg < 0)
         return deg;
-    float d = ann_distance(e->metric, s->q, c->vec, e->h.dim);
+    /* the vector in place: records are 4-byte aligned in their buffer
+     * (sector-aligned buffers, node_bytes a multiple of 4) */
+    float d = ann_distance(e->metric, s->q, (const float *)(const void *)rec, e->h.dim);
     s->st.full_dists++;
     lap(s, ANN_STAGE_FULL_DIST);
     if (!isfinite(d))
