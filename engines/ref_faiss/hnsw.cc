@@ -282,4 +282,5 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .insert = nullptr,
     .remove = nullptr,
     .machine_note = ref_faiss_machine_note,
+    .format_version = RFH_VERSION,
 };

@@ -348,4 +348,5 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .insert = nullptr,
     .remove = nullptr,
     .machine_note = ref_faiss_machine_note,
+    .format_version = RFI_VERSION,
 };

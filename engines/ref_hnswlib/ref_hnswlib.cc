@@ -359,4 +359,5 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .insert = nullptr,
     .remove = nullptr,
     .machine_note = rh_machine_note,
+    .format_version = RH_VERSION,
 };
