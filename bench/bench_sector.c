@@ -2,7 +2,7 @@
  * bench_sector.c: the diskann-sector table of issue 4 on a prepared bundle.
  *
  *   build/bench/bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100]
- *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16]
+ *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16] [--seed 1]
  *       [--io io_uring|libaio|pread|buffered|mmap]
  *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
  *       [--modes round,pipeline] [--adaptive 1] [--queries N]
@@ -58,7 +58,7 @@
 
 typedef struct {
     const char *bundle, *index;
-    int R, L_build, pq_bytes, threads, repeats, queries, device_batches;
+    int R, L_build, pq_bytes, threads, repeats, queries, device_batches, seed;
     double alpha;
     const char *io, *precision;
     int Ls[MAX_LIST], nL, Ws[MAX_LIST], nW, caches[MAX_LIST], ncache;
@@ -119,7 +119,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
 {
     *o = (bench_opts){ .R = 64, .L_build = 100, .alpha = 1.2, .pq_bytes = 96, .threads = 2,
                        .repeats = 3, .device_batches = 2000, .io = "io_uring",
-                       .precision = "f16", .adaptive = 1 };
+                       .precision = "f16", .adaptive = 1, .seed = 1 };
     static char default_modes[] = "round,pipeline";
     o->nmodes = parse_words(default_modes, o->modes);
     o->nL = parse_list("50,100,200", o->Ls);
@@ -154,6 +154,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->io = v;
         else if (!strcmp(a, "--precision"))
             o->precision = v;
+        else if (!strcmp(a, "--seed"))
+            o->seed = atoi(v);
         else if (!strcmp(a, "--Ls"))
             o->nL = parse_list(v, o->Ls);
         else if (!strcmp(a, "--Ws"))
@@ -196,11 +198,13 @@ static int build_or_reuse(const bench_opts *o, const ann_bundle *b, const ann_en
         rc = ann_bundle_base(b, &src);
         if (rc)
             return rc;
-        json_t *bp = json_pack("{s:i, s:i, s:f, s:i, s:i, s:s}", "R", o->R, "L_build",
+        json_t *bp = json_pack("{s:i, s:i, s:f, s:i, s:i, s:s, s:i}", "R", o->R, "L_build",
                                o->L_build, "alpha", o->alpha, "pq_bytes", o->pq_bytes, "threads",
-                               o->threads, "build_precision", o->precision);
-        printf("building %s: R %d, L_build %d, alpha %.2f, pq_bytes %d, threads %d, %s ...\n",
-               o->index, o->R, o->L_build, o->alpha, o->pq_bytes, o->threads, o->precision);
+                               o->threads, "build_precision", o->precision, "seed", o->seed);
+        printf("building %s: R %d, L_build %d, alpha %.2f, pq_bytes %d, threads %d, %s, seed %d"
+               " ...\n",
+               o->index, o->R, o->L_build, o->alpha, o->pq_bytes, o->threads, o->precision,
+               o->seed);
         fflush(stdout);
         rc = ann_engine_build(ops, src, bp, o->index, &report);
         json_decref(bp);
@@ -347,7 +351,8 @@ int main(int argc, char **argv)
     bench_opts o;
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100] "
-                        "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32] [--io io_uring] "
+                        "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32] [--seed 1] "
+                        "[--io io_uring] "
                         "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
                         "[--modes round,pipeline] [--adaptive 1] [--queries N] "
                         "[--device-batches 2000]\n");

@@ -184,8 +184,11 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
         goto out;
 
     json_t *params_copy = params ? json_deep_copy(params) : json_object();
-    info = json_pack("{s:s, s:i, s:o, s:s, s:I, s:i, s:s, s:f, s:f, s:I, s:I, s:O}",
-                     "engine", ops->name, "format", 1, "params",
+    /* "format" is build.json's own; "engine_format" the index's (engine.h) */
+    json_t *engine_format =
+        ops->format_version ? json_integer(ops->format_version) : json_null();
+    info = json_pack("{s:s, s:i, s:o, s:o, s:s, s:I, s:i, s:s, s:f, s:f, s:I, s:I, s:O}",
+                     "engine", ops->name, "format", 1, "engine_format", engine_format, "params",
                      params_copy, "source", src->id,
                      "n", (json_int_t)src->n, "dim", (int)src->dim,
                      "metric", ann_metric_name(src->metric), "build_seconds", wall,

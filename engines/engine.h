@@ -135,6 +135,20 @@ typedef struct ann_engine_ops {
      * harness records it in each cell as "open_report" (an object; "io"
      * names the backend used).  NULL when the engine reports nothing. */
     json_t *(*open_report)(const ann_engine *eng);
+
+    /*
+     * The version of the on-disk format this engine writes, the only one
+     * its open() reads: the version its layout.h defines (hnsw-record's
+     * HNSW_VERSION, ...).  Raise it with the format.  0 = undeclared,
+     * which `annlab run` counts as 1.  ann_engine_build records it in
+     * build.json as "engine_format" (null when 0), and `annlab run` keeps
+     * an index of format N >= 2 in a cache directory of its own and reuses
+     * a cached index only if its build.json records the engine's format,
+     * so an index of an earlier format is never reused and never deleted
+     * (harness/run.c, configs/README.md).  Last in the struct: the C++
+     * shims' designated initializers must follow the declaration order.
+     */
+    uint32_t format_version;
 } ann_engine_ops;
 
 /* The registry: all engines compiled into this binary. */
@@ -144,12 +158,12 @@ const ann_engine_ops *ann_engine_at(size_t i);
 
 /*
  * Build into index_dir atomically: validates params, builds into
- * "<index_dir>.tmp.<pid>", writes build.json (engine, params, vector source
- * id, n, dim, metric, wall/CPU seconds, peak RSS, bytes on disk, the
- * engine's report), fsyncs, then renames over index_dir.  Fails with -EEXIST
- * if index_dir exists.  On failure nothing is left at index_dir and the
- * temporary is removed.  *report_out (optional) receives build.json's object
- * (caller decrefs).
+ * "<index_dir>.tmp.<pid>", writes build.json (engine, engine_format, params,
+ * vector source id, n, dim, metric, wall/CPU seconds, peak RSS, bytes on
+ * disk, the engine's report), fsyncs, then renames over index_dir.  Fails
+ * with -EEXIST if index_dir exists.  On failure nothing is left at
+ * index_dir and the temporary is removed.  *report_out (optional) receives
+ * build.json's object (caller decrefs).
  */
 int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
                      const char *index_dir, json_t **report_out);

@@ -6,8 +6,11 @@
  * anything; then prepare the dataset if needed; then walk the expanded
  * cells in order.  Each index is built once, in a child process, into
  * index_root/<engine>/<hash of engine, build params, dataset checksum, metric>
- * (ann_engine_build renames a complete build into place, so a cached
- * directory is always whole).  Each cell runs as `annlab cell` in a fresh
+ * followed by -f<N> when the engine's on-disk format version N
+ * (ann_engine_ops.format_version) is 2 or more (ann_engine_build renames a
+ * complete build into place, so a cached directory is always whole).  A
+ * cached index is reused only when its build.json records that format, and
+ * no index is ever deleted.  Each cell runs as `annlab cell` in a fresh
  * child process in its own process group, so a timeout or Ctrl-C can stop
  * it and whatever it started.  A cell's record is appended to cells.jsonl
  * with one write() followed by fsync, so an interrupted run leaves whole
@@ -321,7 +324,7 @@ typedef struct run_ctx {
     char index_root[4096];
     char exe[4096];
     ann_bundle ds;
-    json_t *builds; /* hash -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
+    json_t *builds; /* directory name -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
     int tty;
     double t_start;
     cg_system cgs;   /* memory caps: usable when cg_ok */
@@ -335,14 +338,14 @@ static const char *signame(int sig)
     return s ? s : "?";
 }
 
-/* Remove "<hash>.tmp.*" beside an index that a killed build child left. */
-static void remove_build_temps(const char *parent, const char *hash)
+/* Remove "<name>.tmp.*" beside an index that a killed build child left. */
+static void remove_build_temps(const char *parent, const char *name)
 {
     DIR *d = opendir(parent);
     if (!d)
         return;
     char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s.tmp.", hash);
+    snprintf(prefix, sizeof prefix, "%s.tmp.", name);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
@@ -354,29 +357,81 @@ static void remove_build_temps(const char *parent, const char *hash)
     closedir(d);
 }
 
-/* Make sure the index for cell exists; returns its build entry (borrowed). */
+/*
+ * The on-disk format of the index whose build.json is info: its
+ * "engine_format"; 1 when build.json has none (written before
+ * ann_engine_build recorded it, when every engine's format was 1 but
+ * ivfpq-record's, whose later formats live in -f<N> directories) or null
+ * (an engine that declared none, counted as format 1 as below); -1 when the
+ * field is anything else.
+ */
+static long long recorded_format(const json_t *info)
+{
+    const json_t *f = json_object_get(info, "engine_format");
+    if (!f || json_is_null(f))
+        return 1;
+    return json_is_integer(f) && json_integer_value(f) > 0 ? json_integer_value(f) : -1;
+}
+
+/*
+ * Make sure the index for cell exists; returns its build entry (borrowed).
+ *
+ * The cache directory: index_root/<engine>/<hash>, hash over the engine,
+ * build parameters, dataset checksum and metric, with -f<N> appended when
+ * the engine's format version N is 2 or more.  So an engine that raises its
+ * format builds into a new directory and leaves the old one as it is,
+ * while the directories of format-1 indexes keep the names they had before
+ * the format entered the name (a full rebuild of every cache would have
+ * bought nothing).  A directory whose build.json records another format
+ * than the engine declares (edited by hand, or an engine that wrote a
+ * format it does not declare) is neither reused nor touched: every cell
+ * on it is an error saying so.
+ */
 static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
 {
     const char *engine = json_string_value(json_object_get(cell, "engine"));
+    const ann_engine_ops *ops = ann_engine_find(engine); /* validated with the config */
+    /* an engine that declares no format (0) counts as format 1 */
+    uint32_t format = ops && ops->format_version ? ops->format_version : 1;
     /* the metric too: two bundles of the same base.fbin (one imported as
      * cosine, one as l2) have the same checksum but need their own index */
     json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
                             json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
                             "metric", ann_metric_name(rc_->ds.metric));
-    char hash[17];
+    char hash[17], name[32];
     harness_json_hash16(key, hash);
     json_decref(key);
-    json_t *b = json_object_get(rc_->builds, hash);
+    if (format >= 2)
+        snprintf(name, sizeof name, "%s-f%u", hash, format);
+    else
+        snprintf(name, sizeof name, "%s", hash);
+    json_t *b = json_object_get(rc_->builds, name);
     if (b)
         return b;
     char index_dir[4300], path[4400];
-    snprintf(index_dir, sizeof index_dir, "%s/%s/%s", rc_->index_root, engine, hash);
+    snprintf(index_dir, sizeof index_dir, "%s/%s/%s", rc_->index_root, engine, name);
     snprintf(path, sizeof path, "%s/build.json", index_dir);
     b = json_pack("{s:s}", "index_dir", index_dir);
-    json_object_set_new(rc_->builds, hash, b);
+    json_object_set_new(rc_->builds, name, b);
     json_error_t jerr;
     json_t *info = json_load_file(path, 0, &jerr);
     if (info) {
+        long long have = recorded_format(info);
+        if (have != (long long)format) {
+            char what[256];
+            if (have < 0)
+                snprintf(what, sizeof what, "no valid %s format", engine);
+            else
+                snprintf(what, sizeof what, "%s format %lld", engine, have);
+            json_object_set_new(b, "status", json_string("error"));
+            json_object_set_new(
+                b, "reason",
+                json_sprintf("%s: build.json records %s, this annlab reads format %u; not "
+                             "reused and left as it is (move or remove it to rebuild)",
+                             index_dir, what, format));
+            json_decref(info);
+            return b;
+        }
         json_object_set_new(b, "status", json_string("ok"));
         json_object_set_new(b, "cached", json_true());
         json_object_set_new(b, "info", info);
@@ -397,8 +452,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         return b;
     }
     char spec_path[4400], log_path[4400];
-    snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, hash);
-    snprintf(log_path, sizeof log_path, "%s/logs/build-%s.log", rc_->out_dir, hash);
+    snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, name);
+    snprintf(log_path, sizeof log_path, "%s/logs/build-%s.log", rc_->out_dir, name);
     json_t *spec = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
                              json_object_get(cell, "build"), "dataset_dir", rc_->dataset_dir,
                              "index_dir", index_dir);
@@ -410,19 +465,19 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         return b;
     }
     if (rc_->tty)
-        fprintf(stderr, "\r\033[Kbuilding %s %s ...", engine, hash);
+        fprintf(stderr, "\r\033[Kbuilding %s %s ...", engine, name);
     else
-        fprintf(stderr, "building %s index %s\n", engine, hash);
+        fprintf(stderr, "building %s index %s\n", engine, name);
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
     rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
     if (rc || res.interrupted || res.timed_out || res.signaled)
-        remove_build_temps(parent, hash); /* the child could not clean up after itself */
+        remove_build_temps(parent, name); /* the child could not clean up after itself */
     char reason[1100];
     if (rc) {
         snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
     } else if (res.interrupted) {
-        json_object_del(rc_->builds, hash);
+        json_object_del(rc_->builds, name);
         return NULL;
     } else if (res.timed_out) {
         snprintf(reason, sizeof reason, "build exceeded build_timeout_s=%g", harness_cfg_real(rc_->cfg, "build_timeout_s"));

@@ -4,8 +4,16 @@
  * the results schema (every required key of every cell), flat's recall of
  * 1, resume (finished cells are not redone; a torn last line is dropped),
  * failed cells (a cell killed by a signal, a corrupt index, a timeout)
- * recorded while the sweep goes on, and bad input refused before any work.
+ * recorded while the sweep goes on, bad input refused before any work, an
+ * index per metric, and an index per on-disk format version (an index of
+ * an earlier format is neither reused nor deleted; a build.json recording
+ * another format is not reused; format-1 caches keep their directories).
  */
+#include "engines/core/binio.h"
+#include "engines/core/kv.h"
+#include "engines/core/status.h"
+#include "engines/engine.h"
+#include "engines/ivfpq_record/layout.h"
 #include "tests/support/harness_fixture.h"
 #include "tests/support/testutil.h"
 
@@ -542,6 +550,219 @@ static void test_index_per_metric(void **state)
     json_decref(cells[1]);
 }
 
+/* Reseal the metadata record of the ivfpq-record index in dir (its LMDB
+ * store) at another format version: the frame is otherwise the same. */
+static void ivfpq_reseal(const char *dir, uint32_t version)
+{
+    char store[4400];
+    snprintf(store, sizeof store, "%s/lmdb", dir);
+    kv_options o = { .backend = KV_BACKEND_LMDB };
+    kv_store *kv = NULL;
+    kv_reader *rd = NULL;
+    uint8_t key[KV_KEY_U32_BYTES], meta[IVFPQ_META_BYTES];
+    kv_key_u32(key, IVFPQ_TABLE_META, 0);
+    assert_int_equal(kv_open(store, &o, &kv), 0);
+    assert_int_equal(kv_reader_create(kv, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    kv_val v;
+    assert_int_equal(kv_get(rd, key, sizeof key, &v), 0);
+    assert_int_equal(v.len, IVFPQ_META_BYTES);
+    memcpy(meta, v.data, sizeof meta);
+    kv_val_release(&v);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    ann_frame_seal(meta, sizeof meta, IVFPQ_MAGIC, version);
+    assert_int_equal(kv_put(kv, key, sizeof key, meta, sizeof meta), 0);
+    assert_int_equal(kv_close(kv), 0);
+}
+
+/* Set (value non-NULL) or remove "engine_format" in dir/build.json. */
+static void set_engine_format(const char *dir, json_t *value)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/build.json", dir);
+    json_t *info = json_load_file(path, 0, NULL);
+    assert_non_null(info);
+    if (value)
+        json_object_set_new(info, "engine_format", value);
+    else
+        json_object_del(info, "engine_format");
+    assert_int_equal(hf_write_json(path, info), 0);
+    json_decref(info);
+}
+
+/* dir/build.json's bytes as a string (caller frees). */
+static char *read_build_json(const char *dir)
+{
+    char path[4400];
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/build.json", dir);
+    char *bytes = tu_read_file(path, &len);
+    assert_non_null(bytes);
+    char *text = malloc(len + 1);
+    memcpy(text, bytes, len);
+    text[len] = '\0';
+    free(bytes);
+    return text;
+}
+
+/* The cell of engine in cells; the run's index directory of it, under f->dir. */
+static const json_t *cell_of(const json_t *cells, const char *engine)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "engine")), engine))
+            return c;
+    fail_msg("no %s cell", engine);
+    return NULL;
+}
+
+static void cell_index_dir(const fx *f, const json_t *cell, char *out, size_t cap)
+{
+    const char *dir = json_string_value(json_object_get(json_object_get(cell, "index"), "dir"));
+    assert_non_null(dir);
+    snprintf(out, cap, "%s/%s", f->dir, dir);
+}
+
+static json_t *format_run(const fx *f, const char *cfg_path, int i)
+{
+    char out[4400];
+    snprintf(out, sizeof out, "%s/out-format-%d", f->dir, i);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    return cells;
+}
+
+/*
+ * The build cache and the engines' on-disk format versions.  ivfpq-record
+ * (format IVFPQ_VERSION >= 2) builds into <hash>-f<N>, flat (format 1)
+ * into <hash>, and build.json records engine_format.  Then the index root
+ * is put in the state the harness left it in before the format entered the
+ * directory name, just after ivfpq-record raised its format: the same index
+ * in <hash>, of the previous format (which the engine refuses: "rebuild the
+ * index"), its build.json without engine_format.  Before the fix the next
+ * run reused it and every ivfpq-record cell failed; now it builds afresh
+ * into <hash>-f<N> and leaves <hash> as it was, while flat's cache of
+ * format 1 (no engine_format either) is reused.  Last, a <hash>-f<N>
+ * directory whose build.json records another format is neither reused nor
+ * rebuilt: its cells fail saying so, and it is left as it was.
+ */
+static void test_index_per_format(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    assert_true(IVFPQ_VERSION >= 2);
+    assert_int_equal(ann_engine_find("ivfpq-record")->format_version, IVFPQ_VERSION);
+    char cfg_path[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/format.json", f->dir);
+    json_t *cfg = json_pack(
+        "{s:s, s:{s:s}, s:i, s:[{s:s, s:{s:i, s:i, s:s}, s:{s:s}, s:{s:i, s:i}}, {s:s}], s:[i],"
+        " s:[s], s:b, s:i, s:s}",
+        "name", "format", "dataset", "path", f->bundle, "k", 10, "engines", "engine",
+        "ivfpq-record", "build", "nlist", 8, "pq_bytes", 4, "kv", "lmdb", "open", "kv", "lmdb",
+        "search", "nprobe", 8, "rerank", 10, "engine", "flat", "threads", 1, "modes", "warm",
+        "drop_caches", 0, "queries", 5, "index_root", "index-format");
+    assert_non_null(cfg);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+
+    /* 1: fresh builds, named and recorded by format */
+    json_t *cells = format_run(f, cfg_path, 1);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cells, i, c)
+        if (strcmp(json_string_value(json_object_get(c, "status")), "ok") != 0)
+            fail_msg("%s cell: %s", json_string_value(json_object_get(c, "engine")),
+                     json_string_value(json_object_get(c, "reason")));
+    char ivf[4400], flat[4400], suffix[32];
+    cell_index_dir(f, cell_of(cells, "ivfpq-record"), ivf, sizeof ivf);
+    cell_index_dir(f, cell_of(cells, "flat"), flat, sizeof flat);
+    json_decref(cells);
+    snprintf(suffix, sizeof suffix, "-f%u", IVFPQ_VERSION);
+    size_t ln = strlen(ivf), ls = strlen(suffix);
+    if (ln < ls || strcmp(ivf + ln - ls, suffix) != 0)
+        fail_msg("ivfpq-record index %s: not named by its format (%s)", ivf, suffix);
+    assert_null(strstr(strrchr(flat, '/'), "-f")); /* format 1: the name it always had */
+    char bj[4500];
+    snprintf(bj, sizeof bj, "%s/build.json", ivf);
+    json_t *info = json_load_file(bj, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(info, "engine_format")), IVFPQ_VERSION);
+    json_decref(info);
+    snprintf(bj, sizeof bj, "%s/build.json", flat);
+    info = json_load_file(bj, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(info, "engine_format")), 1);
+    json_decref(info);
+
+    /* 2: the index root as the harness left it before: the previous
+     * format's index where the key alone put it, build.json without
+     * engine_format (flat's too) */
+    char old[4400];
+    snprintf(old, sizeof old, "%s", ivf);
+    if (strlen(old) > ls && !strcmp(old + strlen(old) - ls, suffix))
+        old[strlen(old) - ls] = '\0';
+    if (strcmp(old, ivf) != 0)
+        assert_int_equal(rename(ivf, old), 0);
+    ivfpq_reseal(old, IVFPQ_VERSION - 1);
+    set_engine_format(old, NULL);
+    set_engine_format(flat, NULL);
+    json_t *op = json_pack("{s:s}", "kv", "lmdb");
+    ann_engine *e = NULL;
+    int rc = ann_engine_find("ivfpq-record")->open(old, op, &e);
+    json_decref(op);
+    if (rc != ANN_EVERSION) /* what every cell on it would meet */
+        fail_msg("open %s: %s", old, ann_errmsg(rc));
+    assert_non_null(strstr(ann_errmsg(rc), "rebuild the index"));
+    char *old_json = read_build_json(old);
+
+    /* 3: the run builds the current format afresh and leaves the old one */
+    cells = format_run(f, cfg_path, 2);
+    c = cell_of(cells, "ivfpq-record");
+    if (strcmp(json_string_value(json_object_get(c, "status")), "ok") != 0)
+        fail_msg("ivfpq-record cell: %s: %s", json_string_value(json_object_get(c, "status")),
+                 json_string_value(json_object_get(c, "reason")));
+    char again[4400];
+    cell_index_dir(f, c, again, sizeof again);
+    assert_string_equal(again, ivf);
+    assert_true(json_is_false(json_object_get(json_object_get(c, "index"), "cached_at_run")));
+    c = cell_of(cells, "flat");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "ok");
+    assert_true(json_is_true(json_object_get(json_object_get(c, "index"), "cached_at_run")));
+    json_decref(cells);
+    char *now = read_build_json(old);
+    assert_string_equal(now, old_json); /* untouched */
+    free(now);
+    free(old_json);
+
+    /* 4: a build.json recording another format than the directory's name */
+    set_engine_format(ivf, json_integer(IVFPQ_VERSION - 1));
+    char *before = read_build_json(ivf);
+    cells = format_run(f, cfg_path, 3);
+    c = cell_of(cells, "ivfpq-record");
+    assert_string_equal(json_string_value(json_object_get(c, "status")), "error");
+    char want[4800];
+    snprintf(want, sizeof want,
+             "index-format/ivfpq-record/%s: build.json records ivfpq-record format %u, this "
+             "annlab reads format %u; not reused and left as it is (move or remove it to "
+             "rebuild)",
+             strrchr(ivf, '/') + 1, IVFPQ_VERSION - 1, IVFPQ_VERSION);
+    assert_string_equal(json_string_value(json_object_get(c, "reason")), want);
+    assert_string_equal(json_string_value(json_object_get(cell_of(cells, "flat"), "status")),
+                        "ok");
+    json_decref(cells);
+    now = read_build_json(ivf);
+    assert_string_equal(now, before);
+    free(now);
+    free(before);
+}
+
 /*
  * A disk engine's cell: open_report says which backend was used (here the
  * page-cache backends, asked for), and every stage diskann-sector times is
@@ -600,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_interrupt_leaves_resumable_run),
         cmocka_unit_test(test_bad_config_refused_before_work),
         cmocka_unit_test(test_index_per_metric),
+        cmocka_unit_test(test_index_per_format),
         cmocka_unit_test(test_sector_cell_reports),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -297,6 +297,7 @@ const ann_engine_ops diskann_record_engine_ops = {
     .ctx_new = drec_ctx_new,
     .ctx_free = drec_ctx_free,
     .search = drec_search,
+    .format_version = DREC_VERSION,
 };
 
 /* ---- diskann-resident: ids in records, every code in memory ------------ */
@@ -325,4 +326,5 @@ const ann_engine_ops diskann_resident_engine_ops = {
     .ctx_new = drec_ctx_new,
     .ctx_free = drec_ctx_free,
     .search = drec_search,
+    .format_version = DREC_VERSION,
 };

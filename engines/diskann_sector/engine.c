@@ -316,6 +316,7 @@ const ann_engine_ops diskann_sector_engine_ops = {
     .close = dsec_close,
     .size = dsec_size,
     .open_report = dsec_open_report,
+    .format_version = DSEC_VERSION,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,
     .search = dsec_search,

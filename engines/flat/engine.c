@@ -145,4 +145,5 @@ const ann_engine_ops flat_engine_ops = {
     .ctx_new = flat_ctx_new,
     .ctx_free = flat_ctx_free,
     .search = flat_search,
+    .format_version = FLAT_VERSION,
 };

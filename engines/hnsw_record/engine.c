@@ -153,4 +153,5 @@ const ann_engine_ops hnsw_record_engine_ops = {
     .ctx_new = hnsw_ctx_new,
     .ctx_free = hnsw_ctx_free,
     .search = hnsw_search,
+    .format_version = HNSW_VERSION,
 };

@@ -232,4 +232,5 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .ctx_new = ivfpq_ctx_new,
     .ctx_free = ivfpq_ctx_free,
     .search = ivfpq_search,
+    .format_version = IVFPQ_VERSION,
 };

@@ -76,7 +76,8 @@ int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uin
  *   ivfpq_query_table: the query's inner-product table (pq_table_floats),
  *     once per query;
  *   ivfpq_list_term: the list's centroid term, |q - c|^2 (l2),
- *     |q - c|^2 / 2 (cosine) or -<q, c> (ip), once per probed list;
+ *     |q - c|^2 / 2 (cosine) or -<q, c> (ip), once per list: the search
+ *     ranks lists by it and adds it to their entries' estimates;
  *   ivfpq_chunk_estimate: out[j] for the count entries of a chunk record
  *     that passed ivfpq_chunk_check: |q - c - r'|^2 (l2), its half
  *     (cosine), -<q, c> - <q, r'> (ip).

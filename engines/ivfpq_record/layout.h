@@ -5,6 +5,8 @@
  * held in RAM by an open index.
  *
  *   <dir>/coarse.fbin  coarse centroids: big-ann float32 file, lists x dim
+ *                      (k-means means for l2 and cosine, unit vectors of
+ *                      spherical k-means for ip; build.c)
  *   <dir>/pq.pqcb      PQ codebook of the residuals (engines/core/pq.h format;
  *                      its metric field says ip for ip/cosine data, l2 for
  *                      l2; the training is the same k-means either way, and
@@ -62,17 +64,35 @@
  * With C = 1024 and m = 96, a full chunk is 16 + 1024 * 104 = 106,512
  * bytes; at 100k vectors and 1,265 lists a list is one record.
  *
- * Version history: 1 (initial: chunk = ids, codes; cosine and ip ranked by
- * base - <q, r'>, l2 by one L2 table per probed list).  2: chunk records
- * carry beta per entry, so l2 and cosine rank by |q - c - r'|^2 (halved
- * for cosine) with one inner-product table per query; a version-1 store is
- * refused at open (ANN_EVERSION: rebuild the index).
+ * Version history:
+ *   1  initial: chunk = ids, codes; cosine and ip ranked by base - <q, r'>,
+ *      l2 by one L2 table per probed list.
+ *   2  chunk records carry beta per entry, so l2 and cosine rank by
+ *      |q - c - r'|^2 (halved for cosine) with one inner-product table per
+ *      query.  Cosine centroids unit (spherical k-means), lists ranked by
+ *      1 - <q, c>.
+ *   3  the same record shapes; cosine centroids are plain k-means means
+ *      (not unit) and lists are ranked by |q - c|^2 / 2, so a cosine index
+ *      of unit vectors ranks as the l2 index of the same vectors.  Bumped
+ *      although no record changed shape, because coarse.fbin of a cosine
+ *      index means something else: a version-2 reader would rank these
+ *      shorter-than-unit centroids by 1 - <q, c>, which favours the longer
+ *      ones, and probe the wrong lists without an error; the bump turns
+ *      that into a refusal.  The other way round, this reader would rank a
+ *      version-2 cosine index correctly (|q - c|^2 / 2 = 1 - <q, c> for
+ *      unit c) but would measure the old build under the new name; refused
+ *      too, and `annlab run` builds version 3 into a directory of its own
+ *      (<hash>-f3) and leaves version-2 indexes where they are
+ *      (harness/run.c).  l2 and ip indexes of versions 2 and 3 differ only
+ *      in the version field.
+ * A store of any other version is refused at open (ANN_EVERSION, naming the
+ * store and both versions: rebuild the index).
  */
 #ifndef ANNLAB_IVFPQ_RECORD_LAYOUT_H
 #define ANNLAB_IVFPQ_RECORD_LAYOUT_H
 
 #define IVFPQ_MAGIC "ANNIVFQ"
-#define IVFPQ_VERSION 2u
+#define IVFPQ_VERSION 3u
 #define IVFPQ_META_BYTES 64
 #define IVFPQ_CHUNK_HEADER_BYTES 16
 /* a chunk record of count entries: offsets of its arrays, and its length */

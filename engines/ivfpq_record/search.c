@@ -8,27 +8,39 @@
  * Estimated distance of an entry x^ = c + r' of list c (r' the decoded
  * residual, beta = <c, r'> + |r'|^2 / 2 stored beside its code, layout.h),
  * with one inner-product table per query, t_j[k] = -<q_j, codeword_jk>, so
- * that ADC_ip(q, r') = -<q, r'>:
- *   l2:     |q - c|^2 + 2 (beta + ADC_ip(q, r'))   = |q - c - r'|^2
- *   cosine: |q - c|^2 / 2 + beta + ADC_ip(q, r')   = |q - c - r'|^2 / 2
+ * that ADC_ip(q, r') = -<q, r'>, and the list's centroid term T(q, c):
+ *   l2:     T = |q - c|^2,      T + 2 (beta + ADC_ip(q, r')) = |q - c - r'|^2
+ *   cosine: T = |q - c|^2 / 2,  T + beta + ADC_ip(q, r')     = |q - c - r'|^2 / 2
  *           (for unit q, 1 - <q, x^> + (|x^|^2 - 1) / 2: the cosine
  *           distance's scale);
- *   ip:     -<q, c> + ADC_ip(q, r')                 = -<q, x^>.
- * Lists are ranked by the exact centroid distance (squared L2, 1 - <q, c>
- * or -<q, c>).  Departure from the paper, whose l2 path computes a table of
- * q - c per probed list (m x 256 sub-distances, version 1 of this index
- * did): the same distance split as FAISS's precomputed tables split it,
- * except that the query-independent part is summed per entry (4 bytes in
- * the chunk record) rather than tabled per list and codeword (lists x m x
- * 256 floats in RAM).  Cosine ranks by the L2 form, not 1 - <q, x^> as
- * version 1 did: the error of 1 - <q, x^> is -<q, e> with |q| = 1, that of
- * the L2 form <x - q, e> + |e|^2 / 2 is scaled by the small |x - q| of the
- * true neighbours (engines/core/pq.h).  Measured on 20,000 generated 768-d
- * unit vectors (nlist 100, 96-byte codes, 500 queries): ADC-only recall@10
- * (rerank 1) at nprobe 4 / 16 went from 0.583 / 0.603 to 0.694 / 0.721
- * (the same vectors built as l2: 0.703 / 0.729; the builds differ in the
- * coarse quantizer, spherical for cosine); l2 searches ran at 1.6 to 4.8
- * times the queries per second, one table per query instead of one per list.
+ *   ip:     T = -<q, c>,        T + ADC_ip(q, r')            = -<q, x^>.
+ * Lists are ranked by T itself, so a probed list's term is computed once.
+ * For unit data the cosine figures are exactly half the l2 ones (halving
+ * is exact in float), and a cosine index built from the same vectors as an
+ * l2 index (build.c: the same plain k-means) probes the same lists and
+ * keeps the same candidates.
+ *
+ * Departure from the paper, whose l2 path computes a table of q - c per
+ * probed list (m x 256 sub-distances, version 1 of this index did): the
+ * same distance split as FAISS's precomputed tables split it, except that
+ * the query-independent part is summed per entry (4 bytes in the chunk
+ * record) rather than tabled per list and codeword (lists x m x 256 floats
+ * in RAM).  Cosine ranks by the L2 form, not 1 - <q, x^> as version 1 did:
+ * the error of 1 - <q, x^> is -<q, e> with |q| = 1, that of the L2 form
+ * <x - q, e> + |e|^2 / 2 is scaled by the small |x - q| of the true
+ * neighbours (engines/core/pq.h).
+ *
+ * Measured on 20,000 generated 768-d unit vectors (nlist 100, 96-byte
+ * codes, 500 queries, ADC-only recall@10, i.e. rerank 1, at nprobe 4 / 16):
+ * version 1, cosine by 1 - <q, x^>: 0.583 / 0.603; version 2 (this
+ * estimate, spherical cosine centroids, lists by 1 - <q, c>): 0.694 /
+ * 0.721; version 3 (plain centroids, lists by |q - c|^2 / 2): 0.7034 /
+ * 0.7292, the figures of the same vectors built as l2, as at rerank 2
+ * (0.9 / 0.9542) and 10 (0.9322 / 0.9924).  Version 3 scans 2.6% / 2.9%
+ * more entries per query than version 2 did (its lists of the same nprobe
+ * are the l2 ones).  l2 searches of version 2 ran at 1.6 to 4.8 times the
+ * queries per second of version 1, one table per query instead of one per
+ * list.
  *
  * Reads per query: the chunk records of the probed lists, plus one vector
  * record per re-ranked candidate.  Stats: reads/bytes_read count both,
@@ -94,14 +106,13 @@ void ivfpq_chunk_estimate(const ann_engine *e, const float *table, float list_te
     }
 }
 
-/* Scan one list: every chunk record, ADC-scored into the candidate heap. */
-static int scan_list(ann_ctx *c, const float *query, uint32_t list, ann_topk *cands,
-                     ann_stats *stats)
+/* Scan one list of centroid term `term`: every chunk record, ADC-scored
+ * into the candidate heap. */
+static int scan_list(ann_ctx *c, uint32_t list, float term, ann_topk *cands, ann_stats *stats)
 {
     const ann_engine *e = c->eng;
     const ivfpq_meta *m = &e->meta;
     uint32_t len = e->list_len[list];
-    float term = ivfpq_list_term(e, query, list);
     for (uint32_t chunk = 0; (uint64_t)chunk * m->chunk_entries < len; chunk++) {
         uint32_t first = chunk * m->chunk_entries;
         uint32_t cnt = len - first < m->chunk_entries ? len - first : m->chunk_entries;
@@ -176,11 +187,11 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     if (m->n == 0 || k == 0)
         return 0;
 
-    /* the nprobe closest lists, by the centroid term */
+    /* the nprobe closest lists, by the centroid term their entries add */
     ann_topk probe;
     ann_topk_init(&probe, c->coarse_dist, c->coarse_id, c->nprobe);
     for (uint32_t l = 0; l < m->lists; l++) {
-        float d = ann_distance(m->metric, query, e->centroids + (size_t)l * m->dim, m->dim);
+        float d = ivfpq_list_term(e, query, l);
         if (d < ann_topk_bound(&probe))
             ann_topk_push(&probe, d, l);
     }
@@ -194,7 +205,7 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     ann_topk_init(&cands, c->cand_dist, c->cand_id, c->rerank * k);
     for (uint32_t p = 0; p < nprobe; p++) {
         stats->hops++;
-        rc = scan_list(c, query, c->coarse_id[p], &cands, stats);
+        rc = scan_list(c, c->coarse_id[p], c->coarse_dist[p], &cands, stats);
         if (rc)
             goto out;
     }

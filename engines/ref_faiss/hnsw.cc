@@ -283,4 +283,5 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .remove = nullptr,
     .machine_note = ref_faiss_machine_note,
     .open_report = nullptr,
+    .format_version = RFH_VERSION,
 };

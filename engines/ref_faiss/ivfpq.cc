@@ -349,4 +349,5 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .remove = nullptr,
     .machine_note = ref_faiss_machine_note,
     .open_report = nullptr,
+    .format_version = RFI_VERSION,
 };

@@ -360,4 +360,5 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .remove = nullptr,
     .machine_note = rh_machine_note,
     .open_report = nullptr,
+    .format_version = RH_VERSION,
 };
