@@ -11,7 +11,8 @@
  *             search; `repeats` passes (cold: evicted before each), the
  *             percentiles reported are the medians over passes; raw
  *             latencies of every pass go to latency_path.
- *   qps       T threads pinned through hwloc, each with its own context and
+ *   qps       T threads (pinned through hwloc to one processing unit each
+ *             when pin_threads is true), each with its own context and
  *             one query in flight, pulling query numbers from a shared
  *             counter; at least one full pass (warm: passes until
  *             qps_min_seconds), qps = queries / wall time.  Cold evicts
@@ -65,6 +66,7 @@ typedef struct qps_shared {
     atomic_uint_fast64_t next; /* next query number */
     atomic_int failed_rc;
     atomic_int pinned;
+    int pin; /* pin_threads */
     atomic_int go; /* threads spin until the main thread starts the clock */
 } qps_shared;
 
@@ -79,7 +81,7 @@ static void *qps_worker(void *arg)
 {
     qps_thread *t = arg;
     qps_shared *sh = t->sh;
-    if (harness_pin_thread(t->index) == 0)
+    if (sh->pin && harness_pin_thread(t->index) == 0)
         atomic_fetch_add(&sh->pinned, 1);
     ann_ctx *ctx = sh->ctxs[t->index];
     ann_stats st;
@@ -293,6 +295,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     uint32_t want_warm = (uint32_t)json_integer_value(json_object_get(spec, "warmup_queries"));
     double qps_min_s = json_number_value(json_object_get(spec, "qps_min_seconds"));
     int drop = json_is_true(json_object_get(spec, "drop_caches"));
+    int pin = json_is_true(json_object_get(spec, "pin_threads"));
     int cold = mode && !strcmp(mode, "cold");
     s.ops = ann_engine_find(engine);
     if (!s.ops || !mode || !dataset_dir || !index_dir || !latency_path || k == 0 || threads == 0 ||
@@ -379,8 +382,12 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     if (rc)
         goto out;
 
-    /* latency passes, on the first processing unit */
-    int lat_pinned = harness_pin_thread(0) == 0;
+    /* latency passes: on the first processing unit when pin_threads, else
+     * where the scheduler puts the thread.  Pinning is off by default: on a
+     * VM whose device interrupts land on another CPU, every completion then
+     * costs a cross-CPU wake-up (measured: diskann-sector 1.4-10x slower
+     * pinned to the CPU without the disk's interrupts) */
+    int lat_pinned = pin && harness_pin_thread(0) == 0;
     int rss_reset_rc = harness_rss_reset();
     int cg_peak_reset = s.cg ? cg_group_reset_peak(s.cg) == 0 : 0;
     cg_counters cg0, cg1;
@@ -441,7 +448,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         cg_group_read(s.cg, dev_ok ? devstat_devt(&dev) : 0, &cg1);
 
     /* QPS passes */
-    qps_shared sh = { .ops = s.ops, .ctxs = s.ctxs, .queries = s.queries, .nq = nq, .dim = dim,
+    qps_shared sh = { .pin = pin, .ops = s.ops, .ctxs = s.ctxs, .queries = s.queries, .nq = nq, .dim = dim,
                       .k = k, .threads = threads };
     double wall_s = 0;
     uint64_t passes_done = 0;

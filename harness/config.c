@@ -47,6 +47,7 @@ static const cfg_key cfg_keys[] = {
     { "build_timeout_s", "a number", 7200 },
     { "qps_min_seconds", "a number", 0.5 },
     { "drop_caches", "true or false", 1 },
+    { "pin_threads", "true or false", 0 },
     { "exclude", "a list of objects", 0 },
     { "tables", "a paper table layout (harness/paper.h)", 0 },
 };
@@ -481,6 +482,9 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     const json_t *dc = json_object_get(cfg, "drop_caches");
     if (dc && !json_is_boolean(dc))
         harness_problem(probs, "drop_caches: expected true or false");
+    const json_t *pt = json_object_get(cfg, "pin_threads");
+    if (pt && !json_is_boolean(pt))
+        harness_problem(probs, "pin_threads: expected true or false");
     check_engines(cfg, probs);
     check_list(cfg, "threads", probs, elem_threads);
     check_list(cfg, "modes", probs, elem_mode);

@@ -587,13 +587,14 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     snprintf(lat_path, sizeof lat_path, "%s/%s", x->out_dir, lat_rel);
     unlink(out_path);
     json_t *spec = json_pack(
-        "{s:O, s:I, s:s, s:O, s:I, s:I, s:I, s:f, s:b, s:s}", "cell", cell, "k",
+        "{s:O, s:I, s:s, s:O, s:I, s:I, s:I, s:f, s:b, s:b, s:s}", "cell", cell, "k",
         (json_int_t)harness_cfg_int(x->cfg, "k"), "dataset_dir", x->dataset_dir, "index_dir",
         json_object_get(b, "index_dir"), "queries", (json_int_t)harness_cfg_int(x->cfg, "queries"),
         "warmup_queries", (json_int_t)harness_cfg_int(x->cfg, "warmup_queries"), "repeats",
         (json_int_t)harness_cfg_int(x->cfg, "repeats"), "qps_min_seconds",
         harness_cfg_real(x->cfg, "qps_min_seconds"), "drop_caches",
-        harness_cfg_bool(x->cfg, "drop_caches"), "latency_path", lat_path);
+        harness_cfg_bool(x->cfg, "drop_caches"), "pin_threads",
+        harness_cfg_bool(x->cfg, "pin_threads"), "latency_path", lat_path);
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc)

@@ -112,7 +112,7 @@ static void test_validate_reports_all_with_paths(void **state)
                         "   {\"engine\": \"flat\", \"colour\": 1}],"
                         " \"threads\": [0, 2, 2], \"modes\": [\"cold\", \"hot\"],"
                         " \"memory_caps\": [null, \"12XB\", \"10KiB\"], \"repeats\": 0,"
-                        " \"exclude\": [{\"colour\": \"red\"}]}");
+                        " \"exclude\": [{\"colour\": \"red\"}], \"pin_threads\": 1}");
     harness_problems p = { 0 };
     int n = harness_config_check(cfg, &p);
     print_problems(&p);
@@ -133,7 +133,8 @@ static void test_validate_reports_all_with_paths(void **state)
     assert_true(has_problem(&p,
                             "exclude[0].colour: unknown key (known: engine, label, build, open, search, mode, threads, memory_cap)"));
     assert_true(has_prefix(&p, "trheads: unknown key (known: name, description, dataset, "));
-    assert_int_equal(p.n, 14);
+    assert_true(has_problem(&p, "pin_threads: expected true or false"));
+    assert_int_equal(p.n, 15);
     harness_problems_fini(&p);
     json_decref(cfg);
 }
@@ -154,7 +155,7 @@ static void test_validate_missing_and_valid(void **state)
     cfg = parse("{\"name\": \"ok\", \"dataset\": {\"path\": \"/x\"}, \"k\": 10,"
                 " \"engines\": [{\"engine\": \"flat\", \"label\": \"exact\"}], \"threads\": [1, 2],"
                 " \"modes\": [\"warm\"], \"memory_caps\": [null, \"512MiB\", 2147483648],"
-                " \"timeout_s\": 30, \"drop_caches\": false, \"exclude\": [{\"threads\": 2, \"memory_cap\": \"512MiB\"}]}");
+                " \"timeout_s\": 30, \"drop_caches\": false, \"pin_threads\": true, \"exclude\": [{\"threads\": 2, \"memory_cap\": \"512MiB\"}]}");
     assert_int_equal(harness_config_check(cfg, &p), 0);
     json_t *cells = harness_config_expand(cfg);
     assert_int_equal(json_array_size(cells), 5); /* 2 threads x 3 caps - 1 */

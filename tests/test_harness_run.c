@@ -185,6 +185,10 @@ static void test_schema_and_flat_recall(void **state)
         assert_true(json_number_value(json_object_get(mc, "busy_s")) >= cell_cpu - 0.05);
         assert_true(json_is_number(json_object_get(mc, "others_cores")));
         assert_true(json_number_value(json_object_get(mc, "others_cores")) >= 0);
+        /* pin_threads defaults to false: nothing pinned, and the cell says so */
+        const json_t *qd = json_object_get(c, "qps_detail");
+        assert_true(json_is_false(json_object_get(qd, "latency_thread_pinned")));
+        assert_int_equal(json_integer_value(json_object_get(qd, "threads_pinned")), 0);
         /* flat scans every vector once per query */
         assert_true(json_number_value(json_object_get(json_object_get(c, "engine_stats"), "full_dists")) == 3000);
         /* the raw latencies: header + one line per query */
@@ -243,12 +247,22 @@ static void test_resume_skips_finished(void **state)
     snprintf(out, sizeof out, "%s/out-resume", f->dir);
     snprintf(jl, sizeof jl, "%s/cells.jsonl", out);
     json_t *cfg = config(f, "resume");
+    json_object_set_new(cfg, "pin_threads", json_true());
     assert_int_equal(hf_write_json(cfg_path, cfg), 0);
     char *log = NULL;
     assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
     free(log);
     json_t *first = load_cells(out);
     assert_int_equal(json_array_size(first), 4);
+    /* pin_threads: the latency thread and every QPS thread pinned (hwloc binds
+     * threads wherever the harness runs: root or not, any CPU count) */
+    for (size_t i = 0; i < 4; i++) {
+        const json_t *c = json_array_get(first, i);
+        const json_t *qd = json_object_get(c, "qps_detail");
+        assert_true(json_is_true(json_object_get(qd, "latency_thread_pinned")));
+        assert_int_equal(json_integer_value(json_object_get(qd, "threads_pinned")),
+                         json_integer_value(json_object_get(c, "threads")));
+    }
 
     /* the same output without --resume is refused */
     assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
