@@ -228,17 +228,24 @@ static int write_latencies(const char *path, const uint64_t *lat_ns, uint32_t nq
     FILE *f = fopen(tmp, "we");
     if (!f)
         return ann_fail_errno("%s: create", tmp);
-    fprintf(f, "# repeat query latency_ns (single thread, CLOCK_MONOTONIC)\n");
-    for (uint32_t r = 0; r < reps; r++)
-        for (uint32_t q = 0; q < nq; q++)
-            fprintf(f, "%u %u %llu\n", r, q, (unsigned long long)lat_ns[(size_t)r * nq + q]);
-    int bad = ferror(f);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        bad = 1;
-    fclose(f);
-    if (bad || rename(tmp, path) != 0) {
+    int err = 0;
+    if (fprintf(f, "# repeat query latency_ns (single thread, CLOCK_MONOTONIC)\n") < 0)
+        err = errno ? errno : EIO;
+    for (uint32_t r = 0; !err && r < reps; r++)
+        for (uint32_t q = 0; !err && q < nq; q++)
+            if (fprintf(f, "%u %u %llu\n", r, q,
+                        (unsigned long long)lat_ns[(size_t)r * nq + q]) < 0)
+                err = errno ? errno : EIO;
+    if (!err && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0)
+        err = errno ? errno : EIO;
+    if (err) {
         unlink(tmp);
-        return ann_fail_errno("%s: write", path);
+        /* ENOSPC stays ENOSPC: a full disk is a transient failure of the cell */
+        return ann_fail(-err, "%s: write: %s", path, strerror(err));
     }
     return 0;
 }
@@ -247,14 +254,21 @@ static int write_json_atomic(const json_t *v, const char *path)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(v, tmp, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) != 0) {
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return ann_fail_errno("%s: create", tmp);
+    int err = 0;
+    if (json_dumpf(v, f, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) != 0)
+        err = errno ? errno : EIO;
+    if (!err && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0)
+        err = errno ? errno : EIO;
+    if (err) {
         unlink(tmp);
-        return ann_fail(-EIO, "%s: cannot write", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int rc = ann_fail_errno("%s: rename", path);
-        unlink(tmp);
-        return rc;
+        return ann_fail(-err, "%s: write: %s", path, strerror(err));
     }
     return 0;
 }
@@ -575,5 +589,5 @@ out:
     json_decref(warm);
     json_decref(open_report);
     json_decref(spec);
-    return rc ? 1 : 0;
+    return rc ? (ann_is_transient(rc) ? HARNESS_EXIT_TRANSIENT : 1) : 0;
 }

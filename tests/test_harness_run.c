@@ -11,9 +11,11 @@
  */
 #include "engines/core/binio.h"
 #include "engines/core/kv.h"
+#include "engines/core/owner.h"
 #include "engines/core/status.h"
 #include "engines/engine.h"
 #include "engines/ivfpq_record/layout.h"
+#include "harness/run.h"
 #include "tests/support/harness_fixture.h"
 #include "tests/support/testutil.h"
 
@@ -357,7 +359,28 @@ static void test_failed_cells_do_not_stop_the_sweep(void **state)
     free(log);
     cells = load_cells(out);
     assert_int_equal(json_array_size(cells), 4);
+    /* the run checks the index against build.json's digests before a cell opens it */
     char want[4800];
+    snprintf(fj, sizeof fj, "index-corrupt/flat/%s/flat.json: ", hash);
+    json_array_foreach(cells, i, c) {
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "error");
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+        if (!strstr(reason, fj) || !strstr(reason, "build.json") || !strstr(reason, "to rebuild it"))
+            fail_msg("reason \"%s\" does not name %s against build.json", reason, fj);
+    }
+    json_decref(cells);
+    /* an index without digests (built before they were recorded): the engine's own check */
+    char bjp[4600];
+    snprintf(bjp, sizeof bjp, "%s/index-corrupt/flat/%s/build.json", f->dir, hash);
+    json_t *bj = json_load_file(bjp, 0, NULL);
+    assert_non_null(bj);
+    json_object_del(bj, "files");
+    assert_int_equal(hf_write_json(bjp, bj), 0);
+    json_decref(bj);
+    snprintf(out, sizeof out, "%s/out-corrupt-3", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    cells = load_cells(out);
     snprintf(fj, sizeof fj, "index-corrupt/flat/%s/flat.json", hash);
     snprintf(want, sizeof want, "%s: version 99, this build reads 1", fj);
     json_array_foreach(cells, i, c) {
@@ -811,6 +834,325 @@ static void test_sector_cell_reports(void **state)
     json_decref(cells);
 }
 
+/* The only index directory under root/engine (its name), for tests that
+ * reach into the cache. */
+static void only_index(const fx *f, const char *root, const char *engine, char *name, size_t cap)
+{
+    char cmd[4600];
+    snprintf(cmd, sizeof cmd, "ls %s/%s/%s | grep -v '\\.lock$' | grep -v '\\.tmp\\.'", f->dir,
+             root, engine);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(name, (int)cap, p));
+    pclose(p);
+    name[strcspn(name, "\n")] = '\0';
+}
+
+static json_t *small_config(const fx *f, const char *name, const char *index_root)
+{
+    json_t *cfg = config(f, name);
+    json_object_set_new(cfg, "threads", json_pack("[i]", 1));
+    json_object_set_new(cfg, "queries", json_integer(10));
+    json_object_set_new(cfg, "index_root", json_string(index_root));
+    return cfg;
+}
+
+/*
+ * Issue 14: one run at a time writes a run directory.  A second run on the
+ * same --out exits 2 naming the holder and writes nothing; with --wait it
+ * waits and then proceeds.
+ */
+static void test_run_dir_locked(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400], lock_path[4500], logp[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/locked.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-locked", f->dir);
+    snprintf(lock_path, sizeof lock_path, "%s/.lock", out);
+    snprintf(logp, sizeof logp, "%s/locked-wait.log", f->dir);
+    json_t *cfg = small_config(f, "locked", "index");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    assert_int_equal(mkdir(out, 0755), 0);
+    ann_lock held = { .fd = -1 };
+    assert_int_equal(ann_lock_take(&held, lock_path, "annlab run other.json (a test)", 0, 0), 0);
+    char *log = NULL;
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    char want[4800];
+    snprintf(want, sizeof want, "%s: another run is writing this directory (%s: held by pid %d since ",
+             out, lock_path, (int)getpid());
+    if (!strstr(log, want))
+        fail_msg("log \"%s\" lacks \"%s\"", log, want);
+    assert_non_null(strstr(log, "annlab run other.json (a test)); pass --wait to wait for it"));
+    free(log);
+    char cj[4500];
+    snprintf(cj, sizeof cj, "%s/config.json", out);
+    assert_int_equal(access(cj, F_OK), -1); /* nothing written */
+
+    /* --wait: blocks until the holder lets go, then runs */
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(f->dir) != 0)
+            _exit(126);
+        FILE *lf = freopen(logp, "w", stderr);
+        (void)lf;
+        execl(hf_bin(), hf_bin(), "run", cfg_path, "--out", out, "--wait", (char *)NULL);
+        _exit(127);
+    }
+    size_t len = 0;
+    int waiting = 0;
+    for (int i = 0; i < 1000 && !waiting; i++) {
+        char *text = tu_read_file(logp, &len);
+        if (text && len && memmem(text, len, "annlab run: waiting for ", 24))
+            waiting = 1;
+        free(text);
+        if (!waiting)
+            usleep(10000);
+    }
+    assert_true(waiting);
+    assert_int_equal(access(cj, F_OK), -1); /* still nothing while it waits */
+    ann_lock_release(&held);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    json_decref(cells);
+}
+
+/*
+ * Issue 14: an index another run is building is not built a second time:
+ * the run stops (exit 2) naming the holder and how to resume; temporaries
+ * of a dead builder are removed by the next build of the name, a live
+ * builder's are not.
+ */
+static void test_index_lock_and_dead_temporaries(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400], name[128], ixdir[4600], lock_path[4700], stale[4800];
+    char live[4800], keep[4900];
+    snprintf(cfg_path, sizeof cfg_path, "%s/ixlock.json", f->dir);
+    json_t *cfg = small_config(f, "ixlock", "index-lock");
+    json_object_set_new(cfg, "modes", json_pack("[s]", "warm"));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    snprintf(out, sizeof out, "%s/out-ixlock-1", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    only_index(f, "index-lock", "flat", name, sizeof name);
+    snprintf(ixdir, sizeof ixdir, "%s/index-lock/flat/%s", f->dir, name);
+    snprintf(lock_path, sizeof lock_path, "%s.lock", ixdir);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", ixdir);
+    assert_int_equal(system(cmd), 0);
+
+    /* another run holds the index lock: this one stops */
+    ann_lock held = { .fd = -1 };
+    assert_int_equal(ann_lock_take(&held, lock_path, "annlab run x.json (building it)", 0, 0), 0);
+    snprintf(out, sizeof out, "%s/out-ixlock-2", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    char want[5000];
+    snprintf(want, sizeof want, "index-lock/flat/%s: being built by another run (", name);
+    if (!strstr(log, want) || !strstr(log, "annlab run x.json (building it)") ||
+        !strstr(log, "pass --wait to wait for it") || !strstr(log, "--resume"))
+        fail_msg("log \"%s\" lacks the holder or the way on", log);
+    free(log);
+
+    /* a dead builder's temporary (kill -9), and a live one's */
+    char dtag[48], ltag[48];
+    pid_t d = fork();
+    if (d == 0)
+        _exit(0);
+    ann_owner dead;
+    ann_owner_of_pid(d, &dead); /* a zombie still has its start time */
+    waitpid(d, NULL, 0);
+    ann_owner_tag(&dead, dtag, sizeof dtag);
+    ann_owner me;
+    ann_owner_self(&me);
+    ann_owner_tag(&me, ltag, sizeof ltag);
+    snprintf(stale, sizeof stale, "%s.tmp.%s", ixdir, dtag);
+    snprintf(live, sizeof live, "%s.tmp.%s", ixdir, ltag);
+    assert_int_equal(mkdir(stale, 0755), 0);
+    assert_int_equal(mkdir(live, 0755), 0);
+    snprintf(keep, sizeof keep, "%s/half-built", stale);
+    assert_int_equal(tu_write_file(keep, "x", 1), 0);
+    ann_lock_release(&held);
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 0);
+    assert_non_null(strstr(log, "removed 1 temporary directory of a dead build of"));
+    free(log);
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0); /* a live builder's work is never removed */
+    rmdir(live);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cells, 0), "status")), "ok");
+    json_decref(cells);
+}
+
+/*
+ * Issue 14: failures carry a class.  A cell whose output disk fills
+ * (its latency file written to /dev/full: ENOSPC) is "transient" and run
+ * again by --resume; a cell that dies without a word is "error" with a
+ * message saying so, left by --resume and run again by --retry-failed.
+ */
+static void test_failure_classes_and_retries(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char wrapper[4400], cfg_path[4400], out[4400], flag[4400];
+    snprintf(wrapper, sizeof wrapper, "%s/classes.sh", f->dir);
+    snprintf(flag, sizeof flag, "%s/classes-first", f->dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/classes.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-classes", f->dir);
+    /* $1 annlab, $2 cell, $3 spec: the cell's pid is this shell's ($$ after exec) */
+    char script[2048];
+    snprintf(script, sizeof script,
+             "#!/bin/sh\n"
+             "if [ -e '%s' ]; then\n"
+             "  if grep -q '\"mode\": \"warm\"' \"$3\"; then\n"
+             "    lat=$(sed -n 's/.*\"latency_path\": \"\\([^\"]*\\)\".*/\\1/p' \"$3\")\n"
+             "    ln -s /dev/full \"$lat.tmp.$$\"\n"
+             "  else\n"
+             "    exit 3\n"
+             "  fi\n"
+             "fi\n"
+             "exec \"$@\"\n",
+             flag);
+    assert_int_equal(tu_write_file(wrapper, script, strlen(script)), 0);
+    chmod(wrapper, 0755);
+    assert_int_equal(tu_write_file(flag, "1", 1), 0);
+    json_t *cfg = small_config(f, "classes", "index");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    setenv("ANNLAB_CELL_WRAPPER", wrapper, 1);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "0 ok, 1 error, 0 timeout, 0 oom, 0 skipped, 0 already recorded; "
+                                "1 transient (--resume runs them again)"));
+    free(log);
+    json_t *cells = load_cells(out);
+    const json_t *cold = cell_by(cells, "cold", 1), *warm = cell_by(cells, "warm", 1);
+    assert_string_equal(json_string_value(json_object_get(warm, "status")), "transient");
+    const char *why = json_string_value(json_object_get(warm, "reason"));
+    if (!strstr(why, ".txt: write: No space left on device"))
+        fail_msg("warm reason \"%s\"", why);
+    assert_string_equal(json_string_value(json_object_get(cold, "status")), "error");
+    why = json_string_value(json_object_get(cold, "reason"));
+    if (!strstr(why, "exited with status 3 and printed nothing (log "))
+        fail_msg("cold reason \"%s\"", why);
+    json_decref(cells);
+
+    /* --resume: the transient cell again, the error left */
+    unlink(flag);
+    assert_int_equal(run(f, cfg_path, out, 1, &log), 0);
+    assert_non_null(strstr(log, "1 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 1 already recorded; "
+                                "0 transient"));
+    free(log);
+    /* --retry-failed: the error too */
+    const char *args[] = { "run", cfg_path, "--out", out, "--retry-failed", NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, args), 0);
+    assert_non_null(strstr(log, "1 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 1 already recorded; "
+                                "0 transient"));
+    free(log);
+    unsetenv("ANNLAB_CELL_WRAPPER");
+    /* cells.jsonl keeps every attempt; readers take each cell's last */
+    cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 4);
+    json_decref(cells);
+    json_t *latest = NULL;
+    assert_int_equal(harness_cells_load(out, &latest), 0);
+    assert_int_equal(json_array_size(latest), 2);
+    size_t i;
+    json_t *c;
+    json_array_foreach(latest, i, c)
+        assert_string_equal(json_string_value(json_object_get(c, "status")), "ok");
+    json_decref(latest);
+}
+
+/*
+ * Issue 14: a truncated build.json is not "exists without build.json", an
+ * empty {} is not accepted, and a flipped byte in the dataset bundle stops
+ * the run before any cell reads it.
+ */
+static void test_build_json_and_bundle_checked(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400], out[4400], name[128], bj[4700];
+    snprintf(cfg_path, sizeof cfg_path, "%s/bj.json", f->dir);
+    json_t *cfg = small_config(f, "bj", "index-bj");
+    json_object_set_new(cfg, "modes", json_pack("[s]", "warm"));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    char *log = NULL;
+    snprintf(out, sizeof out, "%s/out-bj-1", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    only_index(f, "index-bj", "flat", name, sizeof name);
+    snprintf(bj, sizeof bj, "%s/index-bj/flat/%s/build.json", f->dir, name);
+    size_t len = 0;
+    char *text = tu_read_file(bj, &len);
+    assert_non_null(text);
+    assert_int_equal(tu_write_file(bj, text, len / 2), 0); /* truncated */
+    snprintf(out, sizeof out, "%s/out-bj-2", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    const char *why = json_string_value(json_object_get(json_array_get(cells, 0), "reason"));
+    char want[4900];
+    snprintf(want, sizeof want, "index-bj/flat/%s/build.json: unreadable (", name);
+    if (!strstr(why, want) || !strstr(why, "): truncated or corrupt; remove "))
+        fail_msg("reason \"%s\"", why);
+    json_decref(cells);
+    assert_int_equal(tu_write_file(bj, "{}", 2), 0);
+    snprintf(out, sizeof out, "%s/out-bj-3", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 0);
+    free(log);
+    cells = load_cells(out);
+    why = json_string_value(json_object_get(json_array_get(cells, 0), "reason"));
+    snprintf(want, sizeof want,
+             "index-bj/flat/%s/build.json: \"engine\" is missing or names another engine; not an "
+             "index ann_engine_build finished for this cell; remove",
+             name);
+    if (!strstr(why, want))
+        fail_msg("reason \"%s\"", why);
+    json_decref(cells);
+    assert_int_equal(tu_write_file(bj, text, len), 0);
+    free(text);
+
+    /* the bundle: one flipped byte in base.fbin, caught before any cell */
+    char copy[4400], cmd[9000], base[4500];
+    snprintf(copy, sizeof copy, "%s/bundle-flipped", f->dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", f->bundle, copy);
+    assert_int_equal(system(cmd), 0);
+    snprintf(base, sizeof base, "%s/base.fbin", copy);
+    unsigned char *bytes = tu_read_file(base, &len);
+    bytes[len / 2] ^= 0x10;
+    assert_int_equal(tu_write_file(base, bytes, len), 0);
+    free(bytes);
+    json_object_set_new(cfg, "dataset", json_pack("{s:s}", "path", copy));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    snprintf(out, sizeof out, "%s/out-bj-4", f->dir);
+    assert_int_equal(run(f, cfg_path, out, 0, &log), 2);
+    snprintf(want, sizeof want, "%s: sha256 sha256:", base);
+    if (!strstr(log, want) || !strstr(log, "differs from manifest.json (sha256:"))
+        fail_msg("log \"%s\" lacks \"%s\"", log, want);
+    free(log);
+    char cj[4500];
+    snprintf(cj, sizeof cj, "%s/config.json", out);
+    assert_int_equal(access(cj, F_OK), -1);
+    assert_int_equal(access(out, F_OK), -1); /* refused before it was written: nothing left */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -823,6 +1165,10 @@ int main(void)
         cmocka_unit_test(test_index_per_metric),
         cmocka_unit_test(test_index_per_format),
         cmocka_unit_test(test_sector_cell_reports),
+        cmocka_unit_test(test_run_dir_locked),
+        cmocka_unit_test(test_index_lock_and_dead_temporaries),
+        cmocka_unit_test(test_failure_classes_and_retries),
+        cmocka_unit_test(test_build_json_and_bundle_checked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
