@@ -389,6 +389,52 @@ static void test_truncated_files(void **state)
     free(data);
 }
 
+/*
+ * A search list shorter than k (L, ef_search: parameters marked
+ * at_least_k) is refused at ctx_new, naming the parameter and k; before,
+ * the DiskANN engines ran at L = k while the cell said L.
+ */
+static void test_search_list_below_k(void **state)
+{
+    const char *dir = *state;
+    float *data = tu_clustered(200, DIM, 4, 5, 0);
+    int checked = 0;
+    for (size_t i = 0; ann_engine_at(i); i++) {
+        const ann_engine_ops *ops = ann_engine_at(i);
+        const conf_case *c = case_for(ops->name);
+        for (const ann_param_spec *sp = ops->search_params; sp && sp->name; sp++) {
+            if (!sp->at_least_k)
+                continue;
+            char path[4096], name[64];
+            snprintf(name, sizeof name, "ltk-%s", ops->name);
+            int rc = build(ops, c, data, 200, ANN_METRIC_L2, dir, name, path);
+            if (rc)
+                fail_msg("%s: build failed: %s", ops->name, ann_errmsg(rc));
+            json_t *op = js(c->open), *sp5 = json_pack("{s:i}", sp->name, 5);
+            ann_engine *eng = NULL;
+            ann_ctx *ctx = NULL;
+            assert_int_equal(ops->open(path, op, &eng), 0);
+            rc = ops->ctx_new(eng, sp5, K, &ctx);
+            char want[128];
+            snprintf(want, sizeof want, "search.%s: 5 is less than k = %d", sp->name, K);
+            if (rc != ANN_EPARAM || strcmp(ann_errmsg(rc), want) != 0)
+                fail_msg("%s: ctx_new with %s 5, k %d: %s (want \"%s\")", ops->name, sp->name, K,
+                         rc ? ann_errmsg(rc) : "accepted", want);
+            assert_null(ctx);
+            /* at k it is fine */
+            json_object_set_new(sp5, sp->name, json_integer(K));
+            assert_int_equal(ops->ctx_new(eng, sp5, K, &ctx), 0);
+            ops->ctx_free(ctx);
+            ops->close(eng);
+            json_decref(op);
+            json_decref(sp5);
+            checked++;
+        }
+    }
+    free(data);
+    assert_true(checked >= 3); /* diskann-sector, -record, -resident at least */
+}
+
 static int setup(void **state)
 {
     char *dir = tu_tmpdir("conformance");
@@ -410,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_k_beyond_n_and_duplicates),
         cmocka_unit_test(test_empty_index),
         cmocka_unit_test(test_truncated_files),
+        cmocka_unit_test(test_search_list_below_k),
     };
     return cmocka_run_group_tests_name("conformance", tests, setup, teardown);
 }

@@ -55,7 +55,7 @@ const ann_param_spec dsec_open_params[] = {
 
 const ann_param_spec dsec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 100000, .def = 100,
-      .help = "search list size (candidates kept)" },
+      .help = "search list size (candidates kept), at least k", .at_least_k = 1 },
     { .name = "beam_width", .type = ANN_PARAM_INT, .min = 1, .max = 256, .def = 4,
       .help = "W: sector reads per round (round), most reads in flight (pipeline)" },
     { .name = "search_mode", .type = ANN_PARAM_ENUM, .choices = mode_choices,
@@ -257,6 +257,9 @@ static void dsec_ctx_free(ann_ctx *c)
 static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann_ctx **out)
 {
     int rc = ann_params_validate(params, dsec_search_params, "search");
+    /* L < k used to run as L = k while the cell said L */
+    if (!rc)
+        rc = ann_params_check_k(params, dsec_search_params, k_max ? k_max : 1, "search");
     if (rc)
         return rc;
     ann_ctx *c = calloc(1, sizeof *c);
