@@ -435,6 +435,33 @@ static void test_search_list_below_k(void **state)
     assert_true(checked >= 3); /* diskann-sector, -record, -resident at least */
 }
 
+/* Issue 14: a flipped bit in flat's vectors.fbin changed recall without an
+ * error; format 2 checks every block at open against flat.json. */
+static void test_flat_vectors_checked(void **state)
+{
+    const char *dir = *state;
+    const ann_engine_ops *ops = ann_engine_find("flat");
+    float *data = tu_clustered(5000, DIM, 4, 9, 0);
+    char path[4096], file[4200];
+    int rc = build(ops, case_for("flat"), data, 5000, ANN_METRIC_L2, dir, "flat-flip", path);
+    assert_int_equal(rc, 0);
+    snprintf(file, sizeof file, "%s/vectors.fbin", path);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(file, &len);
+    bytes[8 + (size_t)4500 * DIM * 4 + 1] ^= 0x02; /* row 4500, block 1: still finite */
+    assert_int_equal(tu_write_file(file, bytes, len), 0);
+    free(bytes);
+    ann_engine *e = NULL;
+    rc = ops->open(path, NULL, &e);
+    assert_int_equal(rc, ANN_ECORRUPT);
+    assert_null(e);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: rows 4096..4999: checksum 0x", file);
+    if (strncmp(ann_errmsg(rc), want, strlen(want)) != 0)
+        fail_msg("message \"%s\"", ann_errmsg(rc));
+    free(data);
+}
+
 static int setup(void **state)
 {
     char *dir = tu_tmpdir("conformance");
@@ -457,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_empty_index),
         cmocka_unit_test(test_truncated_files),
         cmocka_unit_test(test_search_list_below_k),
+        cmocka_unit_test(test_flat_vectors_checked),
     };
     return cmocka_run_group_tests_name("conformance", tests, setup, teardown);
 }

@@ -34,6 +34,7 @@
 
 #include "datasets/generate.h"
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/exact.h"
 #include "engines/core/status.h"
 #include "engines/core/vamana.h"
@@ -683,12 +684,29 @@ static void test_corruption(void **state)
     expect_error(f, "{}", ANN_ECORRUPT, msg);
     expect_error(f, "{\"cache_nodes\": 10}", ANN_ECORRUPT, msg);
 
-    /* a NaN in the medoid's vector */
+    /* a NaN in the medoid's vector: index.sums catches it before the vector is used */
     memcpy(b, g_orig, g_orig_len);
     ann_put_u32(b + rec, 0x7fc00000u);
     assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
-    snprintf(msg, sizeof msg, "%s: node %u: vector is not finite", path, medoid);
+    snprintf(msg, sizeof msg, "%s: node %u: checksum 0x%08x, index.sums records 0x%08x (the "
+                              "record is corrupt)",
+             path, medoid, ann_checksum(b + rec, h.node_bytes),
+             ann_checksum(g_orig + rec, h.node_bytes));
     expect_error(f, "{}", ANN_ECORRUPT, msg);
+
+    /* issue 14: one flipped low mantissa bit, a vector still finite, used to
+     * change distances without an error; now every backend and the cache say so */
+    memcpy(b, g_orig, g_orig_len);
+    b[rec + 4 * 3] ^= 0x01;
+    assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
+    snprintf(msg, sizeof msg, "%s: node %u: checksum 0x%08x, index.sums records 0x%08x (the "
+                              "record is corrupt)",
+             path, medoid, ann_checksum(b + rec, h.node_bytes),
+             ann_checksum(g_orig + rec, h.node_bytes));
+    expect_error(f, "{}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"io\": \"buffered\"}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"io\": \"mmap\"}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"cache_nodes\": 10}", ANN_ECORRUPT, msg);
 
     /* the file shrinks under an open index: the read comes back short and
      * the search fails naming the node, for every backend */

@@ -75,6 +75,7 @@ static void dsec_close(ann_engine *e)
     if (e->fd >= 0)
         close(e->fd);
     pq_codebook_destroy(e->pq);
+    free(e->sums);
     free(e->codes);
     free(e->cache_recs);
     free(e->cache_slot);
@@ -192,6 +193,13 @@ static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
     rc = read_header(e);
     if (rc)
         goto out;
+    {
+        char sums[4200];
+        snprintf(sums, sizeof sums, "%s/%s", dir, DSEC_SUMS_FILE);
+        rc = dsec_sums_load(sums, &e->h, &e->sums);
+        if (rc)
+            goto out;
+    }
     e->metric = (ann_metric)e->h.metric;
     e->read_bytes = e->h.sectors_per_node * DSEC_SECTOR_BYTES;
     rc = load_pq(e, dir);
@@ -319,7 +327,7 @@ const ann_engine_ops diskann_sector_engine_ops = {
     .close = dsec_close,
     .size = dsec_size,
     .open_report = dsec_open_report,
-    .format_version = DSEC_VERSION,
+    .format_version = DSEC_FORMAT,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,
     .search = dsec_search,
