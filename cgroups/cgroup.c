@@ -805,6 +805,13 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
         c->under_oom = under != 0;
         c->oom_events = under ? 1 : 0;
     }
+    if (exists_in(g->mem_dir, "memory.stat")) {
+        rc = read_in(g->mem_dir, "memory.stat", text, path);
+        if (!rc)
+            rc = keyed_opt(text, "cache", path, &c->page_cache_bytes, &c->page_cache_known);
+        if (rc)
+            return rc;
+    }
     if (g->io_dir[0] && g->io_watched && exists_in(g->io_dir, "blkio.throttle.io_service_bytes")) {
         rc = read_in(g->io_dir, "blkio.throttle.io_service_bytes", text, path);
         if (!rc)
@@ -857,6 +864,13 @@ static int read_v2(const cg_group *g, dev_t dev, char *text, cg_counters *c)
             rc = keyed_opt(text, "oom", path, &c->oom_events, NULL);
         if (!rc)
             rc = keyed_opt(text, "oom_kill", path, &c->oom_kills, &c->oom_kill_known);
+        if (rc)
+            return rc;
+    }
+    if (exists_in(g->mem_dir, "memory.stat")) {
+        rc = read_in(g->mem_dir, "memory.stat", text, path);
+        if (!rc)
+            rc = keyed_opt(text, "file", path, &c->page_cache_bytes, &c->page_cache_known);
         if (rc)
             return rc;
     }
@@ -1026,6 +1040,9 @@ json_t *cg_counters_json(const cg_counters *c)
     bad |= json_object_set_new(o, "oom_kills", c->oom_kill_known ? json_integer((json_int_t)c->oom_kills) : json_null());
     bad |= json_object_set_new(o, "read_bytes", c->io_known ? json_integer((json_int_t)c->read_bytes) : json_null());
     bad |= json_object_set_new(o, "read_ios", c->io_known ? json_integer((json_int_t)c->read_ios) : json_null());
+    bad |= json_object_set_new(o, "page_cache_bytes",
+                               c->page_cache_known ? json_integer((json_int_t)c->page_cache_bytes)
+                                                   : json_null());
     if (bad) {
         json_decref(o);
         return NULL;

@@ -170,6 +170,9 @@ typedef struct cg_counters {
                                  (v1: watched devices only, cg_group_watch_device) */
     uint64_t read_ios;        /* v2 io.stat rios,   v1 throttle.io_serviced Read */
     bool io_known;
+    uint64_t page_cache_bytes; /* page cache charged to the group now: v1 memory.stat
+                                  "cache", v2 memory.stat "file" */
+    bool page_cache_known;
 } cg_counters;
 
 /*

@@ -1164,6 +1164,74 @@ static void test_build_json_and_bundle_checked(void **state)
     assert_int_equal(access(out, F_OK), -1); /* refused before it was written: nothing left */
 }
 
+/*
+ * Issue 14: a warm cell under a cap smaller than its index is served from
+ * the device.  Before, the index's pages were already in the page cache
+ * (read by the uncapped cell just before, charged to another group), the
+ * capped cell's preload found them there, and the cap never applied: it
+ * measured a fully cached index.
+ */
+static void test_warm_capped_reads_device(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char bundle[4400], cfg_path[4400], out[4400];
+    snprintf(bundle, sizeof bundle, "%s/bundle-cap", f->dir);
+    /* 200k x 64 floats: a 51 MB index, over a 32 MiB cap */
+    assert_int_equal(hf_bundle(bundle, 200000, 64, 20, 50, 10, 11), 0);
+    snprintf(cfg_path, sizeof cfg_path, "%s/cap.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-cap", f->dir);
+    json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s}], s:[i], s:[s], s:[n, s], s:b, s:i,"
+                            " s:i, s:f, s:s}",
+                            "name", "cap", "dataset", "path", bundle, "k", 10, "engines", "engine",
+                            "flat", "threads", 1, "modes", "warm", "memory_caps", "32MiB",
+                            "drop_caches", 0, "queries", 20, "warmup_queries", 10,
+                            "qps_min_seconds", 0.01, "index_root", "index-cap");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    const json_t *free_cell = json_array_get(cells, 0), *capped = json_array_get(cells, 1);
+    assert_true(json_is_null(json_object_get(free_cell, "memory_cap_bytes")));
+    const char *st = json_string_value(json_object_get(capped, "status"));
+    if (!strcmp(st, "skipped")) {
+        print_message("capped cells skipped here: %s\n",
+                      json_string_value(json_object_get(capped, "reason")));
+        json_decref(cells);
+        skip();
+    }
+    if (strcmp(st, "ok") != 0)
+        fail_msg("capped cell: %s: %s", st, json_string_value(json_object_get(capped, "reason")));
+    const json_t *ev = json_object_get(capped, "cache_eviction");
+    json_int_t index_bytes = json_integer_value(json_object_get(ev, "index_bytes"));
+    json_int_t resident = json_integer_value(json_object_get(ev, "resident_at_measure_start_bytes"));
+    print_message("capped warm cell: %lld of %lld index bytes resident at the start\n",
+                  (long long)resident, (long long)index_bytes);
+    assert_true(index_bytes > 40 * 1024 * 1024);
+    assert_true(resident < index_bytes - 8 * 1024 * 1024); /* at most the cap's worth */
+    /* the queries read the device, counted in the cell's own group */
+    const json_t *dev = json_object_get(capped, "device");
+    const json_t *cgr = json_object_get(dev, "cgroup");
+    double reads = json_number_value(json_object_get(cgr ? cgr : dev, "reads_per_query"));
+    print_message("capped warm cell: %.1f device reads per query\n", reads);
+    assert_true(reads > 0);
+    const json_t *pc = json_object_get(json_object_get(capped, "memory"), "cgroup_page_cache_bytes");
+    if (json_is_object(pc))
+        assert_true(json_integer_value(json_object_get(pc, "end")) <= 32 * 1024 * 1024);
+    assert_non_null(json_object_get(json_object_get(capped, "warm"), "evicted_before_preload"));
+    /* the uncapped cell beside it: all of the index cached */
+    const json_t *fev = json_object_get(free_cell, "cache_eviction");
+    assert_true(json_number_value(json_object_get(fev, "resident_fraction")) == 1.0);
+    json_decref(cells);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1180,6 +1248,7 @@ int main(void)
         cmocka_unit_test(test_index_lock_and_dead_temporaries),
         cmocka_unit_test(test_failure_classes_and_retries),
         cmocka_unit_test(test_build_json_and_bundle_checked),
+        cmocka_unit_test(test_warm_capped_reads_device),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
