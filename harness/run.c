@@ -1529,13 +1529,12 @@ int harness_run_main(int argc, char **argv)
 out:
     if (made_out) {
         /* refused before it was written: leave nothing */
-        static const char *const left[] = { "/" RUN_LOCK_FILE, "/logs", "/specs", "/latencies" };
-        for (size_t i = 0; i < 4; i++) {
-            snprintf(path, sizeof path, "%s%s", x.out_dir, left[i]);
-            if (i == 0)
-                unlink(path);
-            else
-                rmdir(path); /* only when empty */
+        static const char *const left[] = { "logs", "specs", "latencies" };
+        snprintf(path, sizeof path, "%s/%s", x.out_dir, RUN_LOCK_FILE);
+        unlink(path);
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", x.out_dir, left[i]);
+            rmdir(path); /* only when empty */
         }
         rmdir(x.out_dir);
     }

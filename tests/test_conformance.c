@@ -3,7 +3,8 @@
  * the vtable (STYLE.md): recall@10 against exact search above a bound on
  * seeded data (l2 and cosine), k > n, an empty index, duplicate vectors,
  * reopen after close, unknown parameters, and truncated index files (an
- * error, never a crash).  Engines not compiled in are skipped; an engine
+ * error, never a crash).  ANNLAB_CONFORMANCE_DIM sets the dimension (64 by
+ * default; CI runs 100, 101 and 960 under ASan/UBSan).  Engines not compiled in are skipped; an engine
  * registered without a row in `cases` fails the suite, so none is untested.
  */
 #include <setjmp.h>
@@ -28,7 +29,11 @@
 #include <unistd.h>
 
 #define N 4000
-#define DIM 64
+/* The dimension: 64, or ANNLAB_CONFORMANCE_DIM (CI runs 100, 101 and 960
+ * under the sanitizers: SIMD bodies and tails, odd rows in every layout). */
+#define DIM_MAX 1024
+static int conf_dim = 64;
+#define DIM conf_dim
 #define NQ 60
 #define K 10
 
@@ -232,7 +237,7 @@ static void test_k_beyond_n_and_duplicates(void **state)
 {
     const char *dir = *state;
     enum { TINY = 7 };
-    float data[TINY * DIM];
+    float data[TINY * DIM_MAX];
     uint64_t s = 5;
     for (int i = 0; i < TINY * DIM; i++)
         data[i] = tu_gauss(&s);
@@ -272,7 +277,7 @@ static void test_k_beyond_n_and_duplicates(void **state)
 static void test_empty_index(void **state)
 {
     const char *dir = *state;
-    float dummy[DIM] = { 0 };
+    float dummy[DIM_MAX] = { 0 };
     for (size_t i = 0; ann_engine_at(i); i++) {
         const ann_engine_ops *ops = ann_engine_at(i);
         const conf_case *c = case_for(ops->name);
@@ -301,7 +306,7 @@ static void test_empty_index(void **state)
 static void test_unknown_parameter(void **state)
 {
     const char *dir = *state;
-    float data[3 * DIM] = { 0 };
+    float data[3 * DIM_MAX] = { 0 };
     for (size_t i = 0; ann_engine_at(i); i++) {
         const ann_engine_ops *ops = ann_engine_at(i);
         ann_vecsrc *src;
@@ -477,6 +482,16 @@ static int teardown(void **state)
 
 int main(void)
 {
+    const char *d = getenv("ANNLAB_CONFORMANCE_DIM");
+    if (d && *d) {
+        long v = strtol(d, NULL, 10);
+        if (v < 8 || v > DIM_MAX) {
+            fprintf(stderr, "ANNLAB_CONFORMANCE_DIM=%s: want 8 to %d\n", d, DIM_MAX);
+            return 2;
+        }
+        conf_dim = (int)v;
+        print_message("conformance at dim %d\n", conf_dim);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_parameter),
         cmocka_unit_test(test_recall_and_reopen),
