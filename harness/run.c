@@ -1527,16 +1527,15 @@ int harness_run_main(int argc, char **argv)
            x.out_dir, x.out_dir, x.out_dir, made);
     exit_code = 0;
 out:
-    if (made_out) {
-        /* refused before it was written: leave nothing */
+    if (made_out && run_lock.fd >= 0) {
+        /* refused before anything was written: the directory is left as a
+         * fresh one, holding only its lock file (removing that would let a
+         * run waiting on it and a newcomer both hold "the" lock) */
         static const char *const left[] = { "logs", "specs", "latencies" };
-        snprintf(path, sizeof path, "%s/%s", x.out_dir, RUN_LOCK_FILE);
-        unlink(path);
         for (size_t i = 0; i < 3; i++) {
             snprintf(path, sizeof path, "%s/%s", x.out_dir, left[i]);
             rmdir(path); /* only when empty */
         }
-        rmdir(x.out_dir);
     }
     ann_lock_release(&run_lock);
     harness_problems_fini(&probs);
