@@ -374,8 +374,11 @@ int kv_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
     if (rc)
         return rc;
     rc = s->ops->get(r, key, key_len, val);
-    if (rc == 0 && (rc = value_check(s, key, key_len, val)) != 0)
+    if (rc == 0 && (rc = value_check(s, key, key_len, val)) != 0) {
         kv_val_release(val);
+        val->data = NULL;
+        val->len = 0;
+    }
     if (rc == 0) {
         r->st.gets++;
         r->st.get_bytes += val->len;
