@@ -124,6 +124,10 @@ static int flat_open(const char *dir, const json_t *open_params, ann_engine **ou
     rc = check_blocks(e, meta, path);
     if (rc)
         goto out;
+    /* The check mapped every page into this process; unmap them again (the
+     * page cache keeps them): a page still mapped cannot be evicted, and a
+     * cold cell evicts the index after open. */
+    (void)madvise((void *)e->map, e->map_bytes, MADV_DONTNEED);
     *out = e;
     e = NULL;
 out:
