@@ -129,8 +129,14 @@ int ann_tmp_path(const char *path, char *buf, size_t len)
     ann_owner_tag(&me, tag, sizeof tag);
     int n = snprintf(buf, len, "%s.tmp.%s", path, tag);
     if (n < 0 || (size_t)n >= len)
-        return ann_fail(ANN_EPARAM, "%s: path too long for its temporary (%zu bytes; at most %zu)",
-                        path, strlen(path) + 5 + strlen(tag), len - 1);
+    {
+        /* a path this long would push the reason out of the message: its start only */
+        size_t pl = strlen(path);
+        return ann_fail(ANN_EPARAM,
+                        "%.*s%s: path too long for its temporary (%zu bytes; at most %zu)",
+                        pl > 200 ? 200 : (int)pl, path, pl > 200 ? "..." : "",
+                        pl + 5 + strlen(tag), len - 1);
+    }
     return 0;
 }
 
@@ -193,7 +199,7 @@ int ann_lock_take(ann_lock *lk, const char *path, const char *what, int wait, in
 {
     lk->fd = -1;
     if (snprintf(lk->path, sizeof lk->path, "%s", path) >= (int)sizeof lk->path)
-        return ann_fail(ANN_EPARAM, "%s: path too long for a lock file", path);
+        return ann_fail(ANN_EPARAM, "%.200s...: path too long for a lock file", path);
     int fd = open(path, O_RDWR | O_CREAT | (inheritable ? 0 : O_CLOEXEC), 0644);
     if (fd < 0)
         return ann_fail_errno("%s: open lock file", path);
