@@ -501,7 +501,13 @@ static void test_k_beyond_n(void **state)
     fixture *f = *state;
     opened o;
     enum { KBIG = SMALL_N + 50 };
-    assert_int_equal(open_ctx(f->small, "{}", "{\"L\": 20, \"beam_width\": 2}", KBIG, &o), 0);
+    /* L must be at least k (issue 14: L < k is refused, not run as L = k) */
+    char sp[96];
+    snprintf(sp, sizeof sp, "{\"L\": %d, \"beam_width\": 2}", KBIG);
+    assert_int_equal(open_ctx(f->small, "{}", "{\"L\": 20, \"beam_width\": 2}", KBIG, &o),
+                     ANN_EPARAM);
+    close_ctx(&o);
+    assert_int_equal(open_ctx(f->small, "{}", sp, KBIG, &o), 0);
     uint32_t *ids = malloc(KBIG * sizeof *ids);
     float *d = malloc(KBIG * sizeof *d);
     ann_stats st = { 0 };

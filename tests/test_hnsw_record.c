@@ -318,7 +318,7 @@ static void test_golden_records(void **state)
     assert_int_equal(kv_get(rd, key, sizeof key, &v), 0);
     assert_int_equal(v.len, 64);
     uint8_t want_meta[64] = { 'A', 'N', 'N', 'H', 'N', 'S', 'W', 0, /* magic */
-                              1, 0, 0, 0,   /* version */
+                              2, 0, 0, 0,   /* version 2 */
                               0, 0, 0, 0,   /* metric l2 */
                               2, 0, 0, 0, 0, 0, 0, 0, /* n */
                               DIM, 0, 0, 0, /* dim */
