@@ -742,6 +742,40 @@ static void test_corruption(void **state)
 
     restore_index(path);
     assert_int_equal(open_and_search(f, "{}"), 0);
+
+    /* index.sums (directory format 2): missing is an index of format 1, to be
+     * rebuilt; a flipped byte in it, or a sum of another node count, is corrupt */
+    char sums[4200], aside[4300];
+    size_t slen = 0;
+    snprintf(sums, sizeof sums, "%s/%s", f->small, DSEC_SUMS_FILE);
+    snprintf(aside, sizeof aside, "%s.aside", sums);
+    uint8_t *sorig = tu_read_file(sums, &slen);
+    assert_non_null(sorig);
+    assert_int_equal(slen, DSEC_SUMS_HEADER_BYTES + 4 * SMALL_N + 4);
+    assert_int_equal(rename(sums, aside), 0);
+    snprintf(msg, sizeof msg, "%s: missing: an index of an earlier format (no node checksums); "
+                              "rebuild the index", sums);
+    expect_error(f, "{}", ANN_EVERSION, msg);
+    assert_int_equal(rename(aside, sums), 0);
+    uint8_t *sb = malloc(slen);
+    memcpy(sb, sorig, slen);
+    sb[DSEC_SUMS_HEADER_BYTES + 4 * 7] ^= 0x40; /* node 7's sum: the file's crc catches it */
+    assert_int_equal(tu_write_file(sums, sb, slen), 0);
+    int rc = open_and_search(f, "{}");
+    assert_int_equal(rc, ANN_ECORRUPT);
+    if (!strstr(ann_errmsg(rc), sums))
+        fail_msg("message \"%s\" does not name %s", ann_errmsg(rc), sums);
+    memcpy(sb, sorig, slen);
+    ann_put_u64(sb + 16, SMALL_N - 1); /* another n */
+    assert_int_equal(tu_write_file(sums, sb, slen), 0);
+    rc = open_and_search(f, "{}");
+    assert_int_equal(rc, ANN_ECORRUPT);
+    if (!strstr(ann_errmsg(rc), sums))
+        fail_msg("message \"%s\" does not name %s", ann_errmsg(rc), sums);
+    assert_int_equal(tu_write_file(sums, sorig, slen), 0);
+    assert_int_equal(open_and_search(f, "{}"), 0);
+    free(sb);
+    free(sorig);
     free(b);
     free(g_orig);
     g_orig = NULL;
