@@ -169,9 +169,11 @@ fuzz: $(FUZZ_TARGETS)
 # Each target for FUZZ_SECONDS from an empty corpus (the targets seed
 # themselves with a valid file); a crash leaves crash-* and fails.
 fuzz-smoke: fuzz
-	@set -e; for t in $(FUZZ_TARGETS); do \
-	  echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
-	  mkdir -p build-fuzz/corpus-$$(basename $$t); \
+	@for t in $(FUZZ_TARGETS); do \
+	  n=$$(basename $$t); echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  mkdir -p build-fuzz/corpus-$$n; \
 	  $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$(basename $$t) 2>&1 | tail -4; \
+	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
+	  tail -4 build-fuzz/$$n.log; \
+	  if [ $$rc -ne 0 ]; then echo "fuzz $$n: exit $$rc (log build-fuzz/$$n.log)"; exit 1; fi; \
 	done

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FZ_N 300
+#ifndef FZ_N
+#define FZ_N 300 /* a target may ask for more (before including this file) */
+#endif
 #define FZ_DIM 8
 #define FZ_K 5
 

@@ -10,6 +10,9 @@
  *
  *   make fuzz && build-fuzz/fuzz_records -max_total_time=60 CORPUS_DIR
  */
+/* DiskANN record indexes below DREC_SCAN_BELOW (1024) vectors are scans
+ * without graph records: enough vectors for a graph */
+#define FZ_N 1200
 #include "tests/fuzz/fuzz_common.h"
 
 #include "engines/core/binio.h"
@@ -24,8 +27,8 @@
 static const char *const g_engine[FZ_ENGINES] = { "diskann-record", "diskann-resident",
                                                   "hnsw-record", "ivfpq-record" };
 static const char *const g_build[FZ_ENGINES] = {
-    "{\"R\": 6, \"L_build\": 20, \"pq_bytes\": 4, \"kv\": \"lmdb\", \"threads\": 1}",
-    "{\"R\": 6, \"L_build\": 20, \"pq_bytes\": 4, \"kv\": \"lmdb\", \"threads\": 1}",
+    "{\"R\": 6, \"L_build\": 20, \"pq_bytes\": 4, \"kv\": \"lmdb\"}",
+    "{\"R\": 6, \"L_build\": 20, \"pq_bytes\": 4, \"kv\": \"lmdb\"}",
     "{\"M\": 6, \"ef_construction\": 20, \"kv\": \"lmdb\"}",
     "{\"nlist\": 4, \"pq_bytes\": 4, \"kv\": \"lmdb\"}",
 };
@@ -51,9 +54,13 @@ static void keep(int e, int r, kv_store *s)
 {
     kv_reader *rd = NULL;
     kv_val v;
-    if (kv_reader_create(s, &rd) || kv_reader_begin(rd) ||
-        kv_get(rd, g_key[e][r], g_key_len[e][r], &v))
+    int rc = 0;
+    if ((rc = kv_reader_create(s, &rd)) || (rc = kv_reader_begin(rd)) ||
+        (rc = kv_get(rd, g_key[e][r], g_key_len[e][r], &v))) {
+        fprintf(stderr, "fuzz: %s record %d of the seed index: %s\n", g_engine[e], r,
+                ann_errmsg(rc));
         abort();
+    }
     g_val[e][r] = malloc(v.len + 1);
     memcpy(g_val[e][r], v.data, v.len);
     g_val_len[e][r] = v.len;
