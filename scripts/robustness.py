@@ -390,7 +390,8 @@ def main():
         procs = [subprocess.Popen([annlab, "run", p5, "--out", out], cwd=work,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for _ in range(2)]
-        res = [(p.wait(timeout=600), p.stderr.read()) for p in procs]
+        errs = [p.communicate(timeout=600)[1] for p in procs]  # never blocks on a full pipe
+        res = [(p.returncode, e) for p, e in zip(procs, errs)]
         ids = [c["id"] for c in load_cells(out)]
         codes = sorted(r[0] for r in res)
         if len(ids) != len(set(ids)):
@@ -413,7 +414,8 @@ def main():
                     + (["--wait"] if wait else []) for i in range(2)]
             procs = [subprocess.Popen(c, cwd=work, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True) for c in cmds]
-            res = [(p.wait(timeout=900), p.stderr.read()) for p in procs]
+            errs = [p.communicate(timeout=900)[1] for p in procs]  # never blocks on a full pipe
+            res = [(p.returncode, e) for p, e in zip(procs, errs)]
             cells = [load_cells(os.path.join(work, f"out-shared-{s}-{wait}-{i}")) for i in range(2)]
             bad = [c for cs in cells for c in cs if c["status"] != "ok"]
             cat = "shared index, --wait" if wait else "shared index, no --wait"
