@@ -64,7 +64,7 @@ TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz
+.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz fuzz-smoke
 .DEFAULT_GOAL := all
 # Keep intermediate objects of tests and benchmarks (no rebuild on every run).
 .PRECIOUS: $(BUILD)/obj/%.o
@@ -130,23 +130,50 @@ nightly-baseline: deps
 	./scripts/nightly.sh --baseline
 
 clean:
-	rm -rf build build-san annlab
+	rm -rf build build-san build-fuzz annlab
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
-# libFuzzer targets (clang): the on-disk formats' parsers under ASan.
+# libFuzzer targets (clang; Debian's clang 14 is enough): every on-disk
+# format's reader and the config loader, under ASan/UBSan, one binary per
+# tests/fuzz/fuzz_*.c, linked against the whole library built with clang
+# (the C++ reference engines left out: the targets do not need them).
 #   make fuzz && build-fuzz/fuzz_sector -max_total_time=60 build-fuzz/corpus-sector
-FUZZ_CC   ?= clang
-FUZZ_SRCS := $(wildcard engines/core/*.c engines/diskann_sector/*.c) engines/engine.c
-FUZZ_OBJS := $(patsubst %.c,build-fuzz/obj/%.o,$(FUZZ_SRCS))
-FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+#   make fuzz-smoke [FUZZ_SECONDS=20]   every target briefly (CI)
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_CPPFLAGS := $(filter-out -DANNLAB_HAVE_HNSWLIB -DANNLAB_HAVE_FAISS,$(CPPFLAGS))
+FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+FUZZ_WARN    := -Wall -Wextra -Werror   # not $(WARN): clang refuses -Wno-format-truncation
+FUZZ_LIB_SRCS := $(filter-out engines/ref_%,$(LIB_SRCS))
+FUZZ_OBJS    := $(patsubst %.c,build-fuzz/obj/%.o,$(FUZZ_LIB_SRCS))
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz -lm -lstdc++
 
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -Wall -Wextra -Werror -pthread -c $< -o $@
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_WARN) -pthread -c $< -o $@
 
-build-fuzz/fuzz_sector: tests/fuzz/fuzz_sector.c $(FUZZ_OBJS)
+build-fuzz/libannlab.a: $(FUZZ_OBJS)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h build-fuzz/libannlab.a
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer -Wall -Wextra -Werror -pthread $^ $(LDLIBS) -o $@
+	@$(if $(Q),echo "  FUZZLD  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer $(FUZZ_WARN) -pthread $< build-fuzz/libannlab.a $(FUZZ_LIBS) -o $@
 
-fuzz: build-fuzz/fuzz_sector
+fuzz: $(FUZZ_TARGETS)
+
+# Each target for FUZZ_SECONDS from an empty corpus (the targets seed
+# themselves with a valid file); a crash leaves crash-* and fails.
+fuzz-smoke: fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  n=$$(basename $$t); echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  mkdir -p build-fuzz/corpus-$$n; \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
+	  tail -4 build-fuzz/$$n.log; \
+	  if [ $$rc -ne 0 ]; then echo "fuzz $$n: exit $$rc (log build-fuzz/$$n.log)"; exit 1; fi; \
+	done

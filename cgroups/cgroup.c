@@ -19,8 +19,10 @@
 #include "cgroups/cgroup.h"
 
 #include "cgroups/sysfs.h"
+#include "engines/core/owner.h"
 #include "engines/core/status.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -803,6 +805,13 @@ static int read_v1(const cg_group *g, dev_t dev, char *text, cg_counters *c)
         c->under_oom = under != 0;
         c->oom_events = under ? 1 : 0;
     }
+    if (exists_in(g->mem_dir, "memory.stat")) {
+        rc = read_in(g->mem_dir, "memory.stat", text, path);
+        if (!rc)
+            rc = keyed_opt(text, "cache", path, &c->page_cache_bytes, &c->page_cache_known);
+        if (rc)
+            return rc;
+    }
     if (g->io_dir[0] && g->io_watched && exists_in(g->io_dir, "blkio.throttle.io_service_bytes")) {
         rc = read_in(g->io_dir, "blkio.throttle.io_service_bytes", text, path);
         if (!rc)
@@ -855,6 +864,13 @@ static int read_v2(const cg_group *g, dev_t dev, char *text, cg_counters *c)
             rc = keyed_opt(text, "oom", path, &c->oom_events, NULL);
         if (!rc)
             rc = keyed_opt(text, "oom_kill", path, &c->oom_kills, &c->oom_kill_known);
+        if (rc)
+            return rc;
+    }
+    if (exists_in(g->mem_dir, "memory.stat")) {
+        rc = read_in(g->mem_dir, "memory.stat", text, path);
+        if (!rc)
+            rc = keyed_opt(text, "file", path, &c->page_cache_bytes, &c->page_cache_known);
         if (rc)
             return rc;
     }
@@ -1024,6 +1040,9 @@ json_t *cg_counters_json(const cg_counters *c)
     bad |= json_object_set_new(o, "oom_kills", c->oom_kill_known ? json_integer((json_int_t)c->oom_kills) : json_null());
     bad |= json_object_set_new(o, "read_bytes", c->io_known ? json_integer((json_int_t)c->read_bytes) : json_null());
     bad |= json_object_set_new(o, "read_ios", c->io_known ? json_integer((json_int_t)c->read_ios) : json_null());
+    bad |= json_object_set_new(o, "page_cache_bytes",
+                               c->page_cache_known ? json_integer((json_int_t)c->page_cache_bytes)
+                                                   : json_null());
     if (bad) {
         json_decref(o);
         return NULL;
@@ -1097,4 +1116,93 @@ void cg_gate_fini(cg_gate *gate)
             close(gate->fds[i]);
         gate->fds[i] = -1;
     }
+}
+
+/* ---- leftovers of dead runs -------------------------------------------- */
+
+/* The owner of a group named "<prefix><id>-<pid>-<start>" (or the older
+ * "<prefix><id>-<pid>"); 0 when the name is not of that form. */
+static int group_owner(const char *name, const char *prefix, ann_owner *o)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0)
+        return 0;
+    const char *rest = name + pl;
+    const char *first = strchr(rest, '-');
+    if (!first || first == rest)
+        return 0;
+    return ann_owner_parse(first + 1, o) == 0;
+}
+
+/* Kill every process in dir (a dead run's cell still running), waiting up
+ * to a second for the group to empty. */
+static int kill_members(cg_version version, const char *dir)
+{
+    char path[CG_PATH_BYTES];
+    char *text = malloc(CG_TEXT_BYTES);
+    int rc = 0;
+    if (!text)
+        return ann_fail(-ENOMEM, "cg_reap_stale: out of memory");
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if ((rc = read_in(dir, "cgroup.procs", text, path)))
+            break;
+        if (text[strspn(text, " \n")] == '\0')
+            break;
+        if (version == CG_V2 && exists_in(dir, "cgroup.kill"))
+            (void)write_in(dir, "cgroup.kill", "1");
+        else
+            for (char *p = text; *p;) {
+                char *e = NULL;
+                long pid = strtol(p, &e, 10);
+                if (e == p)
+                    break;
+                (void)kill((pid_t)pid, SIGKILL);
+                p = e;
+                while (*p == '\n' || *p == ' ')
+                    p++;
+            }
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    free(text);
+    return rc;
+}
+
+int cg_reap_stale(const cg_system *sys, const char *prefix, unsigned *removed)
+{
+    if (removed)
+        *removed = 0;
+    if (!sys || sys->version == CG_NONE)
+        return 0;
+    const char *parents[2] = { sys->memory_parent,
+                               sys->version == CG_V1 ? sys->io_parent : "" };
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!parents[i][0])
+            continue;
+        DIR *d = opendir(parents[i]);
+        if (!d) {
+            if (!rc && errno != ENOENT)
+                rc = ann_fail_errno("%s: opendir", parents[i]);
+            continue;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            ann_owner o;
+            if (!group_owner(e->d_name, prefix, &o) || ann_owner_alive(&o))
+                continue;
+            char dir[CG_PATH_BYTES];
+            if (sysfs_path(dir, sizeof dir, "%s/%s", parents[i], e->d_name) || !is_dir(dir))
+                continue;
+            int r = kill_members(sys->version, dir);
+            if (!r)
+                r = remove_dir(dir);
+            if (r && !rc)
+                rc = r;
+            else if (!r && removed && i == 0)
+                (*removed)++;
+        }
+        closedir(d);
+    }
+    return rc;
 }

@@ -170,6 +170,9 @@ typedef struct cg_counters {
                                  (v1: watched devices only, cg_group_watch_device) */
     uint64_t read_ios;        /* v2 io.stat rios,   v1 throttle.io_serviced Read */
     bool io_known;
+    uint64_t page_cache_bytes; /* page cache charged to the group now: v1 memory.stat
+                                  "cache", v2 memory.stat "file" */
+    bool page_cache_known;
 } cg_counters;
 
 /*
@@ -190,6 +193,18 @@ int cg_group_read(const cg_group *g, dev_t dev, cg_counters *out);
  * freed either way.
  */
 int cg_group_destroy(cg_group *g);
+
+/*
+ * Remove the groups of runs that died without cleaning up (kill -9 of the
+ * harness): every directory under the memory parent (and, in v1, the
+ * blkio parent) named "<prefix><id>-<pid>-<start>" (or the older
+ * "<prefix><id>-<pid>") whose owner, engines/core/owner.h, is no longer
+ * alive.  Processes still in such a group (cells the dead run left
+ * running) are killed first.  Groups of live owners are never touched.
+ * *removed (may be NULL) counts memory groups removed.  Returns 0 or the
+ * first error (-errno naming the directory); the others are still tried.
+ */
+int cg_reap_stale(const cg_system *sys, const char *prefix, unsigned *removed);
 
 /* Outcome of a capped cell. */
 typedef enum cg_status {

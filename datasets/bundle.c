@@ -89,6 +89,8 @@ int ann_bundle_open(const char *dir, ann_bundle *b)
     ann_bundle_path(b, MANIFEST_FILE, path, sizeof path);
     if (access(path, F_OK) != 0)
         return ann_fail(ANN_ENOTFOUND, "%s: not a prepared dataset (no %s)", dir, MANIFEST_FILE);
+    if ((rc = ann_check_regular(path))) /* a FIFO would block the load */
+        goto out;
     b->manifest = json_load_file(path, 0, &jerr);
     if (!b->manifest) {
         rc = ann_fail(ANN_EFORMAT, "%s: line %d: %s", path, jerr.line, jerr.text);
@@ -151,7 +153,17 @@ int ann_bundle_open(const char *dir, ann_bundle *b)
         rc = ann_fail_errno("%s: stat", path);
         goto out;
     }
-    uint64_t want = 8 + (uint64_t)b->nq * b->gt_k * 8;
+    if (!S_ISREG(st.st_mode)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: not a regular file (%s)", path,
+                      ann_file_kind((unsigned)st.st_mode));
+        goto out;
+    }
+    uint64_t want = 0;
+    char what[4200];
+    snprintf(what, sizeof what, "%s: nq x gt_k x 8 bytes of manifest.json", path);
+    if ((rc = ann_mul_u64((uint64_t)b->nq * b->gt_k, 8, &want, what)) ||
+        (rc = ann_add_u64(want, 8, &want, what)))
+        goto out;
     if ((uint64_t)st.st_size != want) {
         rc = ann_fail(ANN_ECORRUPT,
                       "%s: size %lld bytes, but nq=%u gt_k=%u in manifest.json need %llu (ids and "

@@ -18,6 +18,7 @@
 #include "datasets/parquet.h"
 #include "datasets/prepare.h"
 #include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
 #include <stdio.h>
@@ -35,7 +36,7 @@ static void usage(FILE *fp)
             "                 [--force]\n"
             "       annlab dataset import FILE... --out DIR [--metric l2|ip|cosine] [--name N]\n"
             "                 [--base F] [--query F] [--gt F] [--warmup F | --warmup-sample N]\n"
-            "                 [--gt-k K]\n"
+            "                 [--gt-k K] [--force]\n"
             "       annlab dataset verify DIR [--sample N]\n"
             "       annlab dataset generate ... (see annlab dataset generate --help)\n"
             "fetch:  the files of a download-kind dataset into DIR/NAME (default\n"
@@ -43,7 +44,9 @@ static void usage(FILE *fp)
             "        ANNLAB_MIRROR=BASEURL fetches BASEURL/FILE instead of each URL.\n"
             "prepare: a download-kind dataset without --from is fetched first.\n"
             "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
-            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n");
+            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n"
+            "        An existing --out is refused; --force replaces it once the new bundle\n"
+            "        is complete (a failed import leaves it as it was).\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -197,6 +200,8 @@ static int cmd_import(int argc, char **argv)
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--out") && has_val)
             f.out_dir = argv[++i];
+        else if (!strcmp(a, "--force"))
+            f.out_flags |= ANN_OUT_FORCE;
         else if (!strcmp(a, "--name") && has_val)
             f.name = argv[++i];
         else if (!strcmp(a, "--metric") && has_val) {
@@ -255,7 +260,8 @@ static int cmd_import(int argc, char **argv)
         if (!f.metric_set)
             return usage_error("import: parquet files carry no metric: give --metric l2, ip "
                                "or cosine%s", "");
-        int rc = ann_import_parquet(parquet, n_parquet, f.out_dir, f.name, f.metric, f.gt_k);
+        int rc = ann_import_parquet(parquet, n_parquet, f.out_dir, f.name, f.metric, f.gt_k,
+                                    f.out_flags);
         if (rc)
             return fail(rc);
         printf("imported into %s\n", f.out_dir);

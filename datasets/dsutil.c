@@ -7,6 +7,7 @@
 #include "datasets/dsutil.h"
 
 #include "engines/core/distance.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 uint64_t ds_rng_next(uint64_t *state)
@@ -80,11 +82,10 @@ int ds_sha256_file(const char *path, char *out, uint64_t *bytes)
     uint64_t total = 0;
     const size_t buf_bytes = 1u << 20;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = ann_fail_errno("%s: open", path);
+    struct stat st;
+    /* a regular file only: /dev/zero would be hashed forever, a FIFO block */
+    if ((rc = ann_open_stat(path, &fd, &st)))
         goto out;
-    }
     buf = malloc(buf_bytes);
     ctx = EVP_MD_CTX_new();
     if (!buf || !ctx) {

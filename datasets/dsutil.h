@@ -30,7 +30,9 @@ int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out);
 /*
  * sha256 of a whole file, streamed in 1 MiB reads, as "sha256:<64 hex>"
  * into out (at least 72 bytes).  *bytes (may be NULL) gets the file size.
- * Errors: -errno naming the file; ANN_EINTERNAL when libcrypto fails.
+ * Errors: -errno naming the file; ANN_EFORMAT "<path>: not a regular file
+ * (...)" (a device or FIFO is refused, never read); ANN_EINTERNAL when
+ * libcrypto fails.
  */
 int ds_sha256_file(const char *path, char *out, uint64_t *bytes);
 

@@ -80,15 +80,18 @@ int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t f
 void ann_generator_destroy(ann_generator *g);
 
 /*
- * Write a complete bundle (see bundle.h) into out_dir: base.fbin generated
+ * Write a complete bundle (see bundle.h) as out_dir: base.fbin generated
  * and written in chunks (memory O(chunk), not O(n)), query.fbin, warmup.fbin,
  * then ann_bundle_finish computes the exact ground truth and writes the
  * manifest, with the statistics of a 1,000-row sample of the base (stats.h)
- * and the generator's parameters.  Files go through temporary names; on
- * failure nothing that looks like a bundle is left.  Errors: those of
- * ann_generator_create, -errno naming the file, those of ann_bundle_finish.
+ * and the generator's parameters.  Everything is written into a temporary
+ * sibling that takes the name only when complete (engines/core/stagedir.h):
+ * an existing out_dir (but an empty directory) is refused unless out_flags
+ * has ANN_OUT_FORCE, and is left as it was when generation fails.
+ * Errors: those of ann_generator_create, -EEXIST (exists, not forced),
+ * -errno naming the file, those of ann_bundle_finish.
  */
-int ann_generate_bundle(const ann_gen_params *p, const char *out_dir);
+int ann_generate_bundle(const ann_gen_params *p, const char *out_dir, unsigned out_flags);
 
 /*
  * Parameters of a named preset: synth-768-cosine-{10k,100k,1m} and

@@ -15,6 +15,7 @@
 #include "datasets/generate.h"
 #include "datasets/stats.h"
 #include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -35,15 +36,6 @@
 #define GEN_DEFAULT_WARMUP 2000u
 #define GEN_DEFAULT_GT_K 100u
 #define GEN_PRESET_SEED 42u
-
-/* mkdir -p */
-static int gen_mkdirs(const char *dir)
-{
-    size_t len = strlen(dir);
-    if (len == 0 || len >= 4096)
-        return ann_fail(ANN_EPARAM, "generate: output directory '%s' is empty or too long", dir);
-    return ann_mkdir_p(dir, 0755, "cannot create directory");
-}
 
 /* Generate rows [0, count) of a stream into dir/file, chunk by chunk. */
 static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream stream,
@@ -89,7 +81,7 @@ static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
                      s->positive_mean, "scale", s->scale);
 }
 
-int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
+int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsigned out_flags)
 {
     int rc = 0;
     ann_gen_params p = *p_in;
@@ -97,7 +89,9 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
     ann_generator *g = NULL;
     float *buf = NULL;
     json_t *extra = NULL, *stats_json = NULL;
-    char path[4096], name[256];
+    char name[256];
+    ann_stagedir sd;
+    memset(&sd, 0, sizeof sd);
 
     if (p.queries == 0)
         p.queries = GEN_DEFAULT_QUERIES;
@@ -121,21 +115,16 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
         snprintf(name, sizeof name, "synth-%u-%s-%" PRIu64 "-seed%" PRIu64, p.dim,
                  ann_metric_name(p.metric) ? ann_metric_name(p.metric) : "?", p.n, p.seed);
 
+    if (!final_dir || !*final_dir)
+        return ann_fail(ANN_EPARAM, "generate: output directory '' is empty");
     rc = ann_generator_create(&p, &g);
     if (rc)
         goto out;
-    rc = gen_mkdirs(out_dir);
+    /* a temporary sibling, in place of the output only once complete */
+    rc = ann_stagedir_begin(&sd, final_dir, out_flags);
     if (rc)
         goto out;
-    /* a manifest from an earlier run must not vouch for the new files */
-    if ((size_t)snprintf(path, sizeof path, "%s/manifest.json", out_dir) >= sizeof path) {
-        rc = ann_fail(ANN_EPARAM, "%s: path too long", out_dir);
-        goto out;
-    }
-    if (unlink(path) != 0 && errno != ENOENT) {
-        rc = ann_fail_errno("%s: cannot remove the old manifest", path);
-        goto out;
-    }
+    const char *out_dir = ann_stagedir_path(&sd);
     buf = malloc((size_t)GEN_CHUNK_ROWS * p.dim * sizeof *buf);
     if (!buf) {
         rc = ann_fail(-ENOMEM, "generate: no memory for a chunk of %u x %u", GEN_CHUNK_ROWS,
@@ -146,12 +135,6 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
         (rc = gen_write_stream(g, p.dim, ANN_GEN_QUERY, p.queries, out_dir, "query.fbin", buf)) ||
         (rc = gen_write_stream(g, p.dim, ANN_GEN_WARMUP, p.warmup, out_dir, "warmup.fbin", buf)))
         goto out;
-    /* ground truth of an earlier run is stale: ann_bundle_finish recomputes it */
-    snprintf(path, sizeof path, "%s/gt.ibin", out_dir);
-    if (unlink(path) != 0 && errno != ENOENT) {
-        rc = ann_fail_errno("%s: cannot remove the old ground truth", path);
-        goto out;
-    }
 
     extra = json_object();
     json_object_set_new(extra, "made_by", json_string("annlab dataset generate"));
@@ -171,7 +154,10 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *out_dir)
         json_object_set(extra, "statistics", stats_json);
     }
     rc = ann_bundle_finish(out_dir, name, p.metric, p.gt_k, extra);
+    if (!rc)
+        rc = ann_stagedir_commit(&sd);
 out:
+    ann_stagedir_abort(&sd);
     json_decref(stats_json);
     json_decref(extra);
     free(buf);
@@ -218,10 +204,11 @@ static void gen_usage(FILE *fp)
 {
     fprintf(fp, "usage: annlab dataset generate --n N --dim D --metric l2|cosine [--queries Q]\n"
                 "                               [--warmup W] [--seed S] [--gt-k K] [--name NAME]\n"
-                "                               --out DIR\n"
-                "       annlab dataset generate --preset NAME [--out DIR]\n"
+                "                               --out DIR [--force]\n"
+                "       annlab dataset generate --preset NAME [--out DIR] [--force]\n"
                 "presets: synth-768-cosine-{10k,100k,1m}, synth-960-l2-{10k,100k,1m}\n"
-                "         (1000 queries, 2000 warm-up, seed 42; default out datasets/data/NAME)\n");
+                "         (1000 queries, 2000 warm-up, seed 42; default out datasets/data/NAME)\n"
+                "--force: replace an existing output (kept until the new bundle is complete)\n");
 }
 
 /* Parse an unsigned integer option value in [lo, hi]; message names the flag. */
@@ -247,6 +234,7 @@ int ann_generate_cli(int argc, char **argv)
                         .gt_k = GEN_DEFAULT_GT_K, .seed = GEN_PRESET_SEED};
     const char *preset = NULL, *out = NULL, *metric = NULL;
     int have_n = 0, have_dim = 0, rc = 0;
+    unsigned out_flags = 0;
     uint64_t v = 0;
     char out_buf[4096];
 
@@ -255,6 +243,10 @@ int ann_generate_cli(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             gen_usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--force")) {
+            out_flags |= ANN_OUT_FORCE;
+            continue;
         }
         if (i + 1 >= argc || strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "annlab dataset generate: %s: %s\n", a,
@@ -337,7 +329,7 @@ int ann_generate_cli(int argc, char **argv)
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    rc = ann_generate_bundle(&p, out);
+    rc = ann_generate_bundle(&p, out, out_flags);
     if (rc) {
         fprintf(stderr, "annlab dataset generate: %s\n", ann_errmsg(rc));
         return 1;

@@ -14,6 +14,7 @@
 #include "datasets/readers.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -200,8 +201,10 @@ int ds_hdf5_open(const char *path, ds_hdf5 **out, ann_metric *metric_out)
 {
     int rc = 0;
     ann_metric metric = ANN_METRIC_L2;
-    ds_hdf5 *h = calloc(1, sizeof *h);
     *out = NULL;
+    if ((rc = ann_check_regular(path))) /* a FIFO or device: refused, never waited on */
+        return rc;
+    ds_hdf5 *h = calloc(1, sizeof *h);
     if (!h)
         return ann_fail(-ENOMEM, "%s: no memory", path);
     h->file = -1;

@@ -13,6 +13,7 @@
 #include "datasets/readers.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -71,6 +72,8 @@ int ds_idx_open(const char *path_gz, ann_metric metric, ann_vecsrc **out)
     ann_vecsrc *s = NULL;
     unsigned char hdr[16];
 
+    if ((rc = ann_check_regular(path_gz))) /* gzopen would block on a FIFO */
+        return rc;
     gz = gzopen(path_gz, "rb");
     if (!gz)
         return ann_fail_errno("%s: open", path_gz);

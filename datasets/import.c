@@ -16,6 +16,7 @@
 #include "datasets/readers.h"
 #include "engines/core/exact.h"
 #include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -26,20 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *const members[] = { "manifest.json", "base.fbin", "query.fbin", "warmup.fbin",
-                                       "gt.ibin" };
-
 int ds_mkdir_p(const char *path)
 {
     return ann_mkdir_p(path, 0755, "mkdir");
-}
-
-static void remove_members(const char *dir)
-{
-    char path[4096];
-    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-        if (!ds_join(path, sizeof path, dir, members[i]))
-            unlink(path);
 }
 
 typedef struct {
@@ -132,7 +122,8 @@ int ds_import_bundle(const ds_import_spec *s)
     uint64_t *picks = NULL;
     json_t *extra = NULL, *made = NULL;
     ds_norm_stats st_base = { 0 }, st_query = { 0 };
-    const char *dir = s->out_dir;
+    ann_stagedir sd;
+    memset(&sd, 0, sizeof sd);
 
     if (s->query->dim != s->base->dim)
         return ann_fail(ANN_EFORMAT, "dim mismatch: queries %s have dim %u but base %s has dim %u",
@@ -147,10 +138,11 @@ int ds_import_bundle(const ds_import_spec *s)
                         (unsigned long long)s->base->n, (unsigned long long)s->query->n);
     if (s->base->n > UINT32_MAX || s->query->n > UINT32_MAX)
         return ann_fail(ANN_EFORMAT, "%s: more than 2^32-1 rows", s->base_name);
-    rc = ds_mkdir_p(dir);
+    /* everything goes to a temporary sibling; the name changes hands last */
+    rc = ann_stagedir_begin(&sd, s->out_dir, s->out_flags);
     if (rc)
         return rc;
-    remove_members(dir); /* manifest first: from here on the directory is not a bundle */
+    const char *dir = ann_stagedir_path(&sd);
 
     ds_copy_spec c = { .src = s->base, .src_name = s->base_name, .metric = s->metric,
                        .count = s->base->n, .stats = &st_base };
@@ -227,11 +219,10 @@ int ds_import_bundle(const ds_import_spec *s)
                                   ds_norm_stats_json(&st_base), "query",
                                   ds_norm_stats_json(&st_query)));
     rc = ann_bundle_finish(dir, s->name, s->metric, s->gt_k, extra);
+    if (!rc)
+        rc = ann_stagedir_commit(&sd);
 out:
-    if (rc)
-        remove_members(dir);
-    if (rc)
-        rmdir(dir); /* only succeeds when empty, i.e. when nothing else was there */
+    ann_stagedir_abort(&sd);
     free(picks);
     json_decref(extra);
     return rc;
@@ -255,6 +246,10 @@ int ds_import_from_files(const ds_import_files *f)
         snprintf(name_buf, sizeof name_buf, "%s", basename(tmp));
         name = name_buf;
     }
+    /* refused before a byte of input is read (hashing a large base takes a while) */
+    if (!(f->out_flags & (ANN_OUT_FORCE | ANN_OUT_IN_PLACE)) &&
+        (rc = ann_stagedir_refuses(f->out_dir)))
+        return rc;
     extra = f->extra ? json_deep_copy(f->extra) : json_object();
     sources = json_array();
     if (!extra || !sources) {
@@ -263,7 +258,8 @@ int ds_import_from_files(const ds_import_files *f)
     }
 
     ds_import_spec s = { .out_dir = f->out_dir, .name = name, .warmup_sample = f->warmup_sample,
-                         .warmup_seed = DS_WARMUP_SEED, .gt_k = f->gt_k };
+                         .warmup_seed = DS_WARMUP_SEED, .gt_k = f->gt_k,
+                         .out_flags = f->out_flags };
     if (f->hdf5) {
         ann_metric file_metric;
         if ((rc = ds_source_entry(sources, "hdf5", f->hdf5)))

@@ -37,13 +37,18 @@ typedef struct ds_import_spec {
     const char *gt_name;
     uint32_t gt_k;
     const json_t *extra; /* merged into the manifest (may be NULL) */
+    unsigned out_flags;  /* ANN_OUT_FORCE, ANN_OUT_IN_PLACE (engines/core/stagedir.h) */
 } ds_import_spec;
 
 /*
- * Write the bundle into spec->out_dir (created, with parents, if missing).
- * Any earlier bundle there is replaced: its manifest is removed first, so
- * the directory is never a half-updated bundle.  On failure every member
- * written by this call is removed and no manifest.json is left.
+ * Write the bundle spec->out_dir (parents created if missing) through a
+ * temporary sibling (engines/core/stagedir.h): every member is written,
+ * checked and fsynced there, and only then does the new bundle take the
+ * name.  An output that exists (anything but an empty directory) is
+ * refused unless out_flags has ANN_OUT_FORCE; it is then replaced whole
+ * when the new bundle is complete, and left exactly as it was when the
+ * import fails (bad input, a full disk, a crash).  On failure nothing of
+ * this call is left.
  * Errors: those of the readers (naming the input file and row), ANN_EFORMAT
  * "dim mismatch: ...", ANN_EDATA for NaN/Inf values and ids out of range.
  */
@@ -65,9 +70,12 @@ typedef struct ds_import_files {
     uint64_t expect_n;      /* when > 0, the base must have this many rows (registry) */
     uint32_t expect_dim;    /* when > 0, and this dim */
     const json_t *extra;
+    unsigned out_flags;     /* as ds_import_spec's */
 } ds_import_files;
 
-/* Open the files, record their sha256 in the manifest's "source", import. */
+/* Open the files (each must be a regular file), record their sha256 in the
+ * manifest's "source", import (ds_import_bundle).  An existing output is
+ * refused before any input is read, unless forced. */
 int ds_import_from_files(const ds_import_files *f);
 
 /* mkdir -p; 0 or -errno naming the path. */

@@ -14,6 +14,8 @@
 
 #include "datasets/bundle.h"
 #include "datasets/dsutil.h"
+#include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -301,32 +303,35 @@ out:
 }
 
 int ann_import_parquet(const char *const *files, size_t nfiles, const char *out_dir,
-                       const char *name, ann_metric metric, uint32_t gt_k)
+                       const char *name, ann_metric metric, uint32_t gt_k, unsigned out_flags)
 {
     int rc = 0;
     ann_parquet_files f;
     json_t *summary = NULL, *extra = NULL, *sources = NULL;
-    char path[PATH_MAX];
+    ann_stagedir sd;
+    memset(&sd, 0, sizeof sd);
     if ((rc = ann_parquet_classify(files, nfiles, &f)))
         return rc;
     if (!f.train || !f.test)
         return ann_fail(ANN_EPARAM, "parquet import: need a *train*.parquet and a "
                                     "*test*.parquet file (neighbors optional)");
+    for (size_t i = 0; i < nfiles; i++) {
+        struct stat st;
+        if (stat(files[i], &st) == 0 && !S_ISREG(st.st_mode))
+            return ann_fail(ANN_EFORMAT, "%s: not a regular file (%s)", files[i],
+                            ann_file_kind((unsigned)st.st_mode));
+    }
     if (!name) {
         const char *slash = strrchr(out_dir, '/');
         name = slash && slash[1] ? slash + 1 : out_dir;
     }
-    /* a manifest from an earlier import must not vouch for the new files,
-     * nor a stale gt.ibin stand in for missing neighbours */
-    snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-    if (unlink(path) != 0 && errno != ENOENT)
-        return ann_fail_errno("%s: cannot remove the old manifest", path);
-    snprintf(path, sizeof path, "%s/gt.ibin", out_dir);
-    if (unlink(path) != 0 && errno != ENOENT)
-        return ann_fail_errno("%s: cannot remove the old ground truth", path);
+    /* a temporary sibling, in place of the output only once complete */
+    if ((rc = ann_stagedir_begin(&sd, out_dir, out_flags)))
+        return rc;
+    const char *dir = ann_stagedir_path(&sd);
 
     ann_parquet_opts o = {.gt_k = gt_k};
-    if ((rc = ann_parquet_convert(&f, out_dir, metric, &o, &summary)))
+    if ((rc = ann_parquet_convert(&f, dir, metric, &o, &summary)))
         goto out;
     sources = json_array();
     if ((rc = ds_source_entry(sources, "train", f.train)) ||
@@ -342,8 +347,11 @@ int ann_import_parquet(const char *const *files, size_t nfiles, const char *out_
                         json_pack("{s:s, s:s}", "base", "base_ids.i64bin", "query",
                                   "query_ids.i64bin"));
     json_object_set(extra, "converter", summary);
-    rc = ann_bundle_finish(out_dir, name, metric, gt_k, extra);
+    rc = ann_bundle_finish(dir, name, metric, gt_k, extra);
+    if (!rc)
+        rc = ann_stagedir_commit(&sd);
 out:
+    ann_stagedir_abort(&sd);
     json_decref(sources);
     json_decref(extra);
     json_decref(summary);

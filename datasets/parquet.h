@@ -65,9 +65,13 @@ int ann_parquet_convert(const ann_parquet_files *f, const char *out_dir, ann_met
  * is no neighbors file).  name NULL: the last component of out_dir.  The
  * manifest records the source files with sha256 and the converter summary.
  * Parquet carries no metric, so metric must be given.  gt_k 0: all
- * shipped neighbours (100 when computed).
+ * shipped neighbours (100 when computed).  The bundle is written into a
+ * temporary sibling that takes the name when complete
+ * (engines/core/stagedir.h): an existing out_dir is refused unless
+ * out_flags has ANN_OUT_FORCE, and left as it was on failure.  Inputs
+ * must be regular files.
  */
 int ann_import_parquet(const char *const *files, size_t nfiles, const char *out_dir,
-                       const char *name, ann_metric metric, uint32_t gt_k);
+                       const char *name, ann_metric metric, uint32_t gt_k, unsigned out_flags);
 
 #endif

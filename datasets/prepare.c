@@ -19,6 +19,7 @@
 #include "datasets/parquet.h"
 #include "datasets/readers.h"
 #include "datasets/wink.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -241,7 +242,8 @@ static int prepare_idx(const ds_registry *reg, const json_t *e, const char *name
     }
     ds_import_spec s = { .out_dir = out_dir, .name = name, .metric = metric, .base = base,
                          .base_name = base_path, .query = query, .query_name = query_path,
-                         .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra };
+                         .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra,
+                         .out_flags = ANN_OUT_IN_PLACE };
     warmup_rule(e, &s.warmup_sample, &s.warmup_seed);
     rc = ds_import_bundle(&s);
 out:
@@ -266,7 +268,8 @@ static int prepare_wink(const ds_registry *reg, const json_t *e, const char *nam
                        .n_query = (uint32_t)entry_uint(split, "queries", 10000),
                        .n_warmup = (uint32_t)entry_uint(split, "warmup", 2000),
                        .seed = entry_uint(split, "seed", 100),
-                       .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra };
+                       .gt_k = (uint32_t)entry_uint(e, "gt_k", 100), .extra = extra,
+                       .out_flags = ANN_OUT_IN_PLACE };
     rc = ds_wink_convert(&w);
     json_decref(extra);
     return rc;
@@ -298,26 +301,14 @@ static int prepare_files(const ds_registry *reg, const json_t *e, const char *na
                           .gt = g ? gt : NULL, .metric_set = 1,
                           .gt_k = (uint32_t)entry_uint(e, "gt_k", 100),
                           .expect_n = entry_uint(e, "n", 0),
-                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra };
+                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra,
+                          .out_flags = ANN_OUT_IN_PLACE };
     ann_metric_parse(json_string_value(json_object_get(e, "metric")), &f.metric);
     uint64_t seed_unused;
     warmup_rule(e, &f.warmup_sample, &seed_unused);
     int rc = ds_import_from_files(&f);
     json_decref(extra);
     return rc;
-}
-
-/* Remove a bundle's files from dir (manifest first), then dir when empty. */
-static void remove_bundle(const char *dir)
-{
-    static const char *const files[] = { "manifest.json", "base.fbin", "query.fbin",
-                                         "warmup.fbin", "gt.ibin", "base_ids.i64bin",
-                                         "query_ids.i64bin" };
-    char p[4096];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-        if (!ds_join(p, sizeof p, dir, files[i]))
-            unlink(p);
-    rmdir(dir);
 }
 
 /*
@@ -356,8 +347,7 @@ static int prepare_parquet(const json_t *e, const char *name, const char *out_di
     files[nfiles++] = test;
     if (access(nb, R_OK) == 0)
         files[nfiles++] = nb;
-    remove_bundle(out_dir); /* no stale member may join the new bundle */
-    if ((rc = ann_import_parquet(files, nfiles, out_dir, name, metric, gt_k)))
+    if ((rc = ann_import_parquet(files, nfiles, out_dir, name, metric, gt_k, ANN_OUT_IN_PLACE)))
         goto out;
     if ((rc = ann_bundle_open(out_dir, &b)))
         goto out;
@@ -409,8 +399,6 @@ out:
     ann_vecsrc_destroy(base);
     free(picks);
     json_decref(extra);
-    if (rc)
-        remove_bundle(out_dir);
     return rc;
 }
 
@@ -568,7 +556,8 @@ static int prepare_download(const ds_registry *reg, const json_t *e, const char 
     ds_import_files f = { .out_dir = out_dir, .name = name, .hdf5 = from,
                           .gt_k = (uint32_t)entry_uint(e, "gt_k", 100),
                           .expect_n = entry_uint(e, "n", 0),
-                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra };
+                          .expect_dim = (uint32_t)entry_uint(e, "dim", 0), .extra = extra,
+                          .out_flags = ANN_OUT_IN_PLACE };
     uint64_t seed_unused;
     warmup_rule(e, &f.warmup_sample, &seed_unused);
     rc = ds_import_from_files(&f);
@@ -605,19 +594,40 @@ int ds_prepare(const ds_registry *reg, const char *name, const ds_prepare_opts *
         }
         ann_err_clear();
     }
-    if ((rc = ds_mkdir_p(root)))
-        return rc;
-    if (!strcmp(kind, "idx"))
-        return prepare_idx(reg, e, name, out_dir);
-    if (!strcmp(kind, "wink"))
-        return prepare_wink(reg, e, name, out_dir);
-    if (!strcmp(kind, "files"))
-        return prepare_files(reg, e, name, out_dir);
-    if (!strcmp(kind, "synth")) {
-        ann_gen_params p;
-        if ((rc = ann_generate_preset(name, &p)))
-            return rc;
-        return ann_generate_bundle(&p, out_dir);
+    /* Everything is written into a temporary sibling of root/NAME that
+     * takes the name only when the bundle is complete: a failed or
+     * interrupted prepare (a download error, bad data, a full disk) leaves
+     * an existing root/NAME exactly as it was. */
+    ann_stagedir sd;
+    rc = ann_stagedir_begin(&sd, out_dir, opts && opts->force ? ANN_OUT_FORCE : 0);
+    if (rc == -EEXIST) {
+        ann_bundle b;
+        int why = ann_bundle_open(out_dir, &b);
+        char reason[600];
+        snprintf(reason, sizeof reason, "%s", why ? ann_errmsg(why) : "it opened meanwhile");
+        if (!why)
+            ann_bundle_close(&b);
+        return ann_fail(-EEXIST, "%s: exists but is not a prepared bundle (%s); --force replaces it",
+                        out_dir, reason);
     }
-    return prepare_download(reg, e, name, out_dir, opts);
+    if (rc)
+        return rc;
+    const char *dir = ann_stagedir_path(&sd);
+    if (!strcmp(kind, "idx"))
+        rc = prepare_idx(reg, e, name, dir);
+    else if (!strcmp(kind, "wink"))
+        rc = prepare_wink(reg, e, name, dir);
+    else if (!strcmp(kind, "files"))
+        rc = prepare_files(reg, e, name, dir);
+    else if (!strcmp(kind, "synth")) {
+        ann_gen_params p;
+        rc = ann_generate_preset(name, &p);
+        if (!rc)
+            rc = ann_generate_bundle(&p, dir, ANN_OUT_IN_PLACE);
+    } else
+        rc = prepare_download(reg, e, name, dir, opts);
+    if (!rc)
+        rc = ann_stagedir_commit(&sd);
+    ann_stagedir_abort(&sd);
+    return rc;
 }

@@ -19,6 +19,8 @@
 #include "datasets/dsutil.h"
 #include "datasets/import.h"
 #include "engines/core/distance.h"
+#include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -183,7 +185,8 @@ typedef struct wink_out {
     int open[3];
 } wink_out;
 
-int ds_wink_convert(const ds_wink_spec *sp)
+/* The conversion into dir, a fresh staging directory (ds_wink_convert). */
+static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
 {
     int rc = 0;
     scan s = { .path = sp->json_path };
@@ -210,18 +213,6 @@ int ds_wink_convert(const ds_wink_spec *sp)
     if (!s.buf) {
         rc = ann_fail(-ENOMEM, "%s: no memory", sp->json_path);
         goto out;
-    }
-    if ((rc = ds_mkdir_p(sp->out_dir)))
-        goto out;
-    {
-        char p[4096];
-        for (int i = 0; i < 4; i++) {
-            const char *m = i == 3 ? "manifest.json" : names[i];
-            if (!ds_join(p, sizeof p, sp->out_dir, m))
-                unlink(p);
-        }
-        if (!ds_join(p, sizeof p, sp->out_dir, "gt.ibin"))
-            unlink(p);
     }
     if ((rc = sc_expect(&s, '{')))
         goto out;
@@ -279,7 +270,7 @@ int ds_wink_convert(const ds_wink_spec *sp)
                 char p[4096];
                 if (i == 2 && !sp->n_warmup)
                     continue;
-                if ((rc = ds_join(p, sizeof p, sp->out_dir, names[i])) ||
+                if ((rc = ds_join(p, sizeof p, dir, names[i])) ||
                     (rc = ann_vecwriter_open(&o.w[i], p, dim, ANN_ELEM_F32)))
                     goto out;
                 o.open[i] = 1;
@@ -394,20 +385,11 @@ int ds_wink_convert(const ds_wink_spec *sp)
                                   ds_norm_stats_json(&stats[0]), "query",
                                   ds_norm_stats_json(&stats[1]), "warmup",
                                   ds_norm_stats_json(&stats[2])));
-    rc = ann_bundle_finish(sp->out_dir, sp->name, ANN_METRIC_COSINE, sp->gt_k, extra);
+    rc = ann_bundle_finish(dir, sp->name, ANN_METRIC_COSINE, sp->gt_k, extra);
 out:
     for (int i = 0; i < 3; i++)
         if (o.open[i])
             ann_vecwriter_abort(&o.w[i]);
-    if (rc) {
-        char p[4096];
-        for (int i = 0; i < 3; i++)
-            if (!ds_join(p, sizeof p, sp->out_dir, names[i]))
-                unlink(p);
-        if (!ds_join(p, sizeof p, sp->out_dir, "gt.ibin"))
-            unlink(p);
-        rmdir(sp->out_dir);
-    }
     if (s.fp)
         fclose(s.fp);
     free(s.buf);
@@ -415,5 +397,20 @@ out:
     free(picks);
     free(v);
     json_decref(extra);
+    return rc;
+}
+
+int ds_wink_convert(const ds_wink_spec *sp)
+{
+    ann_stagedir sd;
+    int rc = ann_check_regular(sp->json_path);
+    if (rc)
+        return ann_fail_wrap(rc, "wink (is the npm package installed? make deps)");
+    rc = ann_stagedir_begin(&sd, sp->out_dir, sp->out_flags);
+    if (!rc)
+        rc = wink_convert_into(sp, ann_stagedir_path(&sd));
+    if (!rc)
+        rc = ann_stagedir_commit(&sd);
+    ann_stagedir_abort(&sd);
     return rc;
 }

@@ -16,14 +16,17 @@ typedef struct ds_wink_spec {
     uint64_t seed;
     uint32_t gt_k;
     const json_t *extra; /* merged into the manifest (borrowed, may be NULL) */
+    unsigned out_flags;  /* ANN_OUT_FORCE, ANN_OUT_IN_PLACE (engines/core/stagedir.h) */
 } ds_wink_spec;
 
 /*
  * Stream the package's JSON into a cosine bundle at out_dir (see wink.c for
- * the format and the split).  Memory: one byte per row plus a read buffer.
- * Errors: -errno opening the file, ANN_EFORMAT naming the file and byte
- * offset or vector, ANN_EDATA for NaN/Inf.  On failure no member and no
- * manifest is left in out_dir.
+ * the format and the split), through a temporary sibling that takes the
+ * name when complete (engines/core/stagedir.h: an existing output is
+ * refused unless forced, and left as it was on failure).  Memory: one byte
+ * per row plus a read buffer.  Errors: -errno opening the file,
+ * ANN_EFORMAT naming the file and byte offset or vector, or a file that is
+ * not a regular file, ANN_EDATA for NaN/Inf.
  */
 int ds_wink_convert(const ds_wink_spec *spec);
 

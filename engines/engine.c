@@ -4,6 +4,9 @@
  */
 #include "engines/engine.h"
 
+#include "engines/core/digest.h"
+#include "engines/core/fileio.h"
+#include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
 #include <dirent.h>
@@ -95,78 +98,31 @@ int ann_dir_bytes(const char *dir, uint64_t *bytes)
     return dir_walk(dir, 0, dir_bytes_visit, bytes);
 }
 
-static int dir_remove_visit(const char *path, const struct stat *st, void *ctx)
-{
-    (void)ctx;
-    if (!st)
-        return 0;
-    if (S_ISDIR(st->st_mode))
-        return ann_dir_remove(path);
-    if (unlink(path) != 0)
-        return ann_fail_errno("%s: unlink", path);
-    return 0;
-}
-
 int ann_dir_remove(const char *dir)
 {
-    int rc = dir_walk(dir, 1, dir_remove_visit, NULL);
-    if (rc == DIR_WALK_MISSING)
-        return 0;
-    if (!rc && rmdir(dir) != 0)
-        rc = ann_fail_errno("%s: rmdir", dir);
-    return rc;
-}
-
-static int fsync_path(const char *path, int dir)
-{
-    int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open for fsync", path);
-    int rc = fsync(fd) == 0 ? 0 : ann_fail_errno("%s: fsync", path);
-    close(fd);
-    return rc;
-}
-
-static int fsync_tree(const char *dir);
-
-static int fsync_visit(const char *path, const struct stat *st, void *ctx)
-{
-    (void)ctx;
-    if (!st)
-        return 0;
-    if (S_ISDIR(st->st_mode))
-        return fsync_tree(path);
-    if (S_ISREG(st->st_mode))
-        return fsync_path(path, 0);
-    return 0;
-}
-
-/* fsync every regular file under dir, then dir itself. */
-static int fsync_tree(const char *dir)
-{
-    int rc = dir_walk(dir, 0, fsync_visit, NULL);
-    return rc ? rc : fsync_path(dir, 1);
+    return ann_tree_remove(dir);
 }
 
 int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
                      const char *index_dir, json_t **report_out)
 {
     int rc = 0;
-    char tmp[4096];
+    ann_stagedir sd;
     json_t *report = NULL, *info = NULL;
-    int made_tmp = 0;
 
+    memset(&sd, 0, sizeof sd);
     rc = ann_params_validate(params, ops->build_params, "build");
     if (rc)
         return rc;
     struct stat st;
     if (stat(index_dir, &st) == 0)
         return ann_fail(-EEXIST, "%s: index directory already exists", index_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", index_dir, (int)getpid());
-    ann_dir_remove(tmp);
-    if (mkdir(tmp, 0755) != 0)
-        return ann_fail_errno("%s: mkdir", tmp);
-    made_tmp = 1;
+    /* "<index_dir>.tmp.<pid>-<start>": temporaries of dead builders are
+     * removed here, a live sibling's are left to it */
+    rc = ann_stagedir_begin(&sd, index_dir, 0);
+    if (rc)
+        return rc;
+    const char *tmp = ann_stagedir_path(&sd);
 
     report = json_object();
     double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
@@ -182,6 +138,11 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
     rc = ann_dir_bytes(tmp, &bytes);
     if (rc)
         goto out;
+    /* whole-file digests: `annlab run` checks them before it trusts a cached index */
+    json_t *files = NULL;
+    rc = ann_digest_tree(tmp, &files);
+    if (rc)
+        goto out;
 
     json_t *params_copy = params ? json_deep_copy(params) : json_object();
     /* "format" is build.json's own; "engine_format" the index's (engine.h) */
@@ -195,31 +156,33 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
                      "build_cpu_seconds", cpu, "build_peak_rss_bytes",
                      (json_int_t)ru.ru_maxrss * 1024, "bytes_on_disk", (json_int_t)bytes,
                      "engine_report", report);
+    if (info)
+        json_object_set_new(info, "files", files);
+    else
+        json_decref(files);
     if (!info) {
         rc = ann_fail(-ENOMEM, "build.json: cannot assemble");
         goto out;
     }
-    char path[4200];
+    char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/build.json", tmp);
     if (json_dump_file(info, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
-        rc = ann_fail(-EIO, "%s: cannot write", path);
+        rc = ann_fail_errno("%s: cannot write", path); /* ENOSPC stays ENOSPC */
         goto out;
     }
-    rc = fsync_tree(tmp);
+    /* fsync, rename into place; a sibling that got there first (EEXIST) is
+     * a transient failure of this build, whose index is then the other's */
+    rc = ann_stagedir_commit(&sd);
+    if (rc == -EEXIST)
+        rc = ann_fail(-EEXIST, "%s: another build renamed its index there first", index_dir);
     if (rc)
         goto out;
-    if (rename(tmp, index_dir) != 0) {
-        rc = ann_fail_errno("%s: rename to %s", tmp, index_dir);
-        goto out;
-    }
-    made_tmp = 0;
     if (report_out) {
         *report_out = info;
         info = NULL;
     }
 out:
-    if (made_tmp)
-        ann_dir_remove(tmp);
+    ann_stagedir_abort(&sd);
     json_decref(report);
     json_decref(info);
     return rc;

@@ -158,12 +158,16 @@ const ann_engine_ops *ann_engine_at(size_t i);
 
 /*
  * Build into index_dir atomically: validates params, builds into
- * "<index_dir>.tmp.<pid>", writes build.json (engine, engine_format, params,
- * vector source id, n, dim, metric, wall/CPU seconds, peak RSS, bytes on
- * disk, the engine's report), fsyncs, then renames over index_dir.  Fails
- * with -EEXIST if index_dir exists.  On failure nothing is left at
- * index_dir and the temporary is removed.  *report_out (optional) receives
- * build.json's object (caller decrefs).
+ * "<index_dir>.tmp.<pid>-<start>" (engines/core/owner.h: temporaries of
+ * dead builders of the same index are removed first, a live one's never),
+ * writes build.json (engine, engine_format, params, vector source id, n,
+ * dim, metric, wall/CPU seconds, peak RSS, bytes on disk, the engine's
+ * report, and "files": the sha256 of every file, engines/core/digest.h),
+ * fsyncs, then renames it to index_dir.  Fails with -EEXIST if index_dir
+ * exists (also when a sibling renamed its build there first: a transient
+ * failure, ann_is_transient).  On failure nothing is left at index_dir and
+ * the temporary is removed.  *report_out (optional) receives build.json's
+ * object (caller decrefs).
  */
 int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
                      const char *index_dir, json_t **report_out);

@@ -10,8 +10,11 @@
 #include "engines/engine.h"
 #include "datasets/bundle.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 int harness_build_main(const char *spec_path)
 {
@@ -28,6 +31,16 @@ int harness_build_main(const char *spec_path)
     const char *dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
     const char *index_dir = json_string_value(json_object_get(spec, "index_dir"));
     const ann_engine_ops *ops = ann_engine_find(engine);
+    const char *lock_fd = getenv("ANNLAB_INDEX_LOCK_FD");
+    if (lock_fd && index_dir) {
+        /* the lock is shared with the runner: say who is building */
+        char line[4400];
+        int fd = atoi(lock_fd);
+        int n = snprintf(line, sizeof line, "pid %d: annlab build %s\n", (int)getpid(), index_dir);
+        if (fd > 2 && n > 0 && ftruncate(fd, 0) == 0 && pwrite(fd, line, (size_t)n, 0) == n)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+        unsetenv("ANNLAB_INDEX_LOCK_FD");
+    }
     if (!ops || !dataset_dir || !index_dir) {
         rc = ann_fail(ANN_ECONFIG, "%s: needs a registered engine, dataset_dir and index_dir",
                       spec_path);
@@ -46,5 +59,5 @@ out:
     ann_vecsrc_destroy(src);
     ann_bundle_close(&ds);
     json_decref(spec);
-    return rc ? 1 : 0;
+    return rc ? (ann_is_transient(rc) ? HARNESS_EXIT_TRANSIENT : 1) : 0;
 }

@@ -230,17 +230,24 @@ static int write_latencies(const char *path, const uint64_t *lat_ns, uint32_t nq
     FILE *f = fopen(tmp, "we");
     if (!f)
         return ann_fail_errno("%s: create", tmp);
-    fprintf(f, "# repeat query latency_ns (single thread, CLOCK_MONOTONIC)\n");
-    for (uint32_t r = 0; r < reps; r++)
-        for (uint32_t q = 0; q < nq; q++)
-            fprintf(f, "%u %u %llu\n", r, q, (unsigned long long)lat_ns[(size_t)r * nq + q]);
-    int bad = ferror(f);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        bad = 1;
-    fclose(f);
-    if (bad || rename(tmp, path) != 0) {
+    int err = 0;
+    if (fprintf(f, "# repeat query latency_ns (single thread, CLOCK_MONOTONIC)\n") < 0)
+        err = errno ? errno : EIO;
+    for (uint32_t r = 0; !err && r < reps; r++)
+        for (uint32_t q = 0; !err && q < nq; q++)
+            if (fprintf(f, "%u %u %llu\n", r, q,
+                        (unsigned long long)lat_ns[(size_t)r * nq + q]) < 0)
+                err = errno ? errno : EIO;
+    if (!err && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0)
+        err = errno ? errno : EIO;
+    if (err) {
         unlink(tmp);
-        return ann_fail_errno("%s: write", path);
+        /* ENOSPC stays ENOSPC: a full disk is a transient failure of the cell */
+        return ann_fail(-err, "%s: write: %s", path, strerror(err));
     }
     return 0;
 }
@@ -249,14 +256,21 @@ static int write_json_atomic(const json_t *v, const char *path)
 {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (json_dump_file(v, tmp, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) != 0) {
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return ann_fail_errno("%s: create", tmp);
+    int err = 0;
+    if (json_dumpf(v, f, JSON_INDENT(1) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) != 0)
+        err = errno ? errno : EIO;
+    if (!err && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        err = errno ? errno : EIO;
+    if (fclose(f) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (!err && rename(tmp, path) != 0)
+        err = errno ? errno : EIO;
+    if (err) {
         unlink(tmp);
-        return ann_fail(-EIO, "%s: cannot write", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int rc = ann_fail_errno("%s: rename", path);
-        unlink(tmp);
-        return rc;
+        return ann_fail(-err, "%s: write: %s", path, strerror(err));
     }
     return 0;
 }
@@ -336,8 +350,22 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         s.cg = NULL;
 
     /* prepare: warm reads the files before opening, cold evicts after */
-    evict_report prep;
+    evict_report prep, pre_evict;
     memset(&prep, 0, sizeof prep);
+    memset(&pre_evict, 0, sizeof pre_evict);
+    int capped = json_is_integer(json_object_get(cell, "memory_cap_bytes"));
+    if (!cold && capped && s.cg) {
+        /* A page already in the page cache stays charged to the group that
+         * read it first (the build, an earlier cell), and the cap never
+         * applies to it: a warm capped cell would run from a cache larger
+         * than its cap.  So the index leaves the cache first (DONTNEED only:
+         * the global drop is not needed), and the preload below reads it
+         * back from inside this cell's own group, under its cap. */
+        evict_params only_mine = ep;
+        only_mine.drop_caches = false;
+        if ((rc = evict_cold_dir(index_dir, &only_mine, &pre_evict)))
+            goto out;
+    }
     if (!cold && (rc = evict_warm_dir(index_dir, &prep)))
         goto out;
     rc = s.ops->open(index_dir, json_object_get(cell, "open"), &s.eng);
@@ -372,6 +400,12 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache", (json_int_t)prep.preload_bytes,
                          "warmup_queries", (int)n_warm, "warmup_source",
                          s.ds.n_warmup ? "warmup.fbin" : "none (dataset has no warmup.fbin)");
+        if (capped && s.cg)
+            json_object_set_new(warm, "evicted_before_preload",
+                                json_pack("{s:I, s:I}", "resident_before_bytes",
+                                          (json_int_t)pre_evict.resident_before_bytes,
+                                          "resident_after_bytes",
+                                          (json_int_t)pre_evict.resident_after_bytes));
     } else if ((rc = evict_cold_dir(index_dir, &ep, &prep))) {
         goto out;
     }
@@ -555,6 +589,13 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         cg_group_read(s.cg, 0, &cg2);
     json_object_set_new(memj, "cgroup_peak_bytes",
                         s.cg && cg2.peak_known ? json_integer((json_int_t)cg2.peak_bytes) : json_null());
+    /* the page cache charged to this cell's group as the latency passes
+     * start and end: under a cap, how much of the index it could hold */
+    json_object_set_new(memj, "cgroup_page_cache_bytes",
+                        s.cg && cg0.page_cache_known && cg1.page_cache_known
+                            ? json_pack("{s:I, s:I}", "start", (json_int_t)cg0.page_cache_bytes,
+                                        "end", (json_int_t)cg1.page_cache_bytes)
+                            : json_null());
     if (s.cg)
         json_object_set_new(memj, "cgroup_peak_scope",
                             json_string(cg_peak_reset ? "measured phase (peak reset before it)"
@@ -582,5 +623,5 @@ out:
     json_decref(warm);
     json_decref(open_report);
     json_decref(spec);
-    return rc ? 1 : 0;
+    return rc ? (ann_is_transient(rc) ? HARNESS_EXIT_TRANSIENT : 1) : 0;
 }

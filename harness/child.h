@@ -13,9 +13,21 @@
 #define ANNLAB_HARNESS_CHILD_H
 
 /*
+ * The exit code of a child whose failure may not happen again
+ * (ann_is_transient: a full disk, another process in the way, ...): the
+ * runner records such a cell as "transient" and `annlab run --resume`
+ * runs it again.  EX_TEMPFAIL of sysexits.h.
+ */
+#define HARNESS_EXIT_TRANSIENT 75
+
+/*
  * Build spec: {"engine", "build": {...}, "dataset_dir", "index_dir"}.
  * Builds with ann_engine_build (atomic: nothing is left at index_dir on
- * failure).  Returns the exit code: 0, or 1 with the error on stderr.
+ * failure).  When the environment names ANNLAB_INDEX_LOCK_FD (the
+ * runner's lock on the index, inherited), the builder writes itself into
+ * the lock file, so a run refused the lock names the process building.
+ * Returns the exit code: 0, HARNESS_EXIT_TRANSIENT or 1 with the error on
+ * stderr.
  */
 int harness_build_main(const char *spec_path);
 
@@ -28,8 +40,8 @@ int harness_build_main(const char *spec_path);
  * memory, device reads, engine stats) and writes one JSON object to
  * out_path atomically (temporary + rename) and the raw per-query latencies
  * to latency_path.  Returns the exit code: 0 when the cell's figures are
- * written, 1 with the error on stderr (the runner records it as the
- * cell's reason).
+ * written, HARNESS_EXIT_TRANSIENT or 1 with the error on stderr (the
+ * runner records it as the cell's reason).
  */
 int harness_cell_main(const char *spec_path, const char *out_path);
 

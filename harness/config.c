@@ -125,6 +125,9 @@ int harness_parse_bytes(const json_t *v, uint64_t *bytes)
     if (json_is_integer(v)) {
         if (json_integer_value(v) <= 0)
             return ann_fail(ANN_ECONFIG, "must be a positive number of bytes");
+        if (json_integer_value(v) < HARNESS_MIN_CAP_BYTES)
+            return ann_fail(ANN_ECONFIG, "%lld bytes is below 4 MiB, too small to run an engine",
+                            (long long)json_integer_value(v));
         *bytes = (uint64_t)json_integer_value(v);
         return 0;
     }
@@ -144,8 +147,8 @@ int harness_parse_bytes(const json_t *v, uint64_t *bytes)
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (!strcmp(end, units[i].unit)) {
             double b = x * units[i].mult;
-            if (b < 1 << 20)
-                return ann_fail(ANN_ECONFIG, "\"%s\" is below 1 MiB, too small to run an engine", s);
+            if (b < HARNESS_MIN_CAP_BYTES)
+                return ann_fail(ANN_ECONFIG, "\"%s\" is below 4 MiB, too small to run an engine", s);
             if (b > 1.8e19)
                 return ann_fail(ANN_ECONFIG, "\"%s\" is too large", s);
             *bytes = (uint64_t)b;
@@ -156,6 +159,14 @@ int harness_parse_bytes(const json_t *v, uint64_t *bytes)
 }
 
 /* ---- engine parameters ------------------------------------------------- */
+
+/* Equal as parameter values: numbers by value (1 and 1.0 are one alpha). */
+static int same_value(const json_t *a, const json_t *b)
+{
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b);
+    return json_equal(a, b);
+}
 
 /* Rewrites "<path>.<key>: msg" from ann_params_check into "<path>.<key>[i]: msg". */
 typedef struct param_report {
@@ -207,6 +218,12 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
                 harness_problem(probs, "%s[%zu]: a sweep value must be a scalar", keypath, i);
                 continue;
             }
+            /* a value twice would run the same cells twice */
+            for (size_t j = 0; j < i; j++)
+                if (same_value(e, json_array_get(v, j))) {
+                    harness_problem(probs, "%s[%zu]: repeats %s[%zu]", keypath, i, keypath, j);
+                    break;
+                }
             json_t *one = json_pack("{sO}", key, e);
             int known = 0;
             for (const ann_param_spec *sp = specs; sp && sp->name; sp++)
@@ -264,6 +281,43 @@ static void check_string(const json_t *cfg, const char *key, harness_problems *p
     const json_t *v = json_object_get(cfg, key);
     if (v && (!json_is_string(v) || !json_string_length(v)))
         harness_problem(probs, "%s: expected a non-empty string", key);
+}
+
+/*
+ * Search parameters that must be at least k (ann_param_spec.at_least_k:
+ * L, ef_search): every value of the entry, or the default when it gives
+ * none.  Engines refuse them in ctx_new too; here every cell is named
+ * before anything runs.
+ */
+static void check_at_least_k(const json_t *cfg, const json_t *e, const ann_engine_ops *ops,
+                             const char *path, harness_problems *probs)
+{
+    const json_t *kv = json_object_get(cfg, "k");
+    if (kv && !json_is_integer(kv))
+        return; /* reported as k's own problem */
+    long long k = (long long)harness_cfg_int(cfg, "k");
+    const json_t *search = json_object_get(e, "search");
+    for (const ann_param_spec *sp = ops->search_params; sp && sp->name; sp++) {
+        if (!sp->at_least_k)
+            continue;
+        const json_t *v = json_object_get(search, sp->name);
+        if (!v) {
+            if (sp->def < (double)k)
+                harness_problem(probs, "%s.search.%s: the default %.0f is less than k = %lld (give "
+                                       "%s >= %lld)",
+                                path, sp->name, sp->def, k, sp->name, k);
+        } else if (json_is_array(v)) {
+            size_t i;
+            const json_t *x;
+            json_array_foreach(v, i, x)
+                if (json_is_integer(x) && json_integer_value(x) < k)
+                    harness_problem(probs, "%s.search.%s[%zu]: %lld is less than k = %lld", path,
+                                    sp->name, i, (long long)json_integer_value(x), k);
+        } else if (json_is_integer(v) && json_integer_value(v) < k) {
+            harness_problem(probs, "%s.search.%s: %lld is less than k = %lld", path, sp->name,
+                            (long long)json_integer_value(v), k);
+        }
+    }
 }
 
 static void check_engines(const json_t *cfg, harness_problems *probs)
@@ -330,6 +384,7 @@ static void check_engines(const json_t *cfg, harness_problems *probs)
             snprintf(spath, sizeof spath, "%s.%s", path, sections[s]);
             harness_check_engine_params(json_object_get(e, sections[s]), specs, spath, probs);
         }
+        check_at_least_k(cfg, e, ops, path, probs);
     }
     /* Labels name rows of tables: two entries may not share one. */
     json_array_foreach(engines, i, e) {
@@ -342,11 +397,19 @@ static void check_engines(const json_t *cfg, harness_problems *probs)
                 harness_problem(probs, "engines[%zu].label: \"%s\" is already used by engines[%zu]",
                                 i, li, j);
         }
+        /* a label that is an engine's name would merge its rows with that engine's */
+        const char *own = json_string_value(json_object_get(e, "engine"));
+        if (ann_engine_find(li) && (!own || strcmp(li, own)))
+            harness_problem(probs,
+                            "engines[%zu].label: \"%s\" is the name of an engine; rows so labelled "
+                            "would be taken for that engine's (choose another label)",
+                            i, li);
     }
 }
 
 static void check_list(const json_t *cfg, const char *key, harness_problems *probs,
-                       void (*elem)(const json_t *v, const char *path, harness_problems *probs))
+                       void (*elem)(const json_t *v, const char *path, harness_problems *probs),
+                       int (*same)(const json_t *a, const json_t *b))
 {
     const json_t *v = json_object_get(cfg, key);
     if (!v)
@@ -360,9 +423,10 @@ static void check_list(const json_t *cfg, const char *key, harness_problems *pro
     json_array_foreach(v, i, e) {
         char path[64];
         snprintf(path, sizeof path, "%s[%zu]", key, i);
+        int before = probs->n;
         elem(e, path, probs);
-        for (size_t j = 0; j < i; j++)
-            if (json_equal(e, json_array_get(v, j))) {
+        for (size_t j = 0; probs->n == before && j < i; j++)
+            if (same(e, json_array_get(v, j))) {
                 harness_problem(probs, "%s: repeats %s[%zu]", path, key, j);
                 break;
             }
@@ -389,6 +453,56 @@ static void elem_cap(const json_t *v, const char *path, harness_problems *probs)
         harness_problem(probs, "%s: %s", path, ann_errmsg(ANN_ECONFIG));
 }
 
+/* Caps are the same when they are the same number of bytes ("1GiB", 1073741824). */
+static int same_cap(const json_t *a, const json_t *b)
+{
+    uint64_t x = 0, y = 0;
+    return harness_parse_bytes(a, &x) == 0 && harness_parse_bytes(b, &y) == 0 && x == y;
+}
+
+static int same_json(const json_t *a, const json_t *b)
+{
+    return json_equal(a, b);
+}
+
+/* 1 when some entry of engines (of engine `only`, when set) declares a
+ * parameter `key` in section s (0 build, 1 open, 2 search). */
+static int some_engine_declares(const json_t *cfg, const char *only, int s, const char *key)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(cfg, "engines"), i, e) {
+        const ann_engine_ops *ops = ann_engine_find(json_string_value(json_object_get(e, "engine")));
+        if (!ops || (only && strcmp(only, ops->name)))
+            continue;
+        const ann_param_spec *specs = s == 0 ? ops->build_params
+                                      : s == 1 ? ops->open_params
+                                               : ops->search_params;
+        for (const ann_param_spec *sp = specs; sp && sp->name; sp++)
+            if (!strcmp(sp->name, key))
+                return 1;
+    }
+    return 0;
+}
+
+/* 1 when some entry of engines has this engine name, or this label. */
+static int config_has(const json_t *cfg, const char *field, const char *value)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(cfg, "engines"), i, e) {
+        const char *v = json_string_value(json_object_get(e, field));
+        if (v && !strcmp(v, value))
+            return 1;
+        /* an unlabelled entry's label is its engine's name */
+        if (!strcmp(field, "label") && !json_object_get(e, "label") &&
+            json_is_string(json_object_get(e, "engine")) &&
+            !strcmp(json_string_value(json_object_get(e, "engine")), value))
+            return 1;
+    }
+    return 0;
+}
+
 static void check_exclude(const json_t *cfg, harness_problems *probs)
 {
     const json_t *v = json_object_get(cfg, "exclude");
@@ -398,6 +512,7 @@ static void check_exclude(const json_t *cfg, harness_problems *probs)
         harness_problem(probs, "exclude: expected a list of objects");
         return;
     }
+    static const char *const sections[] = { "build", "open", "search" };
     size_t i;
     json_t *e;
     json_array_foreach(v, i, e) {
@@ -405,22 +520,38 @@ static void check_exclude(const json_t *cfg, harness_problems *probs)
             harness_problem(probs, "exclude[%zu]: expected a non-empty object", i);
             continue;
         }
+        const char *only = json_string_value(json_object_get(e, "engine"));
         const char *key;
         json_t *x;
         json_object_foreach(e, key, x) {
             char path[96];
             snprintf(path, sizeof path, "exclude[%zu].%s", i, key);
-            if (!strcmp(key, "engine") || !strcmp(key, "label"))
+            if (!strcmp(key, "engine") || !strcmp(key, "label")) {
+                int before = probs->n;
                 check_string(e, key, probs);
-            else if (!strcmp(key, "mode"))
+                /* an entry that names nothing of this config excludes nothing, silently */
+                if (probs->n == before && !config_has(cfg, key, json_string_value(x)))
+                    harness_problem(probs, "%s: \"%s\" is not %s of this config", path,
+                                    json_string_value(x),
+                                    !strcmp(key, "engine") ? "an engine" : "a label");
+            } else if (!strcmp(key, "mode"))
                 elem_mode(x, path, probs);
             else if (!strcmp(key, "threads"))
                 elem_threads(x, path, probs);
             else if (!strcmp(key, "memory_cap"))
                 elem_cap(x, path, probs);
             else if (!strcmp(key, "build") || !strcmp(key, "open") || !strcmp(key, "search")) {
-                if (!json_is_object(x))
+                if (!json_is_object(x)) {
                     harness_problem(probs, "%s: expected an object of parameter values", path);
+                    continue;
+                }
+                int s = key[0] == 'b' ? 0 : key[0] == 'o' ? 1 : 2;
+                const char *pk;
+                json_t *pv;
+                json_object_foreach(x, pk, pv)
+                    if (!some_engine_declares(cfg, only, s, pk))
+                        harness_problem(probs, "%s.%s: not a %s parameter of %s", path, pk,
+                                        sections[s], only ? only : "any engine of this config");
             } else
                 harness_problem(probs,
                                 "%s: unknown key (known: engine, label, build, open, search, "
@@ -429,6 +560,8 @@ static void check_exclude(const json_t *cfg, harness_problems *probs)
         }
     }
 }
+
+static void check_expansion(const json_t *cfg, harness_problems *probs);
 
 int harness_config_check(const json_t *cfg, harness_problems *probs)
 {
@@ -486,11 +619,13 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     if (pt && !json_is_boolean(pt))
         harness_problem(probs, "pin_threads: expected true or false");
     check_engines(cfg, probs);
-    check_list(cfg, "threads", probs, elem_threads);
-    check_list(cfg, "modes", probs, elem_mode);
-    check_list(cfg, "memory_caps", probs, elem_cap);
+    check_list(cfg, "threads", probs, elem_threads, same_json);
+    check_list(cfg, "modes", probs, elem_mode, same_json);
+    check_list(cfg, "memory_caps", probs, elem_cap, same_cap);
     check_exclude(cfg, probs);
     harness_paper_check(cfg, probs);
+    if (probs->n == before)
+        check_expansion(cfg, probs); /* needs a config valid in every other respect */
     return probs->n - before;
 }
 
@@ -531,50 +666,67 @@ void harness_cell_id(const json_t *cell, char out[17])
     json_decref(ident);
 }
 
-/* All combinations of a parameter object whose list values are sweeps. */
-static json_t *product(const json_t *params)
+/*
+ * All combinations of a parameter object whose list values are sweeps:
+ * *combos a new array of objects; *paths (when wanted) a parallel array of
+ * strings naming the sweep elements each combination took
+ * ("<section>.L[2] <section>.W[0]"; "" without sweeps).
+ */
+static void product(const json_t *params, const char *section, json_t **combos, json_t **paths)
 {
-    json_t *out = json_array();
+    json_t *out = json_array(), *outp = json_array();
     json_array_append_new(out, json_object());
-    if (!json_is_object(params))
-        return out;
-    /* keys in sorted order for a deterministic expansion */
-    size_t nkeys = json_object_size(params);
-    const char **keys = calloc(nkeys ? nkeys : 1, sizeof *keys);
-    size_t n = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)params, key, v)
-        keys[n++] = key;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
-            const char *t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
-        }
-    for (size_t i = 0; i < n; i++) {
-        json_t *vals = json_object_get(params, keys[i]);
-        json_t *next = json_array();
-        size_t a, b;
-        json_t *partial, *val;
-        json_array_foreach(out, a, partial) {
-            if (json_is_array(vals)) {
-                json_array_foreach(vals, b, val) {
-                    json_t *c = json_deep_copy(partial);
-                    json_object_set(c, keys[i], val);
-                    json_array_append_new(next, c);
-                }
-            } else {
-                json_t *c = json_deep_copy(partial);
-                json_object_set(c, keys[i], vals);
-                json_array_append_new(next, c);
+    json_array_append_new(outp, json_string(""));
+    if (json_is_object(params)) {
+        /* keys in sorted order for a deterministic expansion */
+        size_t nkeys = json_object_size(params);
+        const char **keys = calloc(nkeys ? nkeys : 1, sizeof *keys);
+        size_t n = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)params, key, v)
+            keys[n++] = key;
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+                const char *t = keys[j];
+                keys[j] = keys[j - 1];
+                keys[j - 1] = t;
             }
+        for (size_t i = 0; i < n; i++) {
+            json_t *vals = json_object_get(params, keys[i]);
+            json_t *next = json_array(), *nextp = json_array();
+            size_t a, b;
+            json_t *partial, *val;
+            json_array_foreach(out, a, partial) {
+                const char *pp = json_string_value(json_array_get(outp, a));
+                if (json_is_array(vals)) {
+                    json_array_foreach(vals, b, val) {
+                        json_t *c = json_deep_copy(partial);
+                        json_object_set(c, keys[i], val);
+                        json_array_append_new(next, c);
+                        json_array_append_new(nextp, json_sprintf("%s%s%s.%s[%zu]", pp,
+                                                                  pp[0] ? " " : "", section,
+                                                                  keys[i], b));
+                    }
+                } else {
+                    json_t *c = json_deep_copy(partial);
+                    json_object_set(c, keys[i], vals);
+                    json_array_append_new(next, c);
+                    json_array_append_new(nextp, json_string(pp));
+                }
+            }
+            json_decref(out);
+            json_decref(outp);
+            out = next;
+            outp = nextp;
         }
-        json_decref(out);
-        out = next;
+        free(keys);
     }
-    free(keys);
-    return out;
+    *combos = out;
+    if (paths)
+        *paths = outp;
+    else
+        json_decref(outp);
 }
 
 static int subset_matches(const json_t *want, const json_t *have)
@@ -589,7 +741,8 @@ static int subset_matches(const json_t *want, const json_t *have)
     return 1;
 }
 
-static int excluded(const json_t *cfg, const json_t *cell)
+/* The index of the first exclude entry matching cell, or -1. */
+static long excluded(const json_t *cfg, const json_t *cell)
 {
     size_t i;
     json_t *ex;
@@ -611,20 +764,26 @@ static int excluded(const json_t *cfg, const json_t *cell)
                 break;
         }
         if (match)
-            return 1;
+            return (long)i;
     }
-    return 0;
+    return -1;
 }
 
-json_t *harness_config_expand(const json_t *cfg)
+/*
+ * The expansion (harness_config_expand); with paths non-NULL also the JSON
+ * paths each cell comes from (parallel array of strings), and with hits
+ * non-NULL how many cells each exclude entry dropped.
+ */
+static json_t *expand(const json_t *cfg, json_t **paths, size_t *hits)
 {
-    json_t *cells = json_array();
+    json_t *cells = json_array(), *cell_paths = json_array();
     json_t *threads = json_object_get(cfg, "threads");
     json_t *modes = json_object_get(cfg, "modes");
     json_t *caps = json_object_get(cfg, "memory_caps");
     json_t *def_threads = json_pack("[i]", 1);
     json_t *def_modes = json_pack("[ss]", "cold", "warm");
     json_t *def_caps = json_pack("[n]");
+    int lt = threads != NULL, lm = modes != NULL, lc = caps != NULL;
     if (!threads)
         threads = def_threads;
     if (!modes)
@@ -636,9 +795,14 @@ json_t *harness_config_expand(const json_t *cfg)
     json_array_foreach(json_object_get(cfg, "engines"), ei, e) {
         const char *engine = json_string_value(json_object_get(e, "engine"));
         const char *label = json_string_value(json_object_get(e, "label"));
-        json_t *builds = product(json_object_get(e, "build"));
-        json_t *opens = product(json_object_get(e, "open"));
-        json_t *searches = product(json_object_get(e, "search"));
+        char sec[3][64];
+        snprintf(sec[0], sizeof sec[0], "engines[%zu].build", ei);
+        snprintf(sec[1], sizeof sec[1], "engines[%zu].open", ei);
+        snprintf(sec[2], sizeof sec[2], "engines[%zu].search", ei);
+        json_t *builds, *opens, *searches, *bp, *op, *sp;
+        product(json_object_get(e, "build"), sec[0], &builds, &bp);
+        product(json_object_get(e, "open"), sec[1], &opens, &op);
+        product(json_object_get(e, "search"), sec[2], &searches, &sp);
         size_t bi, oi, si, ti, mi, ci;
         json_t *b, *o, *s, *t, *m, *c;
         json_array_foreach(builds, bi, b) json_array_foreach(opens, oi, o)
@@ -651,7 +815,10 @@ json_t *harness_config_expand(const json_t *cfg)
                                      "search", s, "mode", m, "threads", t);
             json_object_set_new(cell, "memory_cap_bytes",
                                 cap ? json_integer((json_int_t)cap) : json_null());
-            if (excluded(cfg, cell)) {
+            long ex = excluded(cfg, cell);
+            if (ex >= 0) {
+                if (hits)
+                    hits[ex]++;
                 json_decref(cell);
                 continue;
             }
@@ -659,13 +826,141 @@ json_t *harness_config_expand(const json_t *cfg)
             harness_cell_id(cell, id);
             json_object_set_new(cell, "id", json_string(id));
             json_array_append_new(cells, cell);
+            if (paths) {
+                char where[1024];
+                const char *parts[3] = { json_string_value(json_array_get(bp, bi)),
+                                         json_string_value(json_array_get(op, oi)),
+                                         json_string_value(json_array_get(sp, si)) };
+                /* the sweep elements it took ("engines[0].search.L[2]"), else the entry */
+                int w = 0;
+                where[0] = '\0';
+                for (int k = 0; k < 3; k++)
+                    if (parts[k] && parts[k][0] && w < (int)sizeof where)
+                        w += snprintf(where + w, sizeof where - (size_t)w, "%s%s", w ? " " : "",
+                                      parts[k]);
+                if (!w)
+                    w = snprintf(where, sizeof where, "engines[%zu]", ei);
+                if (lt && w < (int)sizeof where)
+                    w += snprintf(where + w, sizeof where - (size_t)w, " threads[%zu]", ti);
+                if (lm && w < (int)sizeof where)
+                    w += snprintf(where + w, sizeof where - (size_t)w, " modes[%zu]", mi);
+                if (lc && w < (int)sizeof where)
+                    snprintf(where + w, sizeof where - (size_t)w, " memory_caps[%zu]", ci);
+                json_array_append_new(cell_paths, json_string(where));
+            }
         }
         json_decref(builds);
         json_decref(opens);
         json_decref(searches);
+        json_decref(bp);
+        json_decref(op);
+        json_decref(sp);
     }
     json_decref(def_threads);
     json_decref(def_modes);
     json_decref(def_caps);
+    if (paths)
+        *paths = cell_paths;
+    else
+        json_decref(cell_paths);
     return cells;
+}
+
+json_t *harness_config_expand(const json_t *cfg)
+{
+    return expand(cfg, NULL, NULL);
+}
+
+/* Parameters as the engine will see them: every declared parameter, the
+ * default where not given, numbers of the declared type. */
+static json_t *with_defaults(const json_t *params, const ann_param_spec *specs)
+{
+    json_t *out = json_is_object(params) ? json_deep_copy(params) : json_object();
+    for (const ann_param_spec *sp = specs; sp && sp->name; sp++) {
+        const json_t *v = json_object_get(out, sp->name);
+        switch (sp->type) {
+        case ANN_PARAM_INT:
+            json_object_set_new(out, sp->name,
+                                json_integer(v ? (json_int_t)json_number_value(v) : (json_int_t)sp->def));
+            break;
+        case ANN_PARAM_REAL:
+            json_object_set_new(out, sp->name, json_real(v ? json_number_value(v) : sp->def));
+            break;
+        case ANN_PARAM_BOOL:
+            if (!v)
+                json_object_set_new(out, sp->name, json_boolean(sp->def != 0));
+            break;
+        case ANN_PARAM_ENUM:
+            if (!v && sp->def_str)
+                json_object_set_new(out, sp->name, json_string(sp->def_str));
+            break;
+        }
+    }
+    return out;
+}
+
+/*
+ * What only the expansion shows: two cells that are the same cell (they
+ * would run twice and their rows collide), and exclude entries that drop
+ * nothing.  Runs on a config valid in every other respect.
+ */
+static void check_expansion(const json_t *cfg, harness_problems *probs)
+{
+    size_t nex = json_array_size(json_object_get(cfg, "exclude"));
+    size_t *hits = calloc(nex ? nex : 1, sizeof *hits);
+    json_t *paths = NULL;
+    json_t *cells = expand(cfg, &paths, hits);
+    json_t *seen = json_object(); /* canonical identity -> index of its first cell */
+    json_t *reported = json_object();
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        const ann_engine_ops *ops = ann_engine_find(json_string_value(json_object_get(c, "engine")));
+        if (!ops)
+            continue;
+        json_t *ident = json_pack("{s:O, s:O, s:o, s:o, s:o, s:O, s:O, s:O}", "engine",
+                                  json_object_get(c, "engine"), "label", json_object_get(c, "label"),
+                                  "build", with_defaults(json_object_get(c, "build"), ops->build_params),
+                                  "open", with_defaults(json_object_get(c, "open"), ops->open_params),
+                                  "search", with_defaults(json_object_get(c, "search"), ops->search_params),
+                                  "mode", json_object_get(c, "mode"), "threads",
+                                  json_object_get(c, "threads"), "memory_cap_bytes",
+                                  json_object_get(c, "memory_cap_bytes"));
+        char *key = json_dumps(ident, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+        json_decref(ident);
+        if (!key)
+            continue;
+        const json_t *first = json_object_get(seen, key);
+        size_t j = first ? (size_t)json_integer_value(first) : 0;
+        unsigned ei = 0, ej = 0;
+        char pair[48];
+        if (first) {
+            /* one problem per pair of entries, not one per repeated cell */
+            sscanf(json_string_value(json_array_get(paths, i)), "engines[%u]", &ei);
+            sscanf(json_string_value(json_array_get(paths, j)), "engines[%u]", &ej);
+            snprintf(pair, sizeof pair, "%u/%u", ei, ej);
+        }
+        if (first && !json_object_get(reported, pair)) {
+            json_object_set_new(reported, pair, json_true());
+            harness_problem(probs,
+                            "%s: the same %s %s cell as %s (parameters equal once defaults are "
+                            "filled in); it would run twice: remove one, or label the entries apart",
+                            json_string_value(json_array_get(paths, i)),
+                            json_string_value(json_object_get(c, "label")),
+                            json_string_value(json_object_get(c, "mode")),
+                            json_string_value(json_array_get(paths, j)));
+        } else if (!first)
+            json_object_set_new(seen, key, json_integer((json_int_t)i));
+        free(key);
+    }
+    for (size_t x = 0; x < nex; x++)
+        if (hits[x] == 0)
+            harness_problem(probs, "exclude[%zu]: matches no cell of this config (it excludes "
+                                   "nothing)",
+                            x);
+    json_decref(seen);
+    json_decref(reported);
+    json_decref(cells);
+    json_decref(paths);
+    free(hits);
 }

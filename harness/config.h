@@ -31,8 +31,15 @@ void harness_problems_fini(harness_problems *p); /* frees messages; accepts a ze
 /*
  * Check cfg (the parsed config file) against the schema and the engine
  * registry.  Appends every problem to *probs; returns how many were found
- * (0 = valid).  Does not look at the dataset's files (see
- * harness_config_check_dataset).  Thread-safe.
+ * (0 = valid).  Besides each value on its own: a search parameter that
+ * must be at least k (L, ef_search) below k; a sweep, thread, mode or
+ * memory cap listed twice (caps compared in bytes, numbers by value); a
+ * label used twice or equal to another engine's name; an "exclude" entry
+ * naming an engine, label or parameter absent from the config, or
+ * matching no cell; and, when everything else is valid, two cells of the
+ * expansion that are the same cell (parameters compared with their
+ * defaults filled in), named by both JSON paths.  Does not look at the
+ * dataset's files (see harness_config_check_dataset).  Thread-safe.
  */
 int harness_config_check(const json_t *cfg, harness_problems *probs);
 
@@ -52,10 +59,14 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
  */
 int harness_config_check_dataset(const json_t *cfg, uint32_t gt_k, harness_problems *probs);
 
+/* The smallest memory cap accepted: below it no engine can even load. */
+#define HARNESS_MIN_CAP_BYTES (4ll << 20)
+
 /*
  * Parse a memory size: JSON null (uncapped: *bytes = 0), an integer number
  * of bytes, or a string "<number><unit>" with unit B, KiB, MiB, GiB, KB,
- * MB, GB.  Returns 0, or ANN_ECONFIG with the detail message set.
+ * MB, GB; at least HARNESS_MIN_CAP_BYTES.  Returns 0, or ANN_ECONFIG with
+ * the detail message set.
  */
 int harness_parse_bytes(const json_t *v, uint64_t *bytes);
 

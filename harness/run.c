@@ -18,8 +18,12 @@
  */
 #include "harness/run.h"
 
+#include "engines/core/digest.h"
+#include "engines/core/fileio.h"
+#include "engines/core/owner.h"
 #include "engines/core/status.h"
 #include "engines/engine.h"
+#include "harness/child.h"
 #include "harness/config.h"
 #include "datasets/bundle.h"
 #include "datasets/prepare.h"
@@ -31,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,7 +126,31 @@ int harness_cells_load(const char *run_dir, json_t **cells)
     }
     free(line);
     fclose(f);
+    if (!rc)
+        harness_cells_latest(*cells);
     return rc;
+}
+
+void harness_cells_latest(json_t *cells)
+{
+    json_t *pos = json_object(); /* id -> index of its first record */
+    size_t i = 0;
+    while (pos && i < json_array_size(cells)) {
+        json_t *c = json_array_get(cells, i);
+        const char *id = json_string_value(json_object_get(c, "id"));
+        json_t *at = id ? json_object_get(pos, id) : NULL;
+        if (!id) {
+            i++;
+        } else if (!at) {
+            json_object_set_new(pos, id, json_integer((json_int_t)i));
+            i++;
+        } else {
+            /* a later record of the same cell (a retry) takes the first one's place */
+            json_array_set(cells, (size_t)json_integer_value(at), c);
+            json_array_remove(cells, i);
+        }
+    }
+    json_decref(pos);
 }
 
 /* Cut a torn last line off cells.jsonl before appending to it. */
@@ -175,6 +204,8 @@ typedef struct child_result {
     int wait_status;
     double seconds;
     double cpu_s; /* user + system time of the child and what it reaped */
+    char last_line[1024]; /* the last non-empty line the child printed ("" = none) */
+    int log_errno;        /* the first error writing its log (0 = none) */
 } child_result;
 
 /* A child in its own cgroup (capped, or accounting only): the group it
@@ -190,29 +221,106 @@ typedef struct child_cg {
     cg_outcome outcome;
 } child_cg;
 
+/* What the child printed: copied to its log, the last line kept. */
+typedef struct child_out {
+    int log_fd;
+    char line[1024]; /* the line being read */
+    size_t used;
+    child_result *res;
+} child_out;
+
+static void out_line_done(child_out *o)
+{
+    o->line[o->used] = '\0';
+    o->used = 0;
+    const char *msg = o->line;
+    /* the child's own "annlab cell: " prefix says nothing here */
+    if (!strncmp(msg, "annlab cell: ", 13) || !strncmp(msg, "annlab build: ", 14))
+        msg = strchr(msg, ':') + 2;
+    if (msg[strspn(msg, " \t\r")])
+        snprintf(o->res->last_line, sizeof o->res->last_line, "%s", msg);
+}
+
+static void out_take(child_out *o, const char *buf, size_t n)
+{
+    if (o->log_fd >= 0 && !o->res->log_errno) {
+        size_t off = 0;
+        while (off < n) {
+            ssize_t w = write(o->log_fd, buf + off, n - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                o->res->log_errno = w < 0 ? errno : EIO;
+                break;
+            }
+            off += (size_t)w;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] == '\n')
+            out_line_done(o);
+        else if (o->used < sizeof o->line - 1)
+            o->line[o->used++] = buf[i];
+    }
+}
+
+/* Read what is available on fd (non-blocking); 1 at end of file. */
+static int out_drain(child_out *o, int fd)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r > 0) {
+            out_take(o, buf, (size_t)r);
+            continue;
+        }
+        if (r == 0)
+            return 1;
+        return errno == EINTR ? 0 : errno == EAGAIN ? 0 : 1;
+    }
+}
+
 /*
- * Run argv in a child in its own process group with stdout and stderr to
- * log_path; wait for it, killing the group after timeout_s or on Ctrl-C.
+ * Run argv in a child in its own process group, its stdout and stderr
+ * through a pipe into log_path (so that the last line it printed is known
+ * even when the log cannot be written: a full output disk); wait for it,
+ * killing the group after timeout_s or on Ctrl-C.  keep_fd: a descriptor
+ * the child keeps across exec (an index lock it then shares), or -1.
  */
 static int child_run(char *const argv[], const char *log_path, double timeout_s, child_cg *cg,
-                     child_result *res)
+                     int keep_fd, child_result *res)
 {
     memset(res, 0, sizeof *res);
     cg_gate gate = { { -1, -1 } };
     cg_group *group = NULL;
-    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (log_fd < 0)
-        return ann_fail_errno("%s: create", log_path);
+    int pipefd[2] = { -1, -1 };
+    child_out out = { .log_fd = -1, .res = res };
+    out.log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out.log_fd < 0)
+        res->log_errno = errno; /* the child still runs; its last line is still kept */
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        int rc = ann_fail_errno("pipe for %s", log_path);
+        if (out.log_fd >= 0)
+            close(out.log_fd);
+        return rc;
+    }
     if (cg && cg_gate_init(&gate) != 0) {
-        close(log_fd);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        if (out.log_fd >= 0)
+            close(out.log_fd);
         return ann_fail_errno("cgroup gate");
     }
     double t0 = mono_s();
     pid_t pid = fork();
     if (pid < 0) {
-        close(log_fd);
+        int rc = ann_fail_errno("fork");
+        close(pipefd[0]);
+        close(pipefd[1]);
+        if (out.log_fd >= 0)
+            close(out.log_fd);
         cg_gate_fini(&gate);
-        return ann_fail_errno("fork");
+        return rc;
     }
     if (pid == 0) {
         if (cg) {
@@ -222,16 +330,24 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             snprintf(fdbuf, sizeof fdbuf, "%d", gate.fds[0]);
             setenv("ANNLAB_CG_GATE_FD", fdbuf, 1);
         }
+        if (keep_fd >= 0) {
+            char fdbuf[16];
+            fcntl(keep_fd, F_SETFD, 0);
+            snprintf(fdbuf, sizeof fdbuf, "%d", keep_fd);
+            setenv("ANNLAB_INDEX_LOCK_FD", fdbuf, 1);
+        }
         setpgid(0, 0);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        dup2(log_fd, 1);
-        dup2(log_fd, 2);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
         execvp(argv[0], argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    close(log_fd);
+    close(pipefd[1]);
+    fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
     setpgid(pid, pid);
     if (cg) {
         int rc = cg_group_create(cg->sys, cg->name, cg->cap_bytes, &group);
@@ -246,7 +362,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         cg_gate_release(&gate, rc == 0);
         cg_gate_fini(&gate);
     }
-    int status = 0, killed = 0;
+    int status = 0, killed = 0, eof = 0, rc = 0;
     for (;;) {
         struct rusage ru;
         pid_t w = wait4(pid, &status, WNOHANG, &ru);
@@ -255,8 +371,10 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
                          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
             break;
         }
-        if (w < 0 && errno != EINTR)
-            return ann_fail_errno("wait4");
+        if (w < 0 && errno != EINTR) {
+            rc = ann_fail_errno("wait4");
+            break;
+        }
         if (!killed && run_interrupted) {
             res->interrupted = 1;
             kill(-pid, SIGKILL);
@@ -266,11 +384,30 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             kill(-pid, SIGKILL);
             killed = 1;
         }
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+        if (!eof) {
+            struct pollfd pf = { .fd = pipefd[0], .events = POLLIN };
+            if (poll(&pf, 1, 10) > 0)
+                eof = out_drain(&out, pipefd[0]);
+        } else {
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+        }
     }
     if (killed)
         kill(-pid, SIGKILL); /* anything the child left in its group */
+    if (!eof)
+        (void)out_drain(&out, pipefd[0]); /* what is left; never waits for grandchildren */
+    if (out.used)
+        out_line_done(&out);
+    close(pipefd[0]);
+    if (out.log_fd >= 0) {
+        if (!res->log_errno && fsync(out.log_fd) != 0 && errno != EINVAL)
+            res->log_errno = errno;
+        if (close(out.log_fd) != 0 && !res->log_errno)
+            res->log_errno = errno;
+    }
+    if (rc)
+        return rc;
     res->seconds = mono_s() - t0;
     res->wait_status = status;
     if (group) {
@@ -285,24 +422,36 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     return 0;
 }
 
-/* The last non-empty line of a log file, for a failure's reason. */
-static void log_tail(const char *path, char *buf, size_t len)
+/* 1 when the log could not be written because its disk or quota is full. */
+static int log_disk_full(const child_result *res)
 {
-    snprintf(buf, len, "no message");
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return;
-    char line[1024];
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        /* the child's own "annlab cell: " prefix says nothing here */
-        const char *msg = line;
-        if (!strncmp(msg, "annlab cell: ", 13) || !strncmp(msg, "annlab build: ", 14))
-            msg = strchr(msg, ':') + 2;
-        if (msg[0])
-            snprintf(buf, len, "%s", msg);
+    return res->log_errno == ENOSPC || res->log_errno == EDQUOT;
+}
+
+/*
+ * Why a child that exited non-zero failed, for a record: the last line it
+ * printed, or, when it printed nothing, its exit status; and when its log
+ * could not be written, why.  Never empty.
+ */
+static void child_reason(const child_result *res, const char *log_path, char *buf, size_t len)
+{
+    if (res->last_line[0])
+        snprintf(buf, len, "%s", res->last_line);
+    else
+        snprintf(buf, len, "exited with status %d and printed nothing (log %s)", res->code,
+                 log_path);
+    if (res->log_errno) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, len - n, "; its log %s could not be written: %s", log_path,
+                 strerror(res->log_errno));
     }
-    fclose(f);
+}
+
+/* 1 when a child's failure is transient (harness/child.h): its exit code says
+ * so, or its output could not be logged for want of space. */
+static int child_transient(const child_result *res)
+{
+    return (res->exited && res->code == HARNESS_EXIT_TRANSIENT) || log_disk_full(res);
 }
 
 static void self_exe(char *buf, size_t len)
@@ -324,37 +473,21 @@ typedef struct run_ctx {
     char index_root[4096];
     char exe[4096];
     ann_bundle ds;
-    json_t *builds; /* directory name -> {"status": "ok"|"error", "reason", "index_dir", "info"} */
+    json_t *builds; /* directory name -> {"status": "ok"|"error"|"transient"|"busy", "reason",
+                       "index_dir", "info"} */
     int tty;
+    int wait;        /* --wait: wait for locks instead of stopping */
     double t_start;
     cg_system cgs;   /* memory caps: usable when cg_ok */
     int cg_ok;
     dev_t index_dev; /* disk of the index root, for cgroup read counters */
+    char owner_tag[48]; /* this run's "<pid>-<start>", in the names of its cgroups */
 } run_ctx;
 
 static const char *signame(int sig)
 {
     const char *s = sigabbrev_np(sig);
     return s ? s : "?";
-}
-
-/* Remove "<name>.tmp.*" beside an index that a killed build child left. */
-static void remove_build_temps(const char *parent, const char *name)
-{
-    DIR *d = opendir(parent);
-    if (!d)
-        return;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "%s.tmp.", name);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
-        ann_dir_remove(path);
-    }
-    closedir(d);
 }
 
 /*
@@ -373,8 +506,71 @@ static long long recorded_format(const json_t *info)
     return json_is_integer(f) && json_integer_value(f) > 0 ? json_integer_value(f) : -1;
 }
 
+/* Set a build entry's status and reason. */
+static json_t *build_status(json_t *b, const char *status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static json_t *build_status(json_t *b, const char *status, const char *fmt, ...)
+{
+    char reason[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    json_object_set_new(b, "status", json_string(status));
+    json_object_set_new(b, "reason", json_string(reason));
+    return b;
+}
+
 /*
- * Make sure the index for cell exists; returns its build entry (borrowed).
+ * Load and check an index's build.json: the file ann_engine_build writes
+ * last into a complete build.  Returns the object (new reference), or
+ * NULL with why[] saying what is wrong: unreadable or truncated JSON, or a
+ * field that does not describe this index (engine, build parameters,
+ * dataset checksum, metric, n, dim).  An empty {} is not a build.json.
+ */
+static json_t *load_build_info(const run_ctx *x, const json_t *cell, const char *path, char *why,
+                               size_t len)
+{
+    json_error_t jerr;
+    json_t *info = json_load_file(path, 0, &jerr);
+    if (!info) {
+        snprintf(why, len, "%s: unreadable (%s at line %d, byte %d): truncated or corrupt", path,
+                 jerr.text, jerr.line, jerr.position);
+        return NULL;
+    }
+    const char *engine = json_string_value(json_object_get(cell, "engine"));
+    const json_t *params = json_object_get(cell, "build");
+    const char *bad = NULL;
+    if (!json_is_object(info))
+        bad = "not a JSON object";
+    else if (!json_is_string(json_object_get(info, "engine")) ||
+             strcmp(json_string_value(json_object_get(info, "engine")), engine))
+        bad = "\"engine\" is missing or names another engine";
+    else if (!json_is_object(json_object_get(info, "params")) ||
+             !json_equal(json_object_get(info, "params"), params ? params : json_object()))
+        bad = "\"params\" is missing or differs from the cell's build parameters";
+    else if (!json_is_string(json_object_get(info, "source")) ||
+             strcmp(json_string_value(json_object_get(info, "source")), x->ds.checksum))
+        bad = "\"source\" is missing or is not the dataset's checksum";
+    else if (!json_is_string(json_object_get(info, "metric")) ||
+             strcmp(json_string_value(json_object_get(info, "metric")),
+                    ann_metric_name(x->ds.metric)))
+        bad = "\"metric\" is missing or is not the dataset's metric";
+    else if (json_integer_value(json_object_get(info, "n")) != (json_int_t)x->ds.n ||
+             json_integer_value(json_object_get(info, "dim")) != (json_int_t)x->ds.dim)
+        bad = "\"n\" and \"dim\" are missing or are not the dataset's";
+    if (bad) {
+        snprintf(why, len, "%s: %s; not an index ann_engine_build finished for this cell", path,
+                 bad);
+        json_decref(info);
+        return NULL;
+    }
+    return info;
+}
+
+/*
+ * Make sure the index for cell exists; returns its build entry (borrowed),
+ * or NULL when interrupted.
  *
  * The cache directory: index_root/<engine>/<hash>, hash over the engine,
  * build parameters, dataset checksum and metric, with -f<N> appended when
@@ -386,6 +582,15 @@ static long long recorded_format(const json_t *info)
  * than the engine declares (edited by hand, or an engine that wrote a
  * format it does not declare) is neither reused nor touched: every cell
  * on it is an error saying so.
+ *
+ * Concurrency: a complete index appears under its name in one rename, so
+ * a build.json that is there is whole.  Otherwise the index is built under
+ * the lock index_root/<engine>/<name>.lock (owner.h), which the build
+ * child shares: another run that needs the same index meanwhile stops
+ * (status "busy": `annlab run` exits 2 naming the holder) or, with --wait,
+ * waits and then finds the index built.  Under the lock, temporaries of
+ * builders that died (kill -9, a crash) are removed; a live builder's
+ * never are.
  */
 static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
 {
@@ -408,48 +613,86 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     json_t *b = json_object_get(rc_->builds, name);
     if (b)
         return b;
-    char index_dir[4300], path[4400];
+    char index_dir[4300], path[4400], parent[4300], lock_path[4400], why[2048];
     snprintf(index_dir, sizeof index_dir, "%s/%s/%s", rc_->index_root, engine, name);
     snprintf(path, sizeof path, "%s/build.json", index_dir);
+    snprintf(parent, sizeof parent, "%s/%s", rc_->index_root, engine);
+    snprintf(lock_path, sizeof lock_path, "%s/%s.lock", parent, name);
     b = json_pack("{s:s}", "index_dir", index_dir);
     json_object_set_new(rc_->builds, name, b);
-    json_error_t jerr;
-    json_t *info = json_load_file(path, 0, &jerr);
-    if (info) {
-        long long have = recorded_format(info);
-        if (have != (long long)format) {
-            char what[256];
-            if (have < 0)
-                snprintf(what, sizeof what, "no valid %s format", engine);
-            else
-                snprintf(what, sizeof what, "%s format %lld", engine, have);
-            json_object_set_new(b, "status", json_string("error"));
-            json_object_set_new(
-                b, "reason",
-                json_sprintf("%s: build.json records %s, this annlab reads format %u; not "
+    ann_lock lock = { .fd = -1 };
+    json_t *info = NULL;
+    int rc = 0;
+    for (int locked = 0;; locked = 1) {
+        if (access(path, F_OK) == 0) {
+            info = load_build_info(rc_, cell, path, why, sizeof why);
+            if (!info) {
+                build_status(b, "error", "%s; remove %s to rebuild it", why, index_dir);
+                goto out;
+            }
+            long long have = recorded_format(info);
+            if (have != (long long)format) {
+                char what[256];
+                if (have < 0)
+                    snprintf(what, sizeof what, "no valid %s format", engine);
+                else
+                    snprintf(what, sizeof what, "%s format %lld", engine, have);
+                build_status(b, "error",
+                             "%s: build.json records %s, this annlab reads format %u; not "
                              "reused and left as it is (move or remove it to rebuild)",
-                             index_dir, what, format));
-            json_decref(info);
-            return b;
+                             index_dir, what, format);
+                json_decref(info);
+                goto out;
+            }
+            /* every file as build.json recorded it (once per run, cached
+             * by size, mtime and inode): a flipped byte in a store or
+             * vector file is an error here, not a crash or a wrong recall */
+            const json_t *files = json_object_get(info, "files");
+            if (files && (rc = ann_digest_verify(index_dir, files, "build.json", NULL))) {
+                build_status(b, ann_is_transient(rc) ? "transient" : "error",
+                             "%s; remove %s to rebuild it", ann_errmsg(rc), index_dir);
+                json_decref(info);
+                goto out;
+            }
+            json_object_set_new(b, "status", json_string("ok"));
+            json_object_set_new(b, "cached", json_true());
+            json_object_set_new(b, "info", info);
+            goto out;
         }
-        json_object_set_new(b, "status", json_string("ok"));
-        json_object_set_new(b, "cached", json_true());
-        json_object_set_new(b, "info", info);
-        return b;
+        if (locked)
+            break;
+        if ((rc = mkdirs(parent))) {
+            build_status(b, ann_is_transient(rc) ? "transient" : "error", "%s", ann_errmsg(rc));
+            goto out;
+        }
+        char what[4600];
+        snprintf(what, sizeof what, "annlab run %s (building %s)", rc_->config_path, index_dir);
+        rc = ann_lock_take(&lock, lock_path, what, 0, 1);
+        if (rc == ANN_EBUSY && rc_->wait) {
+            fprintf(stderr, "%swaiting for %s\n", rc_->tty ? "\r\033[K" : "", ann_errmsg(rc));
+            rc = ann_lock_take(&lock, lock_path, what, 1, 1);
+        }
+        if (rc == ANN_EBUSY) {
+            build_status(b, "busy", "%s: being built by another run (%s)", index_dir,
+                         ann_errmsg(rc));
+            goto out;
+        }
+        if (rc) {
+            build_status(b, ann_is_transient(rc) ? "transient" : "error", "%s", ann_errmsg(rc));
+            goto out;
+        }
+        /* the holder we waited for may have finished it: look again */
     }
-    char parent[4300];
-    snprintf(parent, sizeof parent, "%s/%s", rc_->index_root, engine);
-    int rc = mkdirs(parent);
-    if (rc) {
-        json_object_set_new(b, "status", json_string("error"));
-        json_object_set_new(b, "reason", json_string(ann_errmsg(rc)));
-        return b;
-    }
+    /* ours to build: first what dead builders of this name left */
+    unsigned reaped = 0;
+    if (ann_tmp_reap(parent, name, &reaped) == 0 && reaped)
+        fprintf(stderr, "%sremoved %u temporary director%s of a dead build of %s\n",
+                rc_->tty ? "\r\033[K" : "", reaped, reaped == 1 ? "y" : "ies", index_dir);
     if (access(index_dir, F_OK) == 0) {
-        /* a directory without build.json is not an index ann_engine_build made */
-        json_object_set_new(b, "status", json_string("error"));
-        json_object_set_new(b, "reason", json_sprintf("%s exists without build.json; remove it", index_dir));
-        return b;
+        /* not made by ann_engine_build, which renames only complete builds */
+        build_status(b, "error", "%s exists without build.json (not a complete build); remove it",
+                     index_dir);
+        goto out;
     }
     char spec_path[4400], log_path[4400];
     snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, name);
@@ -460,9 +703,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc) {
-        json_object_set_new(b, "status", json_string("error"));
-        json_object_set_new(b, "reason", json_string(ann_errmsg(rc)));
-        return b;
+        build_status(b, ann_is_transient(rc) ? "transient" : "error", "%s", ann_errmsg(rc));
+        goto out;
     }
     if (rc_->tty)
         fprintf(stderr, "\r\033[Kbuilding %s %s ...", engine, name);
@@ -470,33 +712,35 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         fprintf(stderr, "building %s index %s\n", engine, name);
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
-    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
+    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, lock.fd,
+                   &res);
+    /* a killed child could not clean up after itself: its temporary is now a
+     * dead owner's (a live sibling's never is: it would hold the lock) */
     if (rc || res.interrupted || res.timed_out || res.signaled)
-        remove_build_temps(parent, name); /* the child could not clean up after itself */
-    char reason[1100];
+        (void)ann_tmp_reap(parent, name, NULL);
     if (rc) {
-        snprintf(reason, sizeof reason, "%s", ann_errmsg(rc));
+        build_status(b, ann_is_transient(rc) ? "transient" : "error", "%s", ann_errmsg(rc));
     } else if (res.interrupted) {
         json_object_del(rc_->builds, name);
-        return NULL;
+        b = NULL;
     } else if (res.timed_out) {
-        snprintf(reason, sizeof reason, "build exceeded build_timeout_s=%g", harness_cfg_real(rc_->cfg, "build_timeout_s"));
+        build_status(b, "timeout", "build exceeded build_timeout_s=%g",
+                     harness_cfg_real(rc_->cfg, "build_timeout_s"));
     } else if (res.signaled) {
-        snprintf(reason, sizeof reason, "build killed by SIG%s", signame(res.sig));
+        build_status(b, "error", "build killed by SIG%s", signame(res.sig));
     } else if (res.code != 0) {
-        char tail[1024];
-        log_tail(log_path, tail, sizeof tail);
-        snprintf(reason, sizeof reason, "build failed: %s", tail);
-    } else if (!(info = json_load_file(path, 0, &jerr))) {
-        snprintf(reason, sizeof reason, "%s: %s", path, jerr.text);
+        char tail[1400];
+        child_reason(&res, log_path, tail, sizeof tail);
+        build_status(b, child_transient(&res) ? "transient" : "error", "build failed: %s", tail);
+    } else if (!(info = load_build_info(rc_, cell, path, why, sizeof why))) {
+        build_status(b, "error", "%s", why);
     } else {
         json_object_set_new(b, "status", json_string("ok"));
         json_object_set_new(b, "cached", json_false());
         json_object_set_new(b, "info", info);
-        return b;
     }
-    json_object_set_new(b, "status", json_string("error"));
-    json_object_set_new(b, "reason", json_string(reason));
+out:
+    ann_lock_release(&lock);
     return b;
 }
 
@@ -573,9 +817,13 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_t *b = ensure_build(x, cell);
     if (!b)
         return 0; /* interrupted */
-    if (strcmp(json_string_value(json_object_get(b, "status")), "ok") != 0) {
+    const char *bst = json_string_value(json_object_get(b, "status"));
+    if (!strcmp(bst, "busy")) /* another run builds it: the run stops (or waited) */
+        return ann_fail(ANN_EBUSY, "%s", json_string_value(json_object_get(b, "reason")));
+    if (strcmp(bst, "ok") != 0) {
+        /* error, transient or timeout: the cell's class is its build's */
         r = record_empty(cell);
-        json_object_set_new(r, "status", json_string("error"));
+        json_object_set_new(r, "status", json_string(bst));
         json_object_set_new(r, "reason", json_copy(json_object_get(b, "reason")));
         goto done;
     }
@@ -611,14 +859,15 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     if (in_cg) {
         if (capped)
             cg.cap_bytes = (uint64_t)json_integer_value(json_object_get(cell, "memory_cap_bytes"));
-        snprintf(cg.name, sizeof cg.name, "annlab-%s-%d", id, (int)getpid());
+        /* named by its run, so a later run can tell a dead run's groups (cg_reap_stale) */
+        snprintf(cg.name, sizeof cg.name, "annlab-%s-%s", id, x->owner_tag);
     }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
     double busy0 = -1, busy1 = -1;
     if (harness_cpu_busy_s(&busy0))
         busy0 = -1;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
-                   in_cg ? &cg : NULL, &res);
+                   in_cg ? &cg : NULL, -1, &res);
     if (rc)
         return rc;
     if (busy0 < 0 || harness_cpu_busy_s(&busy1))
@@ -644,12 +893,11 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         snprintf(reason, sizeof reason, "cell process killed by SIG%s%s", signame(res.sig),
                  res.sig == SIGKILL ? " (not by the harness)" : "");
     } else if (res.code != 0) {
-        char tail[1024];
-        log_tail(log_path, tail, sizeof tail);
-        status = "error";
-        snprintf(reason, sizeof reason, "%s", tail);
+        /* a full disk, a lock, ...: retried by --resume; the rest is deterministic */
+        status = child_transient(&res) ? "transient" : "error";
+        child_reason(&res, log_path, reason, sizeof reason);
     } else if (!(figures = json_load_file(out_path, 0, &jerr))) {
-        status = "error";
+        status = log_disk_full(&res) ? "transient" : "error";
         snprintf(reason, sizeof reason, "%s: %s", out_path, jerr.text);
     } else {
         json_object_update(r, figures);
@@ -715,7 +963,13 @@ static int run_failed(int rc)
 
 static void usage_run(FILE *fp)
 {
-    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]\n");
+    fprintf(fp, "usage: annlab run CONFIG.json [--out DIR] [--resume | --retry-failed] [--wait]\n"
+                "                  [--only ENGINE] [--dry-run]\n"
+                "  --resume        continue a run: cells recorded are skipped, but those that\n"
+                "                  failed transiently (a full disk, a lock) are run again\n"
+                "  --retry-failed  the same, and every failed cell is run again\n"
+                "  --wait          wait for a lock another run holds (its run directory, an\n"
+                "                  index it builds) instead of stopping with exit code 2\n");
 }
 
 /* Newest run directory under results/<name>/ holding a config.json. */
@@ -751,19 +1005,104 @@ static int prepare_dataset(run_ctx *x, const char *name, const char *root)
     snprintf(log_path, sizeof log_path, "%s/.prepare-%s.log", root, name);
     char *argv[] = { x->exe, "dataset", "prepare", (char *)name, "--root", (char *)root, NULL };
     child_result res;
-    rc = child_run(argv, log_path, 1e7, NULL, &res);
+    rc = child_run(argv, log_path, 1e7, NULL, -1, &res);
     if (rc)
         return rc;
     if (res.interrupted)
         return ann_fail(-EINTR, "dataset preparation interrupted");
     if (!res.exited || res.code != 0) {
-        char tail[1024];
-        log_tail(log_path, tail, sizeof tail);
+        char tail[1400];
+        child_reason(&res, log_path, tail, sizeof tail);
         return ann_fail(ANN_ENOTFOUND, "dataset: cannot prepare \"%s\": %s (log: %s)", name, tail,
                         log_path);
     }
     unlink(log_path);
     return 0;
+}
+
+/*
+ * The bundle's files against its manifest's sha256s, as the index's
+ * against build.json (engines/core/digest.h: hashed once, then cached by
+ * size, mtime and inode), before any cell reads them.
+ */
+static int bundle_check(const ann_bundle *b)
+{
+    const json_t *files = json_object_get(b->manifest, "files");
+    const json_t *base = json_object_get(files, "base.fbin");
+    if (!json_is_object(files) || !json_is_string(json_object_get(base, "sha256")))
+        return ann_fail(ANN_EFORMAT, "%s/manifest.json: lists no \"files\" with the sha256 of "
+                                     "base.fbin; prepare the dataset again",
+                        b->dir);
+    if (strcmp(json_string_value(json_object_get(base, "sha256")), b->checksum) != 0)
+        return ann_fail(ANN_ECORRUPT, "%s/manifest.json: \"checksum\" is not base.fbin's sha256",
+                        b->dir);
+    unsigned hashed = 0;
+    int rc = ann_digest_verify(b->dir, files, "manifest.json", &hashed);
+    if (!rc && hashed)
+        fprintf(stderr, "dataset %s: %u file%s checked against manifest.json\n", b->dir, hashed,
+                hashed == 1 ? "" : "s");
+    return rc;
+}
+
+/*
+ * The checks of the output directory (its config.json, what else it
+ * holds), appended to probs.  Under the run's lock, or read-only for
+ * --dry-run.  The lock file itself (RUN_LOCK_FILE) does not count.
+ */
+#define RUN_LOCK_FILE ".lock"
+
+static void check_out_dir(const run_ctx *x, int resume, harness_problems *probs)
+{
+    char cpath[4200];
+    json_error_t jerr;
+    snprintf(cpath, sizeof cpath, "%s/config.json", x->out_dir);
+    json_t *old = x->out_dir[0] ? json_load_file(cpath, 0, &jerr) : NULL;
+    DIR *d = x->out_dir[0] ? opendir(x->out_dir) : NULL;
+    int nonempty = 0;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+                strcmp(e->d_name, RUN_LOCK_FILE))
+                nonempty = 1;
+        closedir(d);
+    }
+    if (old && !json_equal(old, x->cfg))
+        harness_problem(probs, "--out %s: holds a different run (its config.json differs from %s)",
+                        x->out_dir, x->config_path);
+    else if (old && !resume)
+        harness_problem(probs, "--out %s: already holds this run; pass --resume to continue it",
+                        x->out_dir);
+    else if (!old && nonempty)
+        harness_problem(probs, "--out %s: not empty and not a run directory (no config.json)",
+                        x->out_dir);
+    json_decref(old);
+}
+
+static void print_problems(const run_ctx *x, const harness_problems *probs, int nothing_run)
+{
+    for (int i = 0; i < probs->n && i < probs->cap; i++)
+        fprintf(stderr, "annlab run: %s: %s\n", x->config_path, probs->msgs[i]);
+    if (nothing_run)
+        fprintf(stderr, "annlab run: %d problem%s; nothing was run\n", probs->n,
+                probs->n > 1 ? "s" : "");
+}
+
+/*
+ * A path the run writes below must leave room for what it appends
+ * ("/specs/<id>.result.json.tmp.<pid>", "/<engine>/<hash>-fN.tmp.<tag>/...").
+ * Longer paths used to be cut short silently by snprintf.
+ */
+#define RUN_PATH_SLACK 160
+
+static void check_path_len(const char *what, const char *path, harness_problems *probs)
+{
+    size_t len = strlen(path);
+    if (len + RUN_PATH_SLACK >= PATH_MAX)
+        harness_problem(probs,
+                        "%s: a path of %zu bytes is too long (the files below it need %d more; "
+                        "PATH_MAX is %d)",
+                        what, len, RUN_PATH_SLACK, PATH_MAX);
 }
 
 int harness_run_main(int argc, char **argv)
@@ -773,7 +1112,8 @@ int harness_run_main(int argc, char **argv)
     harness_problems probs = { 0 };
     json_t *cells = NULL, *done = NULL, *machine = NULL;
     const char *out_arg = NULL, *only = NULL;
-    int resume = 0, dry_run = 0;
+    int resume = 0, retry_failed = 0, dry_run = 0, made_out = 0;
+    ann_lock run_lock = { .fd = -1 };
     /* Build and cell children inherit this: libgomp (FAISS) otherwise
      * spin-waits between parallel regions and, on a machine with few cores,
      * steals most of the CPU from the threads doing the work. */
@@ -785,6 +1125,10 @@ int harness_run_main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--resume"))
             resume = 1;
+        else if (!strcmp(argv[i], "--retry-failed"))
+            resume = retry_failed = 1;
+        else if (!strcmp(argv[i], "--wait"))
+            x.wait = 1;
         else if (!strcmp(argv[i], "--dry-run"))
             dry_run = 1;
         else if (argv[i][0] == '-' || x.config_path) {
@@ -799,7 +1143,16 @@ int harness_run_main(int argc, char **argv)
         return 2;
     }
     self_exe(x.exe, sizeof x.exe);
+    {
+        ann_owner me;
+        (void)ann_owner_self(&me);
+        ann_owner_tag(&me, x.owner_tag, sizeof x.owner_tag);
+    }
     json_error_t jerr;
+    if (ann_check_regular(x.config_path) != 0) {
+        fprintf(stderr, "annlab run: %s\n", ann_errmsg(ANN_EFORMAT));
+        return 2;
+    }
     x.cfg = json_load_file(x.config_path, JSON_REJECT_DUPLICATES, &jerr);
     if (!x.cfg) {
         fprintf(stderr, "annlab run: %s: line %d column %d: %s\n", x.config_path, jerr.line,
@@ -813,9 +1166,15 @@ int harness_run_main(int argc, char **argv)
     const json_t *dsv = json_object_get(x.cfg, "dataset");
     const char *ds_root = json_string_value(json_object_get(x.cfg, "dataset_root"));
     const char *ix_root = json_string_value(json_object_get(x.cfg, "index_root"));
-    snprintf(x.index_root, sizeof x.index_root, "%s", ix_root ? ix_root : "index");
+    if (!ix_root)
+        ix_root = "index";
     if (!ds_root)
         ds_root = "datasets/data";
+    check_path_len("index_root", ix_root, &probs);
+    check_path_len("dataset_root", ds_root, &probs);
+    if (out_arg)
+        check_path_len("--out", out_arg, &probs);
+    snprintf(x.index_root, sizeof x.index_root, "%s", ix_root);
     const char *prepare_name = NULL;
     int ds_ok = 0;
     if (json_is_string(dsv)) {
@@ -840,8 +1199,9 @@ int harness_run_main(int argc, char **argv)
         } else
             harness_problem(&probs, "dataset: %s", ann_errmsg(rc));
     } else if (json_is_string(json_object_get(dsv, "path"))) {
-        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s",
-                 json_string_value(json_object_get(dsv, "path")));
+        const char *dp = json_string_value(json_object_get(dsv, "path"));
+        check_path_len("dataset.path", dp, &probs);
+        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s", dp);
         rc = ann_bundle_open(x.dataset_dir, &x.ds);
         if (rc)
             harness_problem(&probs, "dataset.path: %s", ann_errmsg(rc));
@@ -877,33 +1237,11 @@ int harness_run_main(int argc, char **argv)
             strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
             snprintf(x.out_dir, sizeof x.out_dir, "results/%s/%s", name, stamp);
         }
-        char cpath[4200];
-        snprintf(cpath, sizeof cpath, "%s/config.json", x.out_dir);
-        json_t *old = x.out_dir[0] ? json_load_file(cpath, 0, &jerr) : NULL;
-        DIR *d = x.out_dir[0] ? opendir(x.out_dir) : NULL;
-        int nonempty = 0;
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL)
-                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-                    nonempty = 1;
-            closedir(d);
-        }
-        if (old && !json_equal(old, x.cfg))
-            harness_problem(&probs, "--out %s: holds a different run (its config.json differs from %s)",
-                            x.out_dir, x.config_path);
-        else if (old && !resume)
-            harness_problem(&probs, "--out %s: already holds this run; pass --resume to continue it",
-                            x.out_dir);
-        else if (!old && nonempty)
-            harness_problem(&probs, "--out %s: not empty and not a run directory (no config.json)",
-                            x.out_dir);
-        json_decref(old);
     }
+    if (dry_run && !probs.n)
+        check_out_dir(&x, resume, &probs); /* read-only: a dry run takes no lock */
     if (probs.n) {
-        for (int i = 0; i < probs.n && i < probs.cap; i++)
-            fprintf(stderr, "annlab run: %s: %s\n", x.config_path, probs.msgs[i]);
-        fprintf(stderr, "annlab run: %d problem%s; nothing was run\n", probs.n, probs.n > 1 ? "s" : "");
+        print_problems(&x, &probs, 1);
         exit_code = 2;
         goto out;
     }
@@ -929,7 +1267,42 @@ int harness_run_main(int argc, char **argv)
         goto out;
     }
 
-    /* 2. dataset */
+    /* 2. the run directory, locked: one run writes it at a time */
+    char path[4400];
+    made_out = access(x.out_dir, F_OK) != 0;
+    if ((rc = mkdirs(x.out_dir))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
+    {
+        char what[4400];
+        snprintf(path, sizeof path, "%s/" RUN_LOCK_FILE, x.out_dir);
+        snprintf(what, sizeof what, "annlab run %s --out %s", x.config_path, x.out_dir);
+        rc = ann_lock_take(&run_lock, path, what, 0, 0);
+        if (rc == ANN_EBUSY && x.wait) {
+            fprintf(stderr, "annlab run: waiting for %s\n", ann_errmsg(rc));
+            rc = ann_lock_take(&run_lock, path, what, 1, 0);
+        }
+        if (rc == ANN_EBUSY) {
+            fprintf(stderr, "annlab run: %s: another run is writing this directory (%s); pass "
+                            "--wait to wait for it\n",
+                    x.out_dir, ann_errmsg(rc));
+            exit_code = 2;
+            goto out;
+        }
+        if (rc) {
+            exit_code = run_failed(rc);
+            goto out;
+        }
+    }
+    check_out_dir(&x, resume, &probs);
+    if (probs.n) {
+        print_problems(&x, &probs, 1);
+        exit_code = 2;
+        goto out;
+    }
+
+    /* 3. dataset */
     if (prepare_name) {
         rc = prepare_dataset(&x, prepare_name, ds_root);
         if (!rc)
@@ -941,20 +1314,24 @@ int harness_run_main(int argc, char **argv)
         }
         harness_config_check_dataset(x.cfg, x.ds.gt_k, &probs);
         if (probs.n) {
-            for (int i = 0; i < probs.n && i < probs.cap; i++)
-                fprintf(stderr, "annlab run: %s: %s\n", x.config_path, probs.msgs[i]);
+            print_problems(&x, &probs, 0);
             exit_code = 2;
             goto out;
         }
     }
+    /* the bundle as its manifest describes it, before a cell reads it */
+    if ((rc = bundle_check(&x.ds))) {
+        fprintf(stderr, "annlab run: %s: %s\n", x.config_path, ann_errmsg(rc));
+        exit_code = 2;
+        goto out;
+    }
 
-    /* 3. the run directory */
+    /* 4. the run directory's files */
     cells = harness_config_expand(x.cfg);
     if (!cells) {
         fprintf(stderr, "annlab run: no memory\n");
         goto out;
     }
-    char path[4400];
     static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
     for (size_t i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
@@ -977,6 +1354,7 @@ int harness_run_main(int argc, char **argv)
         exit_code = run_failed(rc);
         goto out;
     }
+    made_out = 0; /* from here on the directory holds this run */
     machine = harness_machine_describe(x.index_root);
     json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
                                                       "dir", x.dataset_dir, "checksum", x.ds.checksum,
@@ -1006,9 +1384,16 @@ int harness_run_main(int argc, char **argv)
         goto out;
     }
 
-    /* 4. the sweep */
+    /* 5. the sweep */
     x.builds = json_object();
     x.cg_ok = cg_detect(NULL, &x.cgs) == 0;
+    if (x.cg_ok) {
+        /* groups of runs killed before they could remove them */
+        unsigned reaped = 0;
+        if (cg_reap_stale(&x.cgs, "annlab-", &reaped) == 0 && reaped)
+            fprintf(stderr, "removed %u cgroup%s left by dead runs\n", reaped,
+                    reaped == 1 ? "" : "s");
+    }
     devstat_dev idev;
     if (devstat_resolve(x.index_root, NULL, &idev) == 0)
         x.index_dev = devstat_devt(&idev);
@@ -1025,7 +1410,19 @@ int harness_run_main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    size_t n = json_array_size(cells), selected = 0, skipped_done = 0, counts[5] = { 0 };
+    /* what is already recorded: the last record of each cell decides */
+    json_t *last_status = json_object();
+    {
+        size_t j;
+        json_t *d;
+        json_array_foreach(done, j, d) {
+            const char *did = json_string_value(json_object_get(d, "id"));
+            const char *st = json_string_value(json_object_get(d, "status"));
+            if (did && st)
+                json_object_set_new(last_status, did, json_string(st));
+        }
+    }
+    size_t n = json_array_size(cells), selected = 0, skipped_done = 0, counts[6] = { 0 };
     size_t i;
     json_t *c;
     json_array_foreach(cells, i, c) {
@@ -1044,13 +1441,10 @@ int harness_run_main(int argc, char **argv)
             continue;
         pos++;
         const char *id = json_string_value(json_object_get(c, "id"));
-        int seen = 0;
-        size_t j;
-        json_t *d;
-        json_array_foreach(done, j, d)
-            if (json_equal(json_object_get(d, "id"), json_object_get(c, "id")))
-                seen = 1;
-        if (seen) {
+        const char *was = json_string_value(json_object_get(last_status, id));
+        /* --resume: every cell recorded but a transient failure is done;
+         * --retry-failed: every cell recorded ok is */
+        if (was && (retry_failed ? !strcmp(was, "ok") : strcmp(was, "transient") != 0)) {
             skipped_done++;
             continue;
         }
@@ -1061,48 +1455,69 @@ int harness_run_main(int argc, char **argv)
                     last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
         if ((rc = run_cell(&x, c, &rec))) {
-            exit_code = run_failed(rc);
+            json_decref(last_status);
+            if (rc == ANN_EBUSY) {
+                fprintf(stderr, "%sannlab run: %s; pass --wait to wait for it.  Continue this run "
+                                "later with:\n  annlab run %s --out %s --resume\n",
+                        x.tty ? "\n" : "", ann_errmsg(rc), x.config_path, x.out_dir);
+                exit_code = 2;
+            } else
+                exit_code = run_failed(rc);
             goto out;
         }
         if (!rec || run_interrupted) {
             json_decref(rec);
+            json_decref(last_status);
             fprintf(stderr, "%sinterrupted; %zu cells recorded.  Resume with:\n  annlab run %s --out %s --resume\n",
                     x.tty ? "\n" : "", pos - 1, x.config_path, x.out_dir);
             exit_code = 130;
             goto out;
         }
         if ((rc = cells_append(cells_path, rec))) {
-            json_decref(rec); {
-                exit_code = run_failed(rc);
-                goto out;
-            }
+            json_decref(rec);
+            json_decref(last_status);
+            exit_code = run_failed(rc);
+            goto out;
         }
         const char *st = json_string_value(json_object_get(rec, "status"));
-        counts[!strcmp(st, "ok") ? 0 : !strcmp(st, "error") ? 1 : !strcmp(st, "timeout") ? 2 : !strcmp(st, "oom") ? 3 : 4]++;
+        counts[!strcmp(st, "ok")          ? 0
+               : !strcmp(st, "error")     ? 1
+               : !strcmp(st, "timeout")   ? 2
+               : !strcmp(st, "oom")       ? 3
+               : !strcmp(st, "transient") ? 5
+                                          : 4]++;
         figures_line(rec, last, sizeof last);
         if (!x.tty)
             fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, selected, mono_s() - x.t_start, id, desc, last);
         json_decref(rec);
     }
+    json_decref(last_status);
     if (x.tty)
         fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", selected, selected, mono_s() - x.t_start, last);
-    fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded\n",
-            name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done);
+    fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded; %zu transient%s\n",
+            name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done, counts[5],
+            counts[5] ? " (--resume runs them again)" : "");
 
-    /* 5. tables and figures */
+    /* 6. tables and figures */
     snprintf(path, sizeof path, "%s/tables.md", x.out_dir);
-    FILE *tf = fopen(path, "we");
-    if (!tf) {
-        rc = ann_fail_errno("%s: create", path); {
+    {
+        char tmp[4500];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        FILE *tf = fopen(tmp, "we");
+        if (!tf) {
+            exit_code = run_failed(ann_fail_errno("%s: create", tmp));
+            goto out;
+        }
+        rc = harness_tables_render(x.out_dir, tf);
+        if (fclose(tf) != 0 && !rc)
+            rc = ann_fail_errno("%s: write", tmp);
+        if (!rc && rename(tmp, path) != 0)
+            rc = ann_fail_errno("%s: rename", tmp);
+        if (rc) {
+            unlink(tmp);
             exit_code = run_failed(rc);
             goto out;
         }
-    }
-    rc = harness_tables_render(x.out_dir, tf);
-    fclose(tf);
-    if (rc) {
-        exit_code = run_failed(rc);
-        goto out;
     }
     harness_tables_render(x.out_dir, stdout);
     int made = 0;
@@ -1113,6 +1528,17 @@ int harness_run_main(int argc, char **argv)
            x.out_dir, x.out_dir, x.out_dir, made);
     exit_code = 0;
 out:
+    if (made_out && run_lock.fd >= 0) {
+        /* refused before anything was written: the directory is left as a
+         * fresh one, holding only its lock file (removing that would let a
+         * run waiting on it and a newcomer both hold "the" lock) */
+        static const char *const left[] = { "logs", "specs", "latencies" };
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", x.out_dir, left[i]);
+            rmdir(path); /* only when empty */
+        }
+    }
+    ann_lock_release(&run_lock);
     harness_problems_fini(&probs);
     json_decref(cells);
     json_decref(done);

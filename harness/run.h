@@ -1,13 +1,16 @@
 /*
  * run.h: the `annlab` subcommands of the harness.
  *
- *   annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]
+ *   annlab run CONFIG.json [--out DIR] [--resume | --retry-failed] [--wait]
+ *              [--only ENGINE] [--dry-run]
  *   annlab table RUN_DIR
  *   annlab plot RUN_DIR
  *
  * Each takes argv with argv[0] = the subcommand name and returns the
  * process exit code: 0 success, 1 failure, 2 bad usage or invalid config
- * (nothing was run), 130 interrupted (the run is resumable).
+ * (nothing was run), or a lock held by another run (the run directory, or
+ * an index it must build: the holder is named; --wait waits instead), 130
+ * interrupted (the run is resumable).
  */
 #ifndef ANNLAB_HARNESS_RUN_H
 #define ANNLAB_HARNESS_RUN_H
@@ -38,9 +41,15 @@ int harness_plot_main(int argc, char **argv);
 /*
  * Read RUN_DIR/cells.jsonl into a new array (caller decrefs).  A torn last
  * line (no newline: the writer was killed mid-line) is ignored; any other
- * unparsable line is ANN_ECORRUPT naming the file and line.
+ * unparsable line is ANN_ECORRUPT naming the file and line.  A cell
+ * recorded more than once (a transient failure retried by --resume) is
+ * given by its last record, in the place of its first.
  */
 int harness_cells_load(const char *run_dir, json_t **cells);
+
+/* Keep the last record of each cell id in cells, in the place of its
+ * first record (in place; records without an id are kept as they are). */
+void harness_cells_latest(json_t *cells);
 
 /* Render the tables of a run (markdown) to fp.  Returns 0 or a code. */
 int harness_tables_render(const char *run_dir, FILE *fp);

@@ -14,6 +14,7 @@
 
 #include "cgroups/cgroup.h"
 #include "cgroups/devstat.h"
+#include "engines/core/owner.h"
 #include "engines/core/status.h"
 #include "tests/support/testutil.h"
 
@@ -898,6 +899,82 @@ static void test_gate_cancel(void **state)
     cg_gate_fini(&gate);
 }
 
+/* A process that has exited and been reaped: its owner tag (owner.h). */
+static void dead_tag(char *buf, size_t len)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        ann_owner me;
+        ann_owner_self(&me);
+        char tag[48];
+        ann_owner_tag(&me, tag, sizeof tag);
+        if (write(fds[1], tag, sizeof tag) != (ssize_t)sizeof tag)
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char tag[48] = "";
+    assert_int_equal(read(fds[0], tag, sizeof tag), (ssize_t)sizeof tag);
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    snprintf(buf, len, "%s", tag);
+}
+
+/*
+ * Issue 14: the groups of a run killed with -9 are removed by the next
+ * run (cg_reap_stale), the processes it left in them killed; groups of a
+ * live run are left alone, and so are names of another form.
+ */
+static void test_real_reap_stale(void **state)
+{
+    (void)state;
+    cg_system sys;
+    if (!real_system(&sys)) {
+        skip();
+        return;
+    }
+    char dead[48], live[48], gdead[4400], glive[4400], gother[4400], procs[4500];
+    ann_owner me;
+    ann_owner_self(&me);
+    ann_owner_tag(&me, live, sizeof live);
+    dead_tag(dead, sizeof dead);
+    snprintf(gdead, sizeof gdead, "%s/annlab-00000000000000d1-%s", sys.memory_parent, dead);
+    snprintf(glive, sizeof glive, "%s/annlab-00000000000000a1-%s", sys.memory_parent, live);
+    snprintf(gother, sizeof gother, "%s/annlab-test-%ld-other", sys.memory_parent, (long)getpid());
+    assert_int_equal(mkdir(gdead, 0755), 0);
+    assert_int_equal(mkdir(glive, 0755), 0);
+    assert_int_equal(mkdir(gother, 0755), 0);
+    /* a cell the dead run left running, in its group */
+    pid_t orphan = fork();
+    assert_true(orphan >= 0);
+    if (orphan == 0) {
+        for (;;)
+            pause();
+    }
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", gdead);
+    FILE *fp = fopen(procs, "w");
+    assert_non_null(fp);
+    fprintf(fp, "%d\n", (int)orphan);
+    assert_int_equal(fclose(fp), 0);
+    unsigned removed = 0;
+    int rc = cg_reap_stale(&sys, "annlab-", &removed);
+    if (rc)
+        print_message("cg_reap_stale: %s\n", ann_errmsg(rc));
+    int ws = 0;
+    assert_int_equal(waitpid(orphan, &ws, 0), orphan);
+    assert_true(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+    struct stat st;
+    assert_int_equal(stat(gdead, &st), -1);
+    assert_int_equal(stat(glive, &st), 0);
+    assert_int_equal(stat(gother, &st), 0);
+    assert_true(removed >= 1);
+    assert_int_equal(rmdir(glive), 0);
+    assert_int_equal(rmdir(gother), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -919,6 +996,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_real_child_under_cap_is_ok, setup, teardown_real),
         cmocka_unit_test_setup_teardown(test_real_self_peak_reset, setup, teardown_real),
         cmocka_unit_test_setup_teardown(test_real_group_counts_its_reads, setup, teardown_real),
+        cmocka_unit_test_setup_teardown(test_real_reap_stale, setup, teardown_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

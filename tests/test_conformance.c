@@ -3,7 +3,8 @@
  * the vtable (STYLE.md): recall@10 against exact search above a bound on
  * seeded data (l2 and cosine), k > n, an empty index, duplicate vectors,
  * reopen after close, unknown parameters, and truncated index files (an
- * error, never a crash).  Engines not compiled in are skipped; an engine
+ * error, never a crash).  ANNLAB_CONFORMANCE_DIM sets the dimension (64 by
+ * default; CI runs 100, 101 and 960 under ASan/UBSan).  Engines not compiled in are skipped; an engine
  * registered without a row in `cases` fails the suite, so none is untested.
  */
 #include <setjmp.h>
@@ -28,7 +29,11 @@
 #include <unistd.h>
 
 #define N 4000
-#define DIM 64
+/* The dimension: 64, or ANNLAB_CONFORMANCE_DIM (CI runs 100, 101 and 960
+ * under the sanitizers: SIMD bodies and tails, odd rows in every layout). */
+#define DIM_MAX 1024
+static int conf_dim = 64;
+#define DIM conf_dim
 #define NQ 60
 #define K 10
 
@@ -232,7 +237,7 @@ static void test_k_beyond_n_and_duplicates(void **state)
 {
     const char *dir = *state;
     enum { TINY = 7 };
-    float data[TINY * DIM];
+    float data[TINY * DIM_MAX];
     uint64_t s = 5;
     for (int i = 0; i < TINY * DIM; i++)
         data[i] = tu_gauss(&s);
@@ -272,7 +277,7 @@ static void test_k_beyond_n_and_duplicates(void **state)
 static void test_empty_index(void **state)
 {
     const char *dir = *state;
-    float dummy[DIM] = { 0 };
+    float dummy[DIM_MAX] = { 0 };
     for (size_t i = 0; ann_engine_at(i); i++) {
         const ann_engine_ops *ops = ann_engine_at(i);
         const conf_case *c = case_for(ops->name);
@@ -301,7 +306,7 @@ static void test_empty_index(void **state)
 static void test_unknown_parameter(void **state)
 {
     const char *dir = *state;
-    float data[3 * DIM] = { 0 };
+    float data[3 * DIM_MAX] = { 0 };
     for (size_t i = 0; ann_engine_at(i); i++) {
         const ann_engine_ops *ops = ann_engine_at(i);
         ann_vecsrc *src;
@@ -389,6 +394,79 @@ static void test_truncated_files(void **state)
     free(data);
 }
 
+/*
+ * A search list shorter than k (L, ef_search: parameters marked
+ * at_least_k) is refused at ctx_new, naming the parameter and k; before,
+ * the DiskANN engines ran at L = k while the cell said L.
+ */
+static void test_search_list_below_k(void **state)
+{
+    const char *dir = *state;
+    float *data = tu_clustered(200, DIM, 4, 5, 0);
+    int checked = 0;
+    for (size_t i = 0; ann_engine_at(i); i++) {
+        const ann_engine_ops *ops = ann_engine_at(i);
+        const conf_case *c = case_for(ops->name);
+        for (const ann_param_spec *sp = ops->search_params; sp && sp->name; sp++) {
+            if (!sp->at_least_k)
+                continue;
+            char path[4096], name[64];
+            snprintf(name, sizeof name, "ltk-%s", ops->name);
+            int rc = build(ops, c, data, 200, ANN_METRIC_L2, dir, name, path);
+            if (rc)
+                fail_msg("%s: build failed: %s", ops->name, ann_errmsg(rc));
+            json_t *op = js(c->open), *sp5 = json_pack("{s:i}", sp->name, 5);
+            ann_engine *eng = NULL;
+            ann_ctx *ctx = NULL;
+            assert_int_equal(ops->open(path, op, &eng), 0);
+            rc = ops->ctx_new(eng, sp5, K, &ctx);
+            char want[128];
+            snprintf(want, sizeof want, "search.%s: 5 is less than k = %d", sp->name, K);
+            if (rc != ANN_EPARAM || strcmp(ann_errmsg(rc), want) != 0)
+                fail_msg("%s: ctx_new with %s 5, k %d: %s (want \"%s\")", ops->name, sp->name, K,
+                         rc ? ann_errmsg(rc) : "accepted", want);
+            assert_null(ctx);
+            /* at k it is fine */
+            json_object_set_new(sp5, sp->name, json_integer(K));
+            assert_int_equal(ops->ctx_new(eng, sp5, K, &ctx), 0);
+            ops->ctx_free(ctx);
+            ops->close(eng);
+            json_decref(op);
+            json_decref(sp5);
+            checked++;
+        }
+    }
+    free(data);
+    assert_true(checked >= 3); /* diskann-sector, -record, -resident at least */
+}
+
+/* Issue 14: a flipped bit in flat's vectors.fbin changed recall without an
+ * error; format 2 checks every block at open against flat.json. */
+static void test_flat_vectors_checked(void **state)
+{
+    const char *dir = *state;
+    const ann_engine_ops *ops = ann_engine_find("flat");
+    float *data = tu_clustered(5000, DIM, 4, 9, 0);
+    char path[4096], file[4200];
+    int rc = build(ops, case_for("flat"), data, 5000, ANN_METRIC_L2, dir, "flat-flip", path);
+    assert_int_equal(rc, 0);
+    snprintf(file, sizeof file, "%s/vectors.fbin", path);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(file, &len);
+    bytes[8 + (size_t)4500 * DIM * 4 + 1] ^= 0x02; /* row 4500, block 1: still finite */
+    assert_int_equal(tu_write_file(file, bytes, len), 0);
+    free(bytes);
+    ann_engine *e = NULL;
+    rc = ops->open(path, NULL, &e);
+    assert_int_equal(rc, ANN_ECORRUPT);
+    assert_null(e);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: rows 4096..4999: checksum 0x", file);
+    if (strncmp(ann_errmsg(rc), want, strlen(want)) != 0)
+        fail_msg("message \"%s\"", ann_errmsg(rc));
+    free(data);
+}
+
 static int setup(void **state)
 {
     char *dir = tu_tmpdir("conformance");
@@ -404,12 +482,24 @@ static int teardown(void **state)
 
 int main(void)
 {
+    const char *d = getenv("ANNLAB_CONFORMANCE_DIM");
+    if (d && *d) {
+        long v = strtol(d, NULL, 10);
+        if (v < 8 || v > DIM_MAX) {
+            fprintf(stderr, "ANNLAB_CONFORMANCE_DIM=%s: want 8 to %d\n", d, DIM_MAX);
+            return 2;
+        }
+        conf_dim = (int)v;
+        print_message("conformance at dim %d\n", conf_dim);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_parameter),
         cmocka_unit_test(test_recall_and_reopen),
         cmocka_unit_test(test_k_beyond_n_and_duplicates),
         cmocka_unit_test(test_empty_index),
         cmocka_unit_test(test_truncated_files),
+        cmocka_unit_test(test_search_list_below_k),
+        cmocka_unit_test(test_flat_vectors_checked),
     };
     return cmocka_run_group_tests_name("conformance", tests, setup, teardown);
 }

@@ -194,6 +194,36 @@ static void test_gt_round_trip_and_range(void **state)
     assert_int_equal(rc, ANN_EFORMAT);
 }
 
+/*
+ * Issue 14: header fields are untrusted.  A gt.ibin of nq = k = 2^31 and a
+ * .fbin of n = dim = 2^31 describe 2^65 and 2^64 bytes, which wrapped to
+ * the 8 bytes of a bare header: the size check passed, and the loader
+ * asked malloc for the wrapped size and pread for the real one.
+ */
+static void test_header_sizes_overflow_checked(void **state)
+{
+    (void)state;
+    char p[4096], want[4300];
+    unsigned char hdr[8] = { 0, 0, 0, 0x80, 0, 0, 0, 0x80 }; /* 2^31, 2^31 little-endian */
+    path_of(p, "wrap.ibin");
+    assert_int_equal(tu_write_file(p, hdr, 8), 0);
+    ann_gt gt;
+    int rc = ann_gt_load(p, 0, &gt);
+    assert_int_equal(rc, ANN_EFORMAT);
+    snprintf(want, sizeof want, "%s: header nq=2147483648 k=2147483648 describes more than 2^64 bytes", p);
+    assert_string_equal(ann_errmsg(rc), want);
+    assert_null(gt.ids);
+
+    path_of(p, "wrap.fbin");
+    assert_int_equal(tu_write_file(p, hdr, 8), 0);
+    ann_vecfile vf;
+    rc = ann_vecfile_open(p, &vf);
+    assert_int_equal(rc, ANN_EFORMAT);
+    snprintf(want, sizeof want, "%s: header n=2147483648 dim=2147483648 describes more than 2^64 bytes", p);
+    assert_string_equal(ann_errmsg(rc), want);
+    assert_int_equal(vf.fd, -1);
+}
+
 static const char *const io_choices[] = { "io_uring", "libaio", "pread", NULL };
 static const ann_param_spec specs[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 1000, .def = 100 },
@@ -257,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_truncated_file_is_refused),
         cmocka_unit_test(test_nan_is_refused),
         cmocka_unit_test(test_gt_round_trip_and_range),
+        cmocka_unit_test(test_header_sizes_overflow_checked),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_status),
     };

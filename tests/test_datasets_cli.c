@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -214,6 +215,137 @@ static void test_failed_import_leaves_nothing(void **state)
     assert_int_equal(run(args), 1);
     assert_captured("err", "f.fvecs: row 40, component 2 is NaN");
     assert_int_equal(access(out, F_OK), -1); /* no directory, so no manifest, no temp files */
+}
+
+/* Run a shell command line; its exit code. */
+static int run_sh(const char *cmd)
+{
+    char full[24000];
+    snprintf(full, sizeof full, "%s >'%s/out.txt' 2>'%s/err.txt'", cmd, dir, dir);
+    int st = system(full);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* 1 when a and b hold the same bytes. */
+static int same_file(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    unsigned char *x = tu_read_file(a, &la), *y = tu_read_file(b, &lb);
+    int same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* No "<name>.tmp.*" left beside a bundle. */
+static void assert_no_temporaries(const char *parent)
+{
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q '\\.tmp\\.'", parent);
+    if (system(cmd) == 0)
+        fail_msg("a temporary was left in %s", parent);
+}
+
+/*
+ * Issue 14: an import into an existing bundle never loses it.  Refused
+ * without --force; with --force, bad data (a NaN row) or a write that fails
+ * mid-way (a file-size limit standing in for a full disk) leave the old
+ * bundle byte for byte, and a good import replaces it whole.  Inputs that
+ * are not regular files are refused at once (before, --base /dev/zero was
+ * hashed forever and verify blocked on a FIFO).
+ */
+static void test_import_over_an_existing_bundle(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char b[4096], q[4096], bad[4096], big[4096], out[4096], keep[4096], args[20000];
+    path_of(b, "e.fvecs");
+    path_of(q, "e-q.fvecs");
+    path_of(bad, "e-nan.fvecs");
+    path_of(big, "e-big.fvecs");
+    path_of(out, "existing");
+    path_of(keep, "existing-copy");
+    write_fvecs_set(b, q, NULL, 400, 10, 8, 0);
+    float *x = tu_clustered(400, 8, 3, 5, 0);
+    x[399 * 8 + 1] = 0.0f / 0.0f;
+    assert_int_equal(ds_texmex_write(bad, ANN_ELEM_F32, x, 400, 8), 0);
+    free(x);
+    x = tu_clustered(20000, 8, 3, 6, 0);
+    assert_int_equal(ds_texmex_write(big, ANN_ELEM_F32, x, 20000, 8), 0);
+    free(x);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --gt-k 5", b, q, out);
+    assert_int_equal(run(args), 0);
+    snprintf(args, sizeof args, "cp -r '%s' '%s'", out, keep);
+    assert_int_equal(system(args), 0);
+    static const char *const members[] = { "manifest.json", "base.fbin", "query.fbin", "gt.ibin" };
+#define ASSERT_KEPT()                                                                  \
+    for (size_t m = 0; m < 4; m++) {                                                   \
+        char pa[4200], pb[4200];                                                       \
+        snprintf(pa, sizeof pa, "%s/%s", out, members[m]);                             \
+        snprintf(pb, sizeof pb, "%s/%s", keep, members[m]);                            \
+        if (!same_file(pa, pb))                                                        \
+            fail_msg("%s changed", pa);                                                \
+    }                                                                                  \
+    assert_no_temporaries(dir)
+
+    /* 1. exists: refused, naming --force */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s'", b, q, out);
+    assert_int_equal(run(args), 1);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: already exists; --force replaces it", out);
+    assert_captured("err", want);
+    ASSERT_KEPT();
+
+    /* 2. forced, but a NaN row: the old bundle stays */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --force", bad, q, out);
+    assert_int_equal(run(args), 1);
+    assert_captured("err", "e-nan.fvecs: row 399, component 1 is NaN");
+    ASSERT_KEPT();
+
+    /* 3. forced, and the disk "fills" while base.fbin is written (a file-size
+     * limit of 64 KiB: writes beyond it fail with EFBIG, SIGXFSZ ignored) */
+    snprintf(args, sizeof args,
+             "sh -c \"trap '' XFSZ; ulimit -f 128; exec '%s' dataset import '%s' '%s' --out '%s' "
+             "--force\"",
+             bin, big, q, out);
+    assert_int_equal(run_sh(args), 1);
+    assert_captured("err", "File too large");
+    ASSERT_KEPT();
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+
+    /* 4. forced and good: replaced whole */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --force", big, q, out);
+    assert_int_equal(run(args), 0);
+    char mp[4200];
+    snprintf(mp, sizeof mp, "%s/manifest.json", out);
+    json_t *m = json_load_file(mp, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(m, "n")), 20000);
+    json_decref(m);
+    assert_no_temporaries(dir);
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+#undef ASSERT_KEPT
+
+    /* 5. a device as input: refused at once, not hashed forever */
+    char fresh[4096];
+    path_of(fresh, "from-dev-zero");
+    snprintf(args, sizeof args,
+             "timeout 60 '%s' dataset import --base /dev/zero --query '%s' --out '%s'", bin, q,
+             fresh);
+    assert_int_equal(run_sh(args), 1);
+    assert_captured("err", "/dev/zero: not a regular file (a character device)");
+    assert_int_equal(access(fresh, F_OK), -1);
+
+    /* 6. verify on a bundle whose member is a FIFO: an error, not a hang */
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s/query.fbin", keep);
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(args, sizeof args, "timeout 60 '%s' dataset verify '%s'", bin, keep);
+    assert_int_equal(run_sh(args), 1);
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", fifo);
+    assert_captured("err", want);
 }
 
 static void test_usage_errors_exit_2(void **state)
@@ -501,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_import_fvecs_and_verify),
         cmocka_unit_test(test_import_hdf5),
         cmocka_unit_test(test_failed_import_leaves_nothing),
+        cmocka_unit_test(test_import_over_an_existing_bundle),
         cmocka_unit_test(test_usage_errors_exit_2),
         cmocka_unit_test(test_list_and_download_entries),
         cmocka_unit_test(test_prepare_from_a_registry),

@@ -34,6 +34,7 @@
 
 #include "datasets/generate.h"
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/exact.h"
 #include "engines/core/status.h"
 #include "engines/core/vamana.h"
@@ -500,7 +501,13 @@ static void test_k_beyond_n(void **state)
     fixture *f = *state;
     opened o;
     enum { KBIG = SMALL_N + 50 };
-    assert_int_equal(open_ctx(f->small, "{}", "{\"L\": 20, \"beam_width\": 2}", KBIG, &o), 0);
+    /* L must be at least k (issue 14: L < k is refused, not run as L = k) */
+    char sp[96];
+    snprintf(sp, sizeof sp, "{\"L\": %d, \"beam_width\": 2}", KBIG);
+    assert_int_equal(open_ctx(f->small, "{}", "{\"L\": 20, \"beam_width\": 2}", KBIG, &o),
+                     ANN_EPARAM);
+    close_ctx(&o);
+    assert_int_equal(open_ctx(f->small, "{}", sp, KBIG, &o), 0);
     uint32_t *ids = malloc(KBIG * sizeof *ids);
     float *d = malloc(KBIG * sizeof *d);
     ann_stats st = { 0 };
@@ -683,12 +690,29 @@ static void test_corruption(void **state)
     expect_error(f, "{}", ANN_ECORRUPT, msg);
     expect_error(f, "{\"cache_nodes\": 10}", ANN_ECORRUPT, msg);
 
-    /* a NaN in the medoid's vector */
+    /* a NaN in the medoid's vector: index.sums catches it before the vector is used */
     memcpy(b, g_orig, g_orig_len);
     ann_put_u32(b + rec, 0x7fc00000u);
     assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
-    snprintf(msg, sizeof msg, "%s: node %u: vector is not finite", path, medoid);
+    snprintf(msg, sizeof msg, "%s: node %u: checksum 0x%08x, index.sums records 0x%08x (the "
+                              "record is corrupt)",
+             path, medoid, ann_checksum(b + rec, h.node_bytes),
+             ann_checksum(g_orig + rec, h.node_bytes));
     expect_error(f, "{}", ANN_ECORRUPT, msg);
+
+    /* issue 14: one flipped low mantissa bit, a vector still finite, used to
+     * change distances without an error; now every backend and the cache say so */
+    memcpy(b, g_orig, g_orig_len);
+    b[rec + 4 * 3] ^= 0x01;
+    assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
+    snprintf(msg, sizeof msg, "%s: node %u: checksum 0x%08x, index.sums records 0x%08x (the "
+                              "record is corrupt)",
+             path, medoid, ann_checksum(b + rec, h.node_bytes),
+             ann_checksum(g_orig + rec, h.node_bytes));
+    expect_error(f, "{}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"io\": \"buffered\"}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"io\": \"mmap\"}", ANN_ECORRUPT, msg);
+    expect_error(f, "{\"cache_nodes\": 10}", ANN_ECORRUPT, msg);
 
     /* the file shrinks under an open index: the read comes back short and
      * the search fails naming the node, for every backend */
@@ -718,6 +742,40 @@ static void test_corruption(void **state)
 
     restore_index(path);
     assert_int_equal(open_and_search(f, "{}"), 0);
+
+    /* index.sums (directory format 2): missing is an index of format 1, to be
+     * rebuilt; a flipped byte in it, or a sum of another node count, is corrupt */
+    char sums[4200], aside[4300];
+    size_t slen = 0;
+    snprintf(sums, sizeof sums, "%s/%s", f->small, DSEC_SUMS_FILE);
+    snprintf(aside, sizeof aside, "%s.aside", sums);
+    uint8_t *sorig = tu_read_file(sums, &slen);
+    assert_non_null(sorig);
+    assert_int_equal(slen, DSEC_SUMS_HEADER_BYTES + 4 * SMALL_N + 4);
+    assert_int_equal(rename(sums, aside), 0);
+    snprintf(msg, sizeof msg, "%s: missing: an index of an earlier format (no node checksums); "
+                              "rebuild the index", sums);
+    expect_error(f, "{}", ANN_EVERSION, msg);
+    assert_int_equal(rename(aside, sums), 0);
+    uint8_t *sb = malloc(slen);
+    memcpy(sb, sorig, slen);
+    sb[DSEC_SUMS_HEADER_BYTES + 4 * 7] ^= 0x40; /* node 7's sum: the file's crc catches it */
+    assert_int_equal(tu_write_file(sums, sb, slen), 0);
+    int rc = open_and_search(f, "{}");
+    assert_int_equal(rc, ANN_ECORRUPT);
+    if (!strstr(ann_errmsg(rc), sums))
+        fail_msg("message \"%s\" does not name %s", ann_errmsg(rc), sums);
+    memcpy(sb, sorig, slen);
+    ann_put_u64(sb + 16, SMALL_N - 1); /* another n */
+    assert_int_equal(tu_write_file(sums, sb, slen), 0);
+    rc = open_and_search(f, "{}");
+    assert_int_equal(rc, ANN_ECORRUPT);
+    if (!strstr(ann_errmsg(rc), sums))
+        fail_msg("message \"%s\" does not name %s", ann_errmsg(rc), sums);
+    assert_int_equal(tu_write_file(sums, sorig, slen), 0);
+    assert_int_equal(open_and_search(f, "{}"), 0);
+    free(sb);
+    free(sorig);
     free(b);
     free(g_orig);
     g_orig = NULL;

@@ -285,7 +285,7 @@ static void test_generate_bundle_end_to_end(void **state)
     const uint64_t n = 40000;
     ann_gen_params p = {.n = n, .dim = dim, .metric = ANN_METRIC_COSINE, .queries = nq,
                         .warmup = nw, .seed = 9, .gt_k = 10, .name = "t-gen"};
-    assert_int_equal(ann_generate_bundle(&p, dir), 0);
+    assert_int_equal(ann_generate_bundle(&p, dir, 0), 0);
     ann_bundle b;
     assert_int_equal(ann_bundle_open(dir, &b), 0);
     assert_int_equal(b.n, n);
@@ -334,7 +334,7 @@ static void test_generate_bundle_end_to_end(void **state)
     assert_int_equal(rc, 0);
 
     /* generated again elsewhere: the same checksum */
-    assert_int_equal(ann_generate_bundle(&p, dir2), 0);
+    assert_int_equal(ann_generate_bundle(&p, dir2, 0), 0);
     ann_bundle b2;
     assert_int_equal(ann_bundle_open(dir2, &b2), 0);
     assert_string_equal(b.checksum, b2.checksum);
@@ -352,7 +352,7 @@ static void test_generate_bundle_bad(void **state)
     char sub[4096], path[4096];
     snprintf(sub, sizeof sub, "%s/out", dir);
     ann_gen_params p = {.n = 0, .dim = 8, .metric = ANN_METRIC_L2, .seed = 1};
-    assert_int_equal(ann_generate_bundle(&p, sub), ANN_EPARAM);
+    assert_int_equal(ann_generate_bundle(&p, sub, 0), ANN_EPARAM);
     assert_string_equal(ann_errmsg(ANN_EPARAM), "generate: n must be >= 1");
     struct stat stbuf;
     assert_int_not_equal(stat(sub, &stbuf), 0); /* nothing created */
@@ -362,7 +362,7 @@ static void test_generate_bundle_bad(void **state)
     assert_int_equal(tu_write_file(path, "x", 1), 0);
     snprintf(sub, sizeof sub, "%s/file/out", dir);
     p.n = 100;
-    int rc = ann_generate_bundle(&p, sub);
+    int rc = ann_generate_bundle(&p, sub, 0);
     assert_int_equal(rc, -ENOTDIR);
     assert_non_null(strstr(ann_errmsg(rc), "/file/out: cannot create directory"));
     tu_rmdir(dir);

@@ -129,7 +129,7 @@ static void test_validate_reports_all_with_paths(void **state)
     assert_true(has_problem(&p, "threads[2]: repeats threads[1]"));
     assert_true(has_problem(&p, "modes[1]: expected \"cold\" or \"warm\""));
     assert_true(has_problem(&p, "memory_caps[1]: \"12XB\": unknown unit (use B, KiB, MiB, GiB, KB, MB, GB)"));
-    assert_true(has_problem(&p, "memory_caps[2]: \"10KiB\" is below 1 MiB, too small to run an engine"));
+    assert_true(has_problem(&p, "memory_caps[2]: \"10KiB\" is below 4 MiB, too small to run an engine"));
     assert_true(has_problem(&p,
                             "exclude[0].colour: unknown key (known: engine, label, build, open, search, mode, threads, memory_cap)"));
     assert_true(has_prefix(&p, "trheads: unknown key (known: name, description, dataset, "));
@@ -222,6 +222,87 @@ static void test_parse_bytes(void **state)
     json_decref(v);
 }
 
+/* Issue 14: configs that ran something other than they said, or the same
+ * cell twice, or excluded nothing, are refused with the JSON paths. */
+static void check_one(const char *text, const char *want)
+{
+    json_t *cfg = parse(text);
+    harness_problems p = { 0 };
+    harness_config_check(cfg, &p);
+    if (!has_problem(&p, want)) {
+        print_problems(&p);
+        fail_msg("no problem \"%s\"", want);
+    }
+    harness_problems_fini(&p);
+    json_decref(cfg);
+}
+
+static void test_validate_semantics(void **state)
+{
+    (void)state;
+    /* L < k: the engine used to run at L = k while the cell said L */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-sector\","
+              " \"search\": {\"L\": [5, 20]}}]}",
+              "engines[0].search.L[0]: 5 is less than k = 10");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"k\": 200, \"engines\": [{\"engine\":"
+              " \"diskann-record\"}]}",
+              "engines[0].search.L: the default 100 is less than k = 200 (give L >= 200)");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"hnsw-record\","
+              " \"search\": {\"ef_search\": 4}}]}",
+              "engines[0].search.ef_search: 4 is less than k = 10");
+    /* a sweep value twice, numbers by value */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-sector\","
+              " \"search\": {\"L\": [20, 20]}}]}",
+              "engines[0].search.L[1]: repeats engines[0].search.L[0]");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-sector\","
+              " \"build\": {\"alpha\": [1, 1.0]}}]}",
+              "engines[0].build.alpha[1]: repeats engines[0].build.alpha[0]");
+    /* caps equal in bytes, spelt differently; caps below 4 MiB */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"memory_caps\": [\"1GiB\", 1073741824, 1048576]}",
+              "memory_caps[1]: repeats memory_caps[0]");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"memory_caps\": [\"1GiB\", 1073741824, 1048576]}",
+              "memory_caps[2]: 1048576 bytes is below 4 MiB, too small to run an engine");
+    /* a label that is another engine's name */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"},"
+              " {\"engine\": \"diskann-record\", \"label\": \"flat\"}]}",
+              "engines[1].label: \"flat\" is the name of an engine; rows so labelled would be taken "
+              "for that engine's (choose another label)");
+    /* exclude entries that name nothing of the config */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"exclude\": [{\"engine\": \"flt\"}, {\"search\": {\"Lx\": 3}}, {\"label\": \"z\"}]}",
+              "exclude[0].engine: \"flt\" is not an engine of this config");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"exclude\": [{\"engine\": \"flt\"}, {\"search\": {\"Lx\": 3}}, {\"label\": \"z\"}]}",
+              "exclude[1].search.Lx: not a search parameter of any engine of this config");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"exclude\": [{\"engine\": \"flt\"}, {\"search\": {\"Lx\": 3}}, {\"label\": \"z\"}]}",
+              "exclude[2].label: \"z\" is not a label of this config");
+    /* ... and an entry valid in itself that matches no cell */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"}],"
+              " \"modes\": [\"warm\"], \"exclude\": [{\"mode\": \"cold\"}]}",
+              "exclude[0]: matches no cell of this config (it excludes nothing)");
+    /* the same cell twice after expansion: unlabelled twins, a default given explicitly */
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\"},"
+              " {\"engine\": \"flat\"}]}",
+              "engines[1]: the same flat cold cell as engines[0] (parameters equal once defaults are "
+              "filled in); it would run twice: remove one, or label the entries apart");
+    check_one("{\"name\": \"x\", \"dataset\": \"d\", \"modes\": [\"warm\"], \"engines\": ["
+              " {\"engine\": \"diskann-sector\", \"search\": {\"L\": [50, 100]}},"
+              " {\"engine\": \"diskann-sector\", \"search\": {\"beam_width\": 4}}]}",
+              "engines[1] modes[0]: the same diskann-sector warm cell as "
+              "engines[0].search.L[1] modes[0] (parameters equal once defaults are filled in); it "
+              "would run twice: remove one, or label the entries apart");
+    /* labelled apart, the same parameters are two rows, deliberately */
+    json_t *cfg = parse("{\"name\": \"x\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"flat\","
+                        " \"label\": \"a\"}, {\"engine\": \"flat\", \"label\": \"b\"}]}");
+    harness_problems p = { 0 };
+    assert_int_equal(harness_config_check(cfg, &p), 0);
+    harness_problems_fini(&p);
+    json_decref(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_validate_missing_and_valid),
         cmocka_unit_test(test_engine_param_sweeps),
         cmocka_unit_test(test_parse_bytes),
+        cmocka_unit_test(test_validate_semantics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

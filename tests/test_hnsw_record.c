@@ -318,7 +318,7 @@ static void test_golden_records(void **state)
     assert_int_equal(kv_get(rd, key, sizeof key, &v), 0);
     assert_int_equal(v.len, 64);
     uint8_t want_meta[64] = { 'A', 'N', 'N', 'H', 'N', 'S', 'W', 0, /* magic */
-                              1, 0, 0, 0,   /* version */
+                              2, 0, 0, 0,   /* version 2 */
                               0, 0, 0, 0,   /* metric l2 */
                               2, 0, 0, 0, 0, 0, 0, 0, /* n */
                               DIM, 0, 0, 0, /* dim */
@@ -457,11 +457,13 @@ static void test_corrupt_records(void **state)
     assert_int_equal(run(f, path, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 32}", &ok), 0);
 
     /* metadata: another version (checksum kept valid), then a bad checksum */
-    ann_put_u32(meta + 8, 2);
+    ann_put_u32(meta + 8, HNSW_VERSION + 1);
     ann_put_u32(meta + 60, (uint32_t)crc32(0L, meta, 60));
     put_record(path, HNSW_TABLE_META, 0, meta, mlen);
-    expect_search_error(f, path, ANN_EVERSION, "metadata record: version 2, this build reads 1");
-    ann_put_u32(meta + 8, 1);
+    snprintf(frag, sizeof frag, "metadata record: version %u, this build reads %u",
+             HNSW_VERSION + 1, HNSW_VERSION);
+    expect_search_error(f, path, ANN_EVERSION, frag);
+    ann_put_u32(meta + 8, HNSW_VERSION);
     put_record(path, HNSW_TABLE_META, 0, meta, mlen);
     expect_search_error(f, path, ANN_ECORRUPT, "metadata record: checksum mismatch");
     put_record(path, HNSW_TABLE_META, 0, NULL, 0);

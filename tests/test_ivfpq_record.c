@@ -22,6 +22,7 @@
 
 #include "datasets/generate.h"
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/distance.h"
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
@@ -321,6 +322,15 @@ static void test_golden_records(void **state)
                          DIM, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,           /* dim, nlist, lists */
                          4, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0,             /* m, chunk 1024, 0 */
                          9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };           /* seed, 0 */
+    ann_put_u32(want + 8, IVFPQ_VERSION);
+    /* offset 44: the checksum of coarse.fbin's rows (version 4) */
+    char coarse[4200];
+    snprintf(coarse, sizeof coarse, "%s/coarse.fbin", path);
+    size_t clen = 0;
+    uint8_t *cbytes = tu_read_file(coarse, &clen);
+    assert_non_null(cbytes);
+    ann_put_u32(want + 44, ann_checksum(cbytes + 8, clen - 8));
+    free(cbytes);
     ann_put_u32(want + 60, (uint32_t)crc32(0L, want, 60));
     assert_int_equal(len, 64);
     assert_memory_equal(rec, want, 64);
@@ -706,7 +716,35 @@ static void test_cosine_l2_parity(void **state)
     free(gd);
 }
 
-/* Stores of earlier versions, the same frame with version 1 or 2. */
+/* Issue 14: a flipped byte in coarse.fbin probed the wrong lists without
+ * an error; version 4 checks the centroids against the metadata record. */
+static void test_coarse_file_checked(void **state)
+{
+    fixture *f = *state;
+    char path[4096], coarse[4200];
+    snprintf(path, sizeof path, "%s/coarse-flip", f->dir);
+    assert_int_equal(build("ivfpq-record", f->base, 500, ANN_METRIC_L2,
+                           "{\"nlist\": 8, \"pq_bytes\": 8, \"kv\": \"lmdb\"}", path),
+                     0);
+    snprintf(coarse, sizeof coarse, "%s/coarse.fbin", path);
+    size_t len = 0;
+    uint8_t *bytes = tu_read_file(coarse, &len);
+    bytes[8 + 4 * 5 + 1] ^= 0x04; /* a low mantissa bit of one coordinate: still finite */
+    assert_int_equal(tu_write_file(coarse, bytes, len), 0);
+    free(bytes);
+    json_t *op = js("{\"kv\": \"lmdb\"}");
+    ann_engine *e = NULL;
+    int rc = ann_engine_find("ivfpq-record")->open(path, op, &e);
+    json_decref(op);
+    assert_int_equal(rc, ANN_ECORRUPT);
+    assert_null(e);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: centroids checksum 0x", coarse);
+    if (strncmp(ann_errmsg(rc), want, strlen(want)) != 0)
+        fail_msg("message \"%s\"", ann_errmsg(rc));
+}
+
+/* Stores of earlier versions, the same frame with each earlier version. */
 static void test_old_versions_refused(void **state)
 {
     fixture *f = *state;
@@ -729,9 +767,9 @@ static void test_old_versions_refused(void **state)
         assert_null(e);
         char want[4400];
         snprintf(want, sizeof want,
-                 "%s/lmdb: ivfpq-record format version %u, this build reads version 3 only; "
+                 "%s/lmdb: ivfpq-record format version %u, this build reads version %u only; "
                  "rebuild the index",
-                 path, v);
+                 path, v, IVFPQ_VERSION);
         assert_string_equal(ann_errmsg(rc), want);
     }
     free(meta);
@@ -746,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_golden_records),
         cmocka_unit_test(test_estimate_exact),
         cmocka_unit_test(test_cosine_l2_parity),
+        cmocka_unit_test(test_coarse_file_checked),
         cmocka_unit_test(test_old_versions_refused),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_corrupt_records),

@@ -449,6 +449,78 @@ static void test_lmdb_truncated(void **state)
     assert_non_null(strstr(ann_errmsg(ANN_ECORRUPT), "truncated"));
 }
 
+/*
+ * Issue 14: a flipped byte in a value (here one in LMDB's data.mdb) is an
+ * error naming the store and the key, from kv_get and from an iterator,
+ * never different data; a store without the format file (an earlier
+ * annlab's, values without checksums) is refused.
+ */
+static void test_value_checksums(void **state)
+{
+    (void)state;
+    const kv_case *c = &cases[2];
+    char path[4096], file[4200], marker[4200];
+    store_path(path, c, "flip");
+    kv_store *s = open_store(c, path, 0, 1);
+    uint8_t key[KV_KEY_U32_BYTES], val[600];
+    memset(val, 0x5a, sizeof val);
+    memcpy(val, "NEEDLE-IN-A-VALUE", 17);
+    assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, 5), val, 300), 0);
+    assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, 6), "other", 5), 0);
+    assert_int_equal(kv_close(s), 0);
+    snprintf(file, sizeof file, "%s/data.mdb", path);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(file, &len);
+    /* every copy: LMDB copies a page on write, so the file may also hold the
+     * leaf as the first put left it (a free page), and the live one is later */
+    int copies = 0;
+    for (unsigned char *at = bytes; (at = memmem(at, len - (size_t)(at - bytes),
+                                                 "NEEDLE-IN-A-VALUE", 17)) != NULL;
+         at += 17, copies++)
+        at[3] ^= 0x01;
+    assert_true(copies >= 1);
+    assert_int_equal(tu_write_file(file, bytes, len), 0);
+    free(bytes);
+    kv_options o = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    assert_int_equal(kv_open(path, &o, &s), 0);
+    kv_reader *r = NULL;
+    kv_val v = { 0 };
+    assert_int_equal(kv_reader_create(s, &r), 0);
+    assert_int_equal(kv_reader_begin(r), 0);
+    int rc = kv_get(r, key, kv_key_u32(key, 1, 5), &v);
+    assert_int_equal(rc, ANN_ECORRUPT);
+    char want[4400];
+    snprintf(want, sizeof want, "%s: record 0100000005: value checksum 0x", path);
+    if (strncmp(ann_errmsg(rc), want, strlen(want)) != 0)
+        fail_msg("message \"%s\"", ann_errmsg(rc));
+    assert_non_null(strstr(ann_errmsg(rc), "(the record is corrupt)"));
+    assert_null(v.data);
+    /* the other record is intact and keeps its length */
+    assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 6), &v), 0);
+    assert_int_equal(v.len, 5);
+    assert_memory_equal(v.data, "other", 5);
+    kv_val_release(&v);
+    kv_iter *it = NULL;
+    uint8_t prefix = 1;
+    assert_int_equal(kv_iter_create(r, &prefix, 1, &it), 0);
+    kv_val k2, v2;
+    assert_int_equal(kv_iter_next(it, &k2, &v2), ANN_ECORRUPT);
+    kv_iter_destroy(it);
+    kv_reader_end(r);
+    kv_reader_destroy(r);
+    assert_int_equal(kv_close(s), 0);
+
+    /* without its format file: an earlier annlab's store */
+    snprintf(marker, sizeof marker, "%s/" KV_MARKER_FILE, path);
+    assert_int_equal(unlink(marker), 0);
+    rc = kv_open(path, &o, &s);
+    assert_int_equal(rc, ANN_EVERSION);
+    assert_non_null(strstr(ann_errmsg(rc), "values without checksums); rebuild the index"));
+    o.read_only = 0;
+    o.create = 1; /* create never adopts an existing store */
+    assert_int_equal(kv_open(path, &o, &s), ANN_EVERSION);
+}
+
 /* Readers on several threads at once, each with its own handle. */
 typedef struct {
     kv_store *s;
@@ -589,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_bulk_load),
         cmocka_unit_test(test_lmdb_map_growth),
         cmocka_unit_test(test_lmdb_truncated),
+        cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),
     };

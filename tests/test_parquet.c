@@ -121,7 +121,7 @@ static void test_parquet_import_bundle(void **state)
                       "--page-bytes 2000");
     fixture_files(dir, paths, files);
     snprintf(out, sizeof out, "%s/bundle", dir);
-    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0);
+    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0, 0);
     if (rc)
         fail_msg("import: %s", ann_errmsg(rc));
 
@@ -268,7 +268,7 @@ static void test_parquet_bad_inputs(void **state)
         make_fixture(dir, args);
         fixture_files(dir, paths, files);
         snprintf(out, sizeof out, "%s/out", dir);
-        int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0);
+        int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0, 0);
         assert_int_equal(rc, ANN_EFORMAT);
         snprintf(want, sizeof want, "%s/%s%s", dir, cases[i].file, cases[i].msg);
         if (!strstr(ann_errmsg(rc), want))
@@ -298,7 +298,7 @@ static void test_parquet_corrupt_page_header(void **state)
     assert_int_equal(tu_write_file(files[0], bytes, len), 0);
     free(bytes);
     snprintf(out, sizeof out, "%s/out", dir);
-    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0);
+    int rc = ann_import_parquet(files, 3, out, NULL, ANN_METRIC_L2, 0, 0);
     assert_int_equal(rc, ANN_EFORMAT);
     snprintf(want, sizeof want, "%s: column id: unreadable page header at byte 4", files[0]);
     assert_string_equal(ann_errmsg(rc), want);
@@ -317,13 +317,13 @@ static void test_parquet_missing_file(void **state)
     snprintf(test, sizeof test, "%s/test.parquet", dir);
     assert_int_equal(tu_write_file(test, "PAR1 not really", 15), 0);
     const char *files[] = {train, test};
-    int rc = ann_import_parquet(files, 2, out, NULL, ANN_METRIC_L2, 0);
+    int rc = ann_import_parquet(files, 2, out, NULL, ANN_METRIC_L2, 0, 0);
     assert_int_equal(rc, ANN_EFORMAT);
     char want[4096];
     snprintf(want, sizeof want, "%s: no such file", train);
     assert_string_equal(ann_errmsg(rc), want);
     const char *only_test[] = {test};
-    assert_int_equal(ann_import_parquet(only_test, 1, out, NULL, ANN_METRIC_L2, 0), ANN_EPARAM);
+    assert_int_equal(ann_import_parquet(only_test, 1, out, NULL, ANN_METRIC_L2, 0, 0), ANN_EPARAM);
     assert_no_outputs(out);
     tu_rmdir(dir);
 }

@@ -16,11 +16,24 @@
 #define ANN_X86 1
 #endif
 
+/*
+ * One float from a pointer of any alignment.  Vectors are read in place
+ * from sector buffers and store values (an LMDB value need not be 4-byte
+ * aligned): a plain a[i] there is undefined behaviour (UBSan: "load of
+ * misaligned address"), a memcpy is not, and compiles to the same movss.
+ */
+static inline float ldf(const float *p)
+{
+    float x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
 float ann_l2sq_scalar(const float *a, const float *b, size_t dim)
 {
     float s = 0.0f;
     for (size_t i = 0; i < dim; i++) {
-        float d = a[i] - b[i];
+        float d = ldf(a + i) - ldf(b + i);
         s += d * d;
     }
     return s;
@@ -30,7 +43,7 @@ float ann_ip_scalar(const float *a, const float *b, size_t dim)
 {
     float s = 0.0f;
     for (size_t i = 0; i < dim; i++)
-        s += a[i] * b[i];
+        s += ldf(a + i) * ldf(b + i);
     return s;
 }
 
@@ -66,7 +79,7 @@ __attribute__((target("avx2,fma"))) static float l2sq_avx2(const float *a, const
     }
     float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
     for (; i < dim; i++) {
-        float d = a[i] - b[i];
+        float d = ldf(a + i) - ldf(b + i);
         s += d * d;
     }
     return s;
@@ -88,7 +101,7 @@ __attribute__((target("avx2,fma"))) static float ip_avx2(const float *a, const f
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
     for (; i < dim; i++)
-        s += a[i] * b[i];
+        s += ldf(a + i) * ldf(b + i);
     return s;
 }
 

@@ -14,14 +14,88 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
-float ann_f16_to_f32(ann_f16 h)
+#if defined(__FLT16_MANT_DIG__)
+/* The compiler's _Float16 (GCC on x86-64, clang 15 and later). */
+static inline float half_to_float(ann_f16 h)
 {
     _Float16 f;
     memcpy(&f, &h, sizeof f);
     return (float)f;
+}
+
+static inline ann_f16 float_to_half(float v)
+{
+    _Float16 f = (_Float16)v;
+    ann_f16 h;
+    memcpy(&h, &f, sizeof h);
+    return h;
+}
+#else
+/*
+ * Without _Float16 (clang 14 on x86-64, which `make fuzz` uses): the IEEE
+ * binary16 conversions by hand, round to nearest even, the same bits as
+ * the compiler's.  Callers pass finite values within +-ANN_F16_MAX.
+ */
+static inline float half_to_float(ann_f16 h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                man <<= 1;
+                e++;
+            } while (!(man & 0x400u));
+            bits = sign | (uint32_t)(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | man << 13;
+    } else {
+        bits = sign | (exp + 127 - 15) << 23 | man << 13;
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline ann_f16 float_to_half(float v)
+{
+    uint32_t x;
+    memcpy(&x, &v, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+    uint32_t man = x & 0x7fffffu;
+    if (((x >> 23) & 0xffu) == 0xffu) /* inf or NaN */
+        return (ann_f16)(sign | 0x7c00u | (man ? 0x200u : 0));
+    if (exp >= 31)
+        return (ann_f16)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10)
+            return (ann_f16)sign; /* rounds to zero */
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t half = man >> shift, rest = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+        if (rest > mid || (rest == mid && (half & 1)))
+            half++;
+        return (ann_f16)(sign | half);
+    }
+    uint32_t half = (uint32_t)exp << 10 | man >> 13, rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (half & 1)))
+        half++; /* a carry into the exponent is the right result, up to inf */
+    return (ann_f16)(sign | half);
+}
+#endif
+
+float ann_f16_to_f32(ann_f16 h)
+{
+    return half_to_float(h);
 }
 
 int ann_f16_from_f32(const float *in, size_t count, ann_f16 *out)
@@ -31,8 +105,7 @@ int ann_f16_from_f32(const float *in, size_t count, ann_f16 *out)
         if (!(fabsf(v) <= ANN_F16_MAX))
             return ann_fail(ANN_EDATA, "element %zu (%g) is outside the half-precision range",
                             i, (double)v);
-        _Float16 f = (_Float16)v;
-        memcpy(&out[i], &f, sizeof f);
+        out[i] = float_to_half(v);
     }
     return 0;
 }
@@ -161,6 +234,16 @@ static const ann_f16_kernels k_scalar = { "scalar", ann_f16_l2sq_scalar, ann_f16
 static const ann_f16_kernels *f16_active = &k_scalar;
 static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__)
+/* F16C by cpuid (leaf 1, ecx bit 29): clang 14's __builtin_cpu_supports
+ * does not know "f16c". */
+static int has_f16c(void)
+{
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+#endif
+
 static void f16_choose(void)
 {
 #if defined(__x86_64__)
@@ -168,7 +251,7 @@ static void f16_choose(void)
     __builtin_cpu_init();
     if (!strcmp(name, "avx512"))
         f16_active = &k_avx512;
-    else if (!strcmp(name, "avx2") && __builtin_cpu_supports("f16c"))
+    else if (!strcmp(name, "avx2") && has_f16c())
         f16_active = &k_avx2;
 #endif
 }
@@ -190,7 +273,7 @@ const ann_f16_kernels *ann_f16_variant(const char *name)
     if (!strcmp(name, "avx512") && __builtin_cpu_supports("avx512f"))
         return &k_avx512;
     if (!strcmp(name, "avx2") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        __builtin_cpu_supports("fma") && has_f16c())
         return &k_avx2;
 #endif
     return NULL;

@@ -7,7 +7,9 @@
 
 #include "engines/core/status.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,17 +35,67 @@ int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path
     return 0;
 }
 
+const char *ann_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "a regular file";
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    case S_IFLNK: return "a symbolic link";
+    default: return "not a file";
+    }
+}
+
 int ann_open_stat(const char *path, int *fd, struct stat *st)
 {
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (*fd < 0)
         return ann_fail_errno("%s: open", path);
-    if (fstat(*fd, st) != 0) {
-        int rc = ann_fail_errno("%s: stat", path);
+    int rc = 0;
+    if (fstat(*fd, st) != 0)
+        rc = ann_fail_errno("%s: stat", path);
+    else if (!S_ISREG(st->st_mode))
+        rc = ann_fail(ANN_EFORMAT, "%s: not a regular file (%s)", path,
+                      ann_file_kind((unsigned)st->st_mode));
+    else {
+        int fl = fcntl(*fd, F_GETFL);
+        if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+            rc = ann_fail_errno("%s: fcntl", path);
+    }
+    if (rc) {
         close(*fd);
         *fd = -1;
-        return rc;
     }
+    return rc;
+}
+
+int ann_check_regular(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return ann_fail_errno("%s: stat", path);
+    if (!S_ISREG(st.st_mode))
+        return ann_fail(ANN_EFORMAT, "%s: not a regular file (%s)", path,
+                        ann_file_kind((unsigned)st.st_mode));
+    return 0;
+}
+
+int ann_mul_u64(uint64_t a, uint64_t b, uint64_t *out, const char *what)
+{
+    if (__builtin_mul_overflow(a, b, out))
+        return ann_fail(ANN_EFORMAT, "%s: %llu x %llu overflows 64 bits", what,
+                        (unsigned long long)a, (unsigned long long)b);
+    return 0;
+}
+
+int ann_add_u64(uint64_t a, uint64_t b, uint64_t *out, const char *what)
+{
+    if (__builtin_add_overflow(a, b, out))
+        return ann_fail(ANN_EFORMAT, "%s: %llu + %llu overflows 64 bits", what,
+                        (unsigned long long)a, (unsigned long long)b);
     return 0;
 }
 
@@ -105,4 +157,87 @@ int ann_mkdir_p(const char *path, unsigned mode, const char *what)
     if (mkdir(buf, (mode_t)mode) != 0 && errno != EEXIST)
         return ann_fail_errno("%s: %s", buf, what);
     return 0;
+}
+
+int ann_tree_remove(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: stat", path);
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0 && errno != ENOENT)
+            return ann_fail_errno("%s: unlink", path);
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: opendir", path);
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char sub[4096];
+        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub) {
+            rc = ann_fail(ANN_EPARAM, "%s/%s: path too long", path, e->d_name);
+            break;
+        }
+        rc = ann_tree_remove(sub);
+    }
+    closedir(d);
+    if (!rc && rmdir(path) != 0 && errno != ENOENT)
+        rc = ann_fail_errno("%s: rmdir", path);
+    return rc;
+}
+
+static int fsync_one(const char *path, int dir)
+{
+    int fd = open(path, (dir ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return ann_fail_errno("%s: open for fsync", path);
+    int rc = fsync(fd) == 0 ? 0 : ann_fail_errno("%s: fsync", path);
+    close(fd);
+    return rc;
+}
+
+int ann_tree_fsync(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return ann_fail_errno("%s: opendir", dir);
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char sub[4096];
+        if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub) {
+            rc = ann_fail(ANN_EPARAM, "%s/%s: path too long", dir, e->d_name);
+            break;
+        }
+        struct stat st;
+        if (lstat(sub, &st) != 0)
+            rc = ann_fail_errno("%s: stat", sub);
+        else if (S_ISDIR(st.st_mode))
+            rc = ann_tree_fsync(sub);
+        else if (S_ISREG(st.st_mode))
+            rc = fsync_one(sub, 0);
+    }
+    closedir(d);
+    return rc ? rc : fsync_one(dir, 1);
+}
+
+int ann_fsync_parent(const char *path)
+{
+    char parent[4096];
+    if (snprintf(parent, sizeof parent, "%s", path) >= (int)sizeof parent)
+        return ann_fail(ANN_EPARAM, "%s: path too long", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        parent[1] = '\0';
+    else
+        *slash = '\0';
+    return fsync_one(parent, 1);
 }

@@ -24,11 +24,34 @@
 int ann_pread_full(int fd, void *buf, size_t len, uint64_t off, const char *path);
 
 /*
- * Open path read-only (O_CLOEXEC) and fstat it into *st.  On success *fd
+ * Open path read-only (O_CLOEXEC) and fstat it into *st.  Only a regular
+ * file is accepted: the open does not block (O_NONBLOCK, cleared after),
+ * so a FIFO is refused instead of waiting for a writer, and a device such
+ * as /dev/zero is refused instead of being read forever.  On success *fd
  * (owned by the caller, who closes it) is open; on failure it is -1 and
- * nothing is left open.  Errors: -errno "<path>: open" or "<path>: stat".
+ * nothing is left open.  Errors: -errno "<path>: open" or "<path>: stat";
+ * ANN_EFORMAT "<path>: not a regular file (a FIFO)" (or "a character
+ * device", "a block device", "a directory", "a socket").
  */
 int ann_open_stat(const char *path, int *fd, struct stat *st);
+
+/*
+ * The same check by path, without opening: 0 when path is a regular file
+ * (symbolic links followed); -errno "<path>: stat"; ANN_EFORMAT as above.
+ */
+int ann_check_regular(const char *path);
+
+/* "a FIFO", "a directory", ...: what a non-regular st_mode is, for messages. */
+const char *ann_file_kind(unsigned mode);
+
+/*
+ * a * b into *out; ANN_EFORMAT "<what>: <a> x <b> overflows" when the
+ * product does not fit in 64 bits.  For size computations from on-disk
+ * headers, whose fields are untrusted.
+ */
+int ann_mul_u64(uint64_t a, uint64_t b, uint64_t *out, const char *what);
+/* a + b, the same way. */
+int ann_add_u64(uint64_t a, uint64_t b, uint64_t *out, const char *what);
 
 /* 1 when s ends with suffix, else 0. */
 int ann_str_ends_with(const char *s, const char *suffix);
@@ -60,5 +83,22 @@ void ann_tmpfile_discard(FILE *fp, const char *tmp);
  * -errno "<dir>: <what>" naming the component that failed.
  */
 int ann_mkdir_p(const char *path, unsigned mode, const char *what);
+
+/*
+ * Remove path: a file or symbolic link, or a directory with everything
+ * under it (links are removed, never followed).  A missing path is 0.
+ * Errors: -errno naming the entry that could not be removed.
+ */
+int ann_tree_remove(const char *path);
+
+/*
+ * fsync every regular file under dir, each directory below it, then dir
+ * itself, so that a rename of dir afterwards publishes durable contents.
+ * Errors: -errno "<path>: fsync" / "<path>: open for fsync".
+ */
+int ann_tree_fsync(const char *dir);
+
+/* fsync the directory holding path (after a rename in it).  -errno. */
+int ann_fsync_parent(const char *path);
 
 #endif

@@ -5,15 +5,29 @@
  * so that both backends apply them all-or-nothing at commit (LMDB may have
  * to grow its map and retry a batch, which needs the batch kept).  The
  * backends, kv_rocksdb.c and kv_lmdb.c, implement kv_backend_ops.
+ *
+ * Value checksums (store format 2): every value is stored with 4 bytes
+ * appended, ann_checksum(value) ^ ann_crc32c(key) (crc32c.h), written by
+ * kv_txn_put and kv_bulk_add and checked by kv_get and kv_iter_next before
+ * the value is handed out, so a flipped byte in a record, or a record
+ * under another's key, is ANN_ECORRUPT naming the store and the key,
+ * never silently different data.  The format is declared by KV_MARKER_FILE
+ * in the store's directory, written when a store is created; a store
+ * without it (written by an earlier annlab) is refused (ANN_EVERSION).
  */
 #include "engines/core/kv_impl.h"
 
+#include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
+#include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const kv_backend_choices[] = { "rocksdb", "lmdb", NULL };
 const char *const kv_profile_choices[] = { "server", "embedded", NULL };
@@ -114,6 +128,94 @@ int kv_fail_backend(const kv_store *s, const char *what, const char *msg)
                     msg ? msg : "failed");
 }
 
+/* ---- value checksums ---------------------------------------------------- */
+
+static uint32_t value_sum(const void *key, size_t key_len, const void *val, size_t val_len)
+{
+    return ann_checksum(val, val_len) ^ ann_crc32c(0, key, key_len);
+}
+
+/* Check the checksum stored after a value read from the store and take it
+ * off val->len.  ANN_ECORRUPT naming the store and the key otherwise. */
+static int value_check(const kv_store *s, const void *key, size_t key_len, kv_val *val)
+{
+    char hex[2 * KV_KEY_MAX_BYTES + 1];
+    const uint8_t *k = key;
+    for (size_t i = 0; i < key_len && i < KV_KEY_MAX_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", k[i]);
+    hex[2 * (key_len < KV_KEY_MAX_BYTES ? key_len : KV_KEY_MAX_BYTES)] = '\0';
+    if (val->len < KV_SUM_BYTES)
+        return ann_fail(ANN_ECORRUPT, "%s: record %s: %zu bytes, shorter than its checksum",
+                        s->dir, hex, val->len);
+    size_t len = val->len - KV_SUM_BYTES;
+    uint32_t stored = ann_get_u32((const uint8_t *)val->data + len);
+    uint32_t got = value_sum(key, key_len, val->data, len);
+    if (stored != got)
+        return ann_fail(ANN_ECORRUPT, "%s: record %s: value checksum 0x%08x, stored 0x%08x (the "
+                                      "record is corrupt)",
+                        s->dir, hex, got, stored);
+    val->len = len;
+    return 0;
+}
+
+/* The store's format file: missing on a store an earlier annlab wrote. */
+static int marker_check(const char *dir, const kv_options *opt, int *write_it)
+{
+    char path[4200], probe[4200];
+    *write_it = 0;
+    snprintf(path, sizeof path, "%s/" KV_MARKER_FILE, dir);
+    if (access(path, F_OK) != 0) {
+        /* a new store is one whose backend files are not there yet */
+        snprintf(probe, sizeof probe, "%s/%s", dir,
+                 opt->backend == KV_BACKEND_LMDB ? "data.mdb" : "CURRENT");
+        if (opt->create && !opt->read_only && access(probe, F_OK) != 0) {
+            *write_it = 1;
+            return 0;
+        }
+        if (access(probe, F_OK) != 0)
+            return ann_fail(ANN_ENOTFOUND, "%s: no %s store here", dir,
+                            kv_backend_name(opt->backend));
+        return ann_fail(ANN_EVERSION, "%s: a store of an earlier annlab (no %s: values without "
+                                      "checksums); rebuild the index",
+                        dir, KV_MARKER_FILE);
+    }
+    int rc = ann_check_regular(path);
+    if (rc)
+        return rc;
+    json_error_t jerr;
+    json_t *m = json_load_file(path, 0, &jerr);
+    if (!m)
+        return ann_fail(ANN_ECORRUPT, "%s: unreadable (%s)", path, jerr.text);
+    const char *fmt = json_string_value(json_object_get(m, "format"));
+    json_int_t ver = json_integer_value(json_object_get(m, "version"));
+    if (!fmt || strcmp(fmt, "annlab-kv") != 0)
+        rc = ann_fail(ANN_ECORRUPT, "%s: \"format\" is not \"annlab-kv\"", path);
+    else if (ver != KV_FORMAT_VERSION)
+        rc = ann_fail(ANN_EVERSION, "%s: store format %lld, this annlab reads %d; rebuild the "
+                                    "index",
+                      path, (long long)ver, KV_FORMAT_VERSION);
+    json_decref(m);
+    return rc;
+}
+
+static int marker_write(const char *dir)
+{
+    char path[4200], tmp[4300];
+    FILE *fp = NULL;
+    snprintf(path, sizeof path, "%s/" KV_MARKER_FILE, dir);
+    int rc = ann_tmpfile_create(path, tmp, sizeof tmp, &fp);
+    if (rc)
+        return rc;
+    if (fprintf(fp, "{\"format\": \"annlab-kv\", \"version\": %d, \"value_checksum\": "
+                    "\"4 bytes after each value: ann_checksum(value) ^ crc32c(key)\"}\n",
+                KV_FORMAT_VERSION) < 0) {
+        rc = ann_fail_errno("%s: write", tmp);
+        ann_tmpfile_discard(fp, tmp);
+        return rc;
+    }
+    return ann_tmpfile_commit(fp, tmp, path);
+}
+
 /* ---- store ------------------------------------------------------------- */
 
 int kv_open(const char *dir, const kv_options *opt, kv_store **out)
@@ -136,9 +238,18 @@ int kv_open(const char *dir, const kv_options *opt, kv_store **out)
     if (s->opt.block_cache_mb == 0)
         s->opt.block_cache_mb = KV_DEFAULT_BLOCK_CACHE_MB;
     s->ops = opt->backend == KV_BACKEND_LMDB ? &kv_lmdb_ops : &kv_rocksdb_ops;
+    int write_marker = 0;
+    if (access(dir, F_OK) == 0 && (rc = marker_check(dir, opt, &write_marker)))
+        goto out;
+    if (access(dir, F_OK) != 0)
+        write_marker = opt->create && !opt->read_only;
     rc = s->ops->open(s);
     if (rc)
         goto out;
+    if (write_marker && (rc = marker_write(dir))) {
+        s->ops->close(s);
+        goto out;
+    }
     *out = s;
     s = NULL;
 out:
@@ -263,6 +374,11 @@ int kv_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
     if (rc)
         return rc;
     rc = s->ops->get(r, key, key_len, val);
+    if (rc == 0 && (rc = value_check(s, key, key_len, val)) != 0) {
+        kv_val_release(val);
+        val->data = NULL;
+        val->len = 0;
+    }
     if (rc == 0) {
         r->st.gets++;
         r->st.get_bytes += val->len;
@@ -317,6 +433,11 @@ int kv_iter_next(kv_iter *it, kv_val *key, kv_val *val)
         return 0;
     int rc = it->r->s->ops->iter_next(it, key, val);
     if (rc == 1) {
+        int crc = value_check(it->r->s, key->data, key->len, val);
+        if (crc) {
+            it->done = 1;
+            return crc;
+        }
         key->pin = val->pin = NULL;
         it->r->st.iter_items++;
         it->r->st.iter_bytes += key->len + val->len;
@@ -382,7 +503,7 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
         t->ops = ops;
         t->cap_ops = cap;
     }
-    size_t need = t->arena_len + key_len + val_len;
+    size_t need = t->arena_len + key_len + val_len + KV_SUM_BYTES;
     if (need > t->arena_cap) {
         size_t cap = t->arena_cap ? t->arena_cap : 4096;
         while (cap < need)
@@ -404,8 +525,13 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
     if (val_len)
         memcpy(t->arena + t->arena_len, val, val_len);
     t->arena_len += val_len;
-    if (kind == KV_OP_PUT)
+    if (kind == KV_OP_PUT) {
         t->put_bytes += key_len + val_len;
+        /* the checksum after the value (arena room for it was reserved) */
+        ann_put_u32(t->arena + t->arena_len, value_sum(key, key_len, val, val_len));
+        t->arena_len += KV_SUM_BYTES;
+        op->val_len += KV_SUM_BYTES;
+    }
     return 0;
 }
 
@@ -513,7 +639,20 @@ int kv_bulk_add(kv_bulk *b, const void *key, size_t key_len, const void *val, si
     if (b->n && key_cmp(b->last_key, b->last_len, key, key_len) >= 0)
         return ann_fail(ANN_EPARAM, "%s: bulk load: record %llu's key is not above the previous",
                         s->dir, (unsigned long long)b->n);
-    rc = s->ops->bulk_add(b, key, key_len, val, val_len);
+    if (val_len + KV_SUM_BYTES > b->framed_cap) {
+        size_t cap = b->framed_cap ? b->framed_cap : 256;
+        while (cap < val_len + KV_SUM_BYTES)
+            cap *= 2;
+        uint8_t *f = realloc(b->framed, cap);
+        if (!f)
+            return ann_fail(-ENOMEM, "%s: no memory for a bulk-load value", s->dir);
+        b->framed = f;
+        b->framed_cap = cap;
+    }
+    if (val_len)
+        memcpy(b->framed, val, val_len);
+    ann_put_u32(b->framed + val_len, value_sum(key, key_len, val, val_len));
+    rc = s->ops->bulk_add(b, key, key_len, b->framed, val_len + KV_SUM_BYTES);
     if (rc)
         return rc;
     memcpy(b->last_key, key, key_len);
@@ -532,6 +671,7 @@ int kv_bulk_finish(kv_bulk *b)
         ADD(put_bytes, b->put_bytes);
     }
     writer_release(s);
+    free(b->framed);
     free(b);
     return rc;
 }
@@ -542,5 +682,6 @@ void kv_bulk_abort(kv_bulk *b)
         return;
     b->s->ops->bulk_abort(b);
     writer_release(b->s);
+    free(b->framed);
     free(b);
 }

@@ -61,6 +61,19 @@
 #ifndef ANNLAB_CORE_KV_H
 #define ANNLAB_CORE_KV_H
 
+/*
+ * Checksums.  Every value is stored with KV_SUM_BYTES appended
+ * (ann_checksum of the value xor crc32c of the key, engines/core/crc32c.h)
+ * and checked by kv_get and kv_iter_next before it is returned (the length
+ * returned leaves them out): a corrupt record is ANN_ECORRUPT "<store>:
+ * record <key in hex>: value checksum ...".  A store declares this in
+ * KV_MARKER_FILE, written when it is created; opening a store without it
+ * (an earlier annlab's) is ANN_EVERSION "... rebuild the index".
+ */
+#define KV_FORMAT_VERSION 2
+#define KV_MARKER_FILE "annlab-kv.json"
+#define KV_SUM_BYTES 4
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -37,6 +37,8 @@ struct kv_bulk {
     size_t last_len;
     uint64_t n;         /* records added */
     uint64_t put_bytes; /* key + value bytes added */
+    uint8_t *framed;    /* the value being added with its checksum appended */
+    size_t framed_cap;
     void *impl;         /* backend state */
 };
 

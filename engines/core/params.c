@@ -149,6 +149,22 @@ int ann_params_validate(const json_t *obj, const ann_param_spec *specs, const ch
     return ann_params_check(obj, specs, path, first_only, &seen) ? ANN_EPARAM : 0;
 }
 
+static const json_t *get(const json_t *obj, const char *name);
+
+int ann_params_check_k(const json_t *obj, const ann_param_spec *specs, uint32_t k,
+                       const char *path)
+{
+    for (const ann_param_spec *s = specs; s && s->name; s++) {
+        if (!s->at_least_k)
+            continue;
+        int64_t v = ann_param_int(obj, specs, s->name);
+        if (v < (int64_t)k)
+            return ann_fail(ANN_EPARAM, "%s.%s: %lld is less than k = %u", path, s->name,
+                            (long long)v, k);
+    }
+    return 0;
+}
+
 static const json_t *get(const json_t *obj, const char *name)
 {
     return json_is_object(obj) ? json_object_get(obj, name) : NULL;

@@ -28,6 +28,8 @@ typedef struct ann_param_spec {
     const char *const *choices;  /* ENUM: NULL-terminated list */
     const char *def_str;         /* ENUM: default choice */
     const char *help;            /* one line, shown by `annlab engines` */
+    int at_least_k;              /* search INT: must be >= the k asked (a search
+                                    list shorter than k cannot return k results) */
 } ann_param_spec;
 
 /* A spec table ends with an entry whose name is NULL. */
@@ -51,6 +53,16 @@ int ann_params_check(const json_t *obj, const ann_param_spec *specs, const char 
  * build/open/ctx_new so a direct caller gets the same errors as the harness.
  */
 int ann_params_validate(const json_t *obj, const ann_param_spec *specs, const char *path);
+
+/*
+ * Check the parameters marked at_least_k (given in obj, or their default)
+ * against k, the most results a search will ask for: ANN_EPARAM
+ * "<path>.<name>: <v> is less than k = <k>" for the first below it, else
+ * 0.  Engines call it in ctx_new with k_max; the harness checks configs
+ * the same way before anything runs.
+ */
+int ann_params_check_k(const json_t *obj, const ann_param_spec *specs, uint32_t k,
+                       const char *path);
 
 /* Getters: the value in obj, or the spec's default when absent.  The name
  * must be in specs (a programming error otherwise: returns the default 0). */

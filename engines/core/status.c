@@ -26,6 +26,7 @@ const char *ann_strerror(int code)
     case ANN_ECONFIG: return "invalid configuration";
     case ANN_ESTATE: return "invalid state";
     case ANN_EINTERNAL: return "internal error";
+    case ANN_EBUSY: return "held by another process";
     default:
         if (code < 0 && code > -4096)
             return strerror(-code);
@@ -82,4 +83,26 @@ const char *ann_errmsg(int code)
 void ann_err_clear(void)
 {
     errmsg[0] = '\0';
+}
+
+int ann_is_transient(int code)
+{
+    switch (code) {
+    case ANN_EBUSY:
+    case -ENOSPC:
+    case -EDQUOT:
+    case -EBUSY:
+    case -EAGAIN:
+    case -ETXTBSY:
+    case -EEXIST:
+    case -ENOTEMPTY:
+    case -EINTR:
+    case -EMFILE:
+    case -ENFILE:
+    case -ESTALE:
+    case -ETIMEDOUT:
+        return 1;
+    default:
+        return 0;
+    }
 }

@@ -29,6 +29,7 @@ enum {
     ANN_ECONFIG = -5008,      /* invalid experiment configuration */
     ANN_ESTATE = -5009,       /* call not valid in the object's current state */
     ANN_EINTERNAL = -5010,    /* a bug in annlab: an invariant did not hold */
+    ANN_EBUSY = -5011,        /* held by another live process (a lock), try later */
 };
 
 /* Short, static description of code (any ANN_E* or -errno). Thread-safe. */
@@ -55,5 +56,18 @@ const char *ann_errmsg(int code);
 
 /* Forget this thread's detail message. */
 void ann_err_clear(void);
+
+/*
+ * 1 when code is a failure that may not happen again on a later attempt
+ * with the same inputs: the disk or a quota full (ENOSPC, EDQUOT), another
+ * process in the way (ANN_EBUSY, EBUSY, EAGAIN, ETXTBSY, and EEXIST /
+ * ENOTEMPTY, which a rename into place meets when a sibling got there
+ * first), an interrupted call (EINTR), exhausted descriptors (EMFILE,
+ * ENFILE), a stale or timed-out network file (ESTALE, ETIMEDOUT); else 0.
+ * Everything else, the corruption and format errors included, is
+ * deterministic.  `annlab run` records a cell that failed with a transient
+ * code as "transient" and retries it on --resume.  Thread-safe.
+ */
+int ann_is_transient(int code);
 
 #endif

@@ -76,7 +76,14 @@ int ann_vecfile_open(const char *path, ann_vecfile *vf)
         rc = ann_fail(ANN_EFORMAT, "%s: header says dim 0", path);
         goto out;
     }
-    uint64_t want = 8 + vf->n * (uint64_t)vf->dim * ann_elem_size(vf->elem);
+    uint64_t want = 0;
+    if (__builtin_mul_overflow(vf->n * (uint64_t)vf->dim, (uint64_t)ann_elem_size(vf->elem),
+                               &want) ||
+        __builtin_add_overflow(want, 8, &want)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: header n=%llu dim=%u describes more than 2^64 bytes",
+                      path, (unsigned long long)vf->n, vf->dim);
+        goto out;
+    }
     if ((uint64_t)st.st_size != want) {
         rc = ann_fail(ANN_EFORMAT,
                       "%s: size %lld bytes does not match header n=%llu dim=%u (%s): expected "
@@ -223,18 +230,26 @@ int ann_gt_load(const char *path, uint64_t n_base, ann_gt *gt)
         goto out;
     gt->nq = ann_get_u32(hdr);
     gt->k = ann_get_u32(hdr + 4);
-    uint64_t cells = (uint64_t)gt->nq * gt->k;
+    uint64_t cells = (uint64_t)gt->nq * gt->k, with_bytes = 0, ids_bytes = 0;
+    /* nq and k are untrusted: 8 + nq*k*8 must not wrap around to the file size */
+    if (__builtin_mul_overflow(cells, 8, &with_bytes) ||
+        __builtin_add_overflow(with_bytes, 8, &with_bytes)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: header nq=%u k=%u describes more than 2^64 bytes", path,
+                      gt->nq, gt->k);
+        goto out;
+    }
+    ids_bytes = 8 + cells * 4;
     int with_dists;
-    if ((uint64_t)st.st_size == 8 + cells * 8)
+    if ((uint64_t)st.st_size == with_bytes)
         with_dists = 1;
-    else if ((uint64_t)st.st_size == 8 + cells * 4)
+    else if ((uint64_t)st.st_size == ids_bytes)
         with_dists = 0;
     else {
         rc = ann_fail(ANN_EFORMAT,
                       "%s: size %lld bytes does not match header nq=%u k=%u (expected %llu with "
                       "distances or %llu without)",
                       path, (long long)st.st_size, gt->nq, gt->k,
-                      (unsigned long long)(8 + cells * 8), (unsigned long long)(8 + cells * 4));
+                      (unsigned long long)with_bytes, (unsigned long long)ids_bytes);
         goto out;
     }
     if (gt->k == 0) {

@@ -62,7 +62,7 @@ const ann_param_spec drec_open_params[] = {
 
 const ann_param_spec drec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
-      .help = "candidate list size" },
+      .help = "candidate list size, at least k", .at_least_k = 1 },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
       .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
     ANN_PARAM_END,
@@ -236,6 +236,9 @@ static void drec_ctx_free(ann_ctx *c)
 static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
     int rc = ann_params_validate(search_params, drec_search_params, "search");
+    /* L < k used to run as L = k while the cell said L */
+    if (!rc)
+        rc = ann_params_check_k(search_params, drec_search_params, k_max ? k_max : 1, "search");
     if (rc)
         return rc;
     ann_ctx *c = calloc(1, sizeof *c);

@@ -57,7 +57,12 @@
  * m bytes per node in id order; all chunks are read into one array at
  * open, indexed by node id.
  *
- * Version history: 1 (initial).
+ * Version history:
+ *   1  initial.
+ *   2  the same records; the record store checksums every value and carries
+ *      its format file (engines/core/kv.h: KV_FORMAT_VERSION 2), so a
+ *      flipped byte in a record is an error instead of a wrong answer or a
+ *      crash.  Version-1 stores are refused: rebuild the index.
  */
 #ifndef ANNLAB_DISKANN_RECORD_LAYOUT_H
 #define ANNLAB_DISKANN_RECORD_LAYOUT_H
@@ -66,7 +71,7 @@
 #include <stdint.h>
 
 #define DREC_MAGIC "ANNDREC"   /* 7 chars + NUL = 8 bytes */
-#define DREC_VERSION 1u
+#define DREC_VERSION 2u
 #define DREC_NAME_BYTES 20
 #define DREC_META_FIXED_BYTES 80 /* before the medoid code */
 

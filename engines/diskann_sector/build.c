@@ -9,6 +9,7 @@
 
 #include "engines/core/artifacts.h"
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -113,6 +114,90 @@ out:
     return rc;
 }
 
+static const ann_binfmt sums_binfmt = {
+    .magic = DSEC_SUMS_MAGIC,
+    .version = DSEC_SUMS_VERSION,
+    .header_bytes = DSEC_SUMS_HEADER_BYTES,
+    .name = "diskann-sector checksum file",
+    .version_name = "index.sums",
+};
+
+int dsec_write_sums_file(const char *path, const dsec_header *h, const float *vectors,
+                         const vamana_graph *g)
+{
+    int rc = 0;
+    ann_awriter w;
+    memset(&w, 0, sizeof w);
+    uint8_t hdr[DSEC_SUMS_HEADER_BYTES] = { 0 }, sum[4];
+    uint8_t *rec = calloc(1, h->node_bytes);
+    if (!rec)
+        return ann_fail(-ENOMEM, "%s: no memory", path);
+    ann_put_u32(hdr + 12, h->node_bytes);
+    ann_put_u64(hdr + 16, h->n);
+    rc = ann_awriter_open_header(&w, path, &sums_binfmt, hdr);
+    if (rc)
+        goto out;
+    for (uint64_t v = 0; v < h->n && !rc; v++) {
+        memset(rec, 0, h->node_bytes);
+        encode_node(h, vectors + v * h->dim, g, (uint32_t)v, rec);
+        ann_put_u32(sum, ann_checksum(rec, h->node_bytes));
+        rc = ann_awriter_write(&w, sum, 4);
+    }
+    if (!rc)
+        rc = ann_awriter_finish(&w);
+    else
+        ann_awriter_abort(&w);
+out:
+    free(rec);
+    return rc;
+}
+
+int dsec_sums_load(const char *path, const dsec_header *h, uint32_t **sums)
+{
+    int rc = 0;
+    ann_rfile r;
+    uint8_t hdr[DSEC_SUMS_HEADER_BYTES];
+    uint32_t *s = NULL;
+    *sums = NULL;
+    if (access(path, F_OK) != 0)
+        return ann_fail(ANN_EVERSION, "%s: missing: an index of an earlier format (no node "
+                                      "checksums); rebuild the index",
+                        path);
+    rc = ann_rfile_open_header(&r, path, &sums_binfmt, hdr);
+    if (rc) {
+        if (rc == ANN_EFORMAT)
+            rc = ANN_ECORRUPT;
+        goto out;
+    }
+    if (ann_get_u32(hdr + 12) != h->node_bytes || ann_get_u64(hdr + 16) != h->n ||
+        r.size != DSEC_SUMS_HEADER_BYTES + 4 * h->n + 4) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: %llu sums of %u-byte records in %llu bytes; the index has "
+                                    "%llu nodes of %u bytes",
+                      path, (unsigned long long)ann_get_u64(hdr + 16), ann_get_u32(hdr + 12),
+                      (unsigned long long)r.size, (unsigned long long)h->n, h->node_bytes);
+        goto out;
+    }
+    s = malloc(h->n * sizeof *s);
+    if (!s) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for %llu sums", path, (unsigned long long)h->n);
+        goto out;
+    }
+    rc = ann_rfile_read_u32s(&r, s, h->n, "node checksums");
+    if (!rc)
+        rc = ann_rfile_check_trailer(&r);
+    if (rc) {
+        if (rc == ANN_EFORMAT)
+            rc = ANN_ECORRUPT;
+        goto out;
+    }
+    *sums = s;
+    s = NULL;
+out:
+    free(s);
+    ann_rfile_close(&r);
+    return rc;
+}
+
 int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
 {
     int rc = ann_params_validate(params, dsec_build_params, "build");
@@ -160,6 +245,10 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     dsec_geometry(&h);
     snprintf(path, sizeof path, "%s/%s", dir, DSEC_INDEX_FILE);
     rc = dsec_write_sector_file(path, &h, art.vectors, art.graph);
+    if (rc)
+        goto out;
+    snprintf(path, sizeof path, "%s/%s", dir, DSEC_SUMS_FILE);
+    rc = dsec_write_sums_file(path, &h, art.vectors, art.graph);
     if (rc)
         goto out;
     snprintf(path, sizeof path, "%s/%s", dir, DSEC_PQ_CODEBOOK_FILE);

@@ -45,6 +45,7 @@ struct ann_engine {
     const uint8_t *map;    /* io mmap: the whole file, read-only; else NULL */
     uint64_t map_bytes;
     uint32_t read_bytes;   /* bytes of one node read: sectors_per_node * 4096 */
+    uint32_t *sums;        /* n node-record checksums (index.sums) */
     pq_codebook *pq;       /* in RAM */
     uint8_t *codes;        /* n * pq->m bytes */
     /* BFS cache around the medoid, filled at open */
@@ -80,8 +81,10 @@ struct ann_ctx {
 };
 
 /* Decode node id's record rec (node_bytes bytes) into ctx->vec and
- * ctx->nbrs, checking degree and ids; returns the degree, or ANN_ECORRUPT
- * naming the file and node.  vec/nbrs may be NULL to check only. */
+ * ctx->nbrs, checking degree and ids, then the record's checksum
+ * (e->sums; not for records of the BFS cache, checked when it was
+ * filled); returns the degree, or ANN_ECORRUPT naming the file and node.
+ * vec/nbrs may be NULL to check only. */
 int dsec_node_decode(const ann_engine *e, uint32_t id, const uint8_t *rec, float *vec,
                      uint32_t *nbrs);
 
@@ -96,6 +99,18 @@ int dsec_cache_fill(ann_engine *e, uint32_t count);
  */
 int dsec_write_sector_file(const char *path, const dsec_header *h, const float *vectors,
                            const vamana_graph *g);
+
+/*
+ * Write index.sums at path: the checksum of every node record exactly as
+ * dsec_write_sector_file lays it out.  Errors: -errno naming the file.
+ */
+int dsec_write_sums_file(const char *path, const dsec_header *h, const float *vectors,
+                         const vamana_graph *g);
+
+/* Load and check index.sums (against h's n and node_bytes) into *sums
+ * (malloc'd, n entries).  ANN_ECORRUPT / ANN_EVERSION naming the file;
+ * ANN_EVERSION also when it is missing (an index of format 1). */
+int dsec_sums_load(const char *path, const dsec_header *h, uint32_t **sums);
 
 int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
 int dsec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,

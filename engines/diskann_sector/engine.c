@@ -55,7 +55,7 @@ const ann_param_spec dsec_open_params[] = {
 
 const ann_param_spec dsec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 100000, .def = 100,
-      .help = "search list size (candidates kept)" },
+      .help = "search list size (candidates kept), at least k", .at_least_k = 1 },
     { .name = "beam_width", .type = ANN_PARAM_INT, .min = 1, .max = 256, .def = 4,
       .help = "W: sector reads per round (round), most reads in flight (pipeline)" },
     { .name = "search_mode", .type = ANN_PARAM_ENUM, .choices = mode_choices,
@@ -75,6 +75,7 @@ static void dsec_close(ann_engine *e)
     if (e->fd >= 0)
         close(e->fd);
     pq_codebook_destroy(e->pq);
+    free(e->sums);
     free(e->codes);
     free(e->cache_recs);
     free(e->cache_slot);
@@ -192,6 +193,13 @@ static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
     rc = read_header(e);
     if (rc)
         goto out;
+    {
+        char sums[4200];
+        snprintf(sums, sizeof sums, "%s/%s", dir, DSEC_SUMS_FILE);
+        rc = dsec_sums_load(sums, &e->h, &e->sums);
+        if (rc)
+            goto out;
+    }
     e->metric = (ann_metric)e->h.metric;
     e->read_bytes = e->h.sectors_per_node * DSEC_SECTOR_BYTES;
     rc = load_pq(e, dir);
@@ -257,6 +265,9 @@ static void dsec_ctx_free(ann_ctx *c)
 static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann_ctx **out)
 {
     int rc = ann_params_validate(params, dsec_search_params, "search");
+    /* L < k used to run as L = k while the cell said L */
+    if (!rc)
+        rc = ann_params_check_k(params, dsec_search_params, k_max ? k_max : 1, "search");
     if (rc)
         return rc;
     ann_ctx *c = calloc(1, sizeof *c);
@@ -316,7 +327,7 @@ const ann_engine_ops diskann_sector_engine_ops = {
     .close = dsec_close,
     .size = dsec_size,
     .open_report = dsec_open_report,
-    .format_version = DSEC_VERSION,
+    .format_version = DSEC_FORMAT,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,
     .search = dsec_search,

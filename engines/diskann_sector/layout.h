@@ -6,6 +6,7 @@
  *
  * Index directory:
  *   <dir>/index.sector   the sector file below (read with O_DIRECT)
+ *   <dir>/index.sums     node-record checksums (below), loaded into RAM at open
  *   <dir>/pq.pqcb        PQ codebook (engines/core/pq.h format)
  *   <dir>/pq.pqcodes     PQ codes, n x pq_bytes (engines/core/artifacts.h
  *                        codes format); both loaded into RAM at open
@@ -55,8 +56,27 @@
  *     960-d float, R 64: 3840 + 4 + 256 = 4100 B -> spans 2 sectors
  *     128-d float, R 32:  512 + 4 + 128 =  644 B -> 6 nodes per sector
  *
- * Version history:
+ * index.sums, written with engines/core/binio.h's checksummed writer:
+ *
+ *      0  char[8]  magic "ANNDSUM\0"
+ *      8  u32      version (DSEC_SUMS_VERSION)
+ *     12  u32      node_bytes (as index.sector's header)
+ *     16  u64      n
+ *     24  u32[n]   ann_checksum (engines/core/crc32c.h) of each node record
+ *    end  u32      crc32 (zlib) of every byte before it
+ *
+ * Every node record is checked against its sum after its degree and
+ * neighbour ids (search.c, dsec_node_decode) and before its vector or
+ * neighbours are used, whichever backend read it; records of the BFS cache
+ * once, when the cache is filled.  RAM: 4 bytes per node.
+ *
+ * Version history of index.sector:
  *   1  initial: header sector with crc32, packed or spanning node records.
+ * The index directory's format (the engine's format_version, DSEC_FORMAT):
+ *   1  index.sector v1, pq.pqcb, pq.pqcodes.
+ *   2  index.sums added (index.sector unchanged): before, a flipped byte in a
+ *      node's vector changed recall without an error.  An index without
+ *      index.sums is refused: rebuild it.
  */
 #ifndef ANNLAB_DISKANN_SECTOR_LAYOUT_H
 #define ANNLAB_DISKANN_SECTOR_LAYOUT_H
@@ -64,12 +84,17 @@
 #include <stdint.h>
 
 #define DSEC_MAGIC "ANNDSEC"          /* 8 bytes with the terminating NUL */
-#define DSEC_VERSION 1u
+#define DSEC_VERSION 1u              /* index.sector */
+#define DSEC_FORMAT 2u               /* the index directory (engine format_version) */
+#define DSEC_SUMS_MAGIC "ANNDSUM"
+#define DSEC_SUMS_VERSION 1u
+#define DSEC_SUMS_HEADER_BYTES 24u
 #define DSEC_SECTOR_BYTES 4096u
 #define DSEC_HEADER_CRC_OFFSET 80u    /* the crc covers bytes [0, 80) */
 #define DSEC_NO_ID 0xFFFFFFFFu        /* unused neighbour slot */
 
 #define DSEC_INDEX_FILE "index.sector"
+#define DSEC_SUMS_FILE "index.sums"
 #define DSEC_PQ_CODEBOOK_FILE "pq.pqcb"
 #define DSEC_PQ_CODES_FILE "pq.pqcodes"
 

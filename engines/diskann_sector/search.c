@@ -46,6 +46,7 @@
 #include "engines/diskann_sector/dsec.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
@@ -78,6 +79,17 @@ int dsec_node_decode(const ann_engine *e, uint32_t id, const uint8_t *rec, float
         if (nbrs[i] >= h->n)
             return ann_fail(ANN_ECORRUPT, "%s: node %u: neighbour %u is %u, not below n %llu",
                             e->path, id, i, nbrs[i], (unsigned long long)h->n);
+    /* the whole record against index.sums, before anything in it is used
+     * (records in the BFS cache were checked when it was filled) */
+    int in_cache = e->cache_recs && rec >= e->cache_recs &&
+                   rec < e->cache_recs + (size_t)e->cache_count * h->node_bytes;
+    if (e->sums && !in_cache) {
+        uint32_t got = ann_checksum(rec, h->node_bytes);
+        if (got != e->sums[id])
+            return ann_fail(ANN_ECORRUPT, "%s: node %u: checksum 0x%08x, %s records 0x%08x (the "
+                                          "record is corrupt)",
+                            e->path, id, got, DSEC_SUMS_FILE, e->sums[id]);
+    }
     return (int)deg;
 }
 

@@ -5,6 +5,7 @@
  */
 #include "engines/flat/flat.h"
 
+#include "engines/core/crc32c.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 #include "engines/flat/layout.h"
@@ -27,6 +28,37 @@ static void flat_close(ann_engine *e)
     if (e->map && e->map != MAP_FAILED)
         munmap(e->map, e->map_bytes);
     free(e);
+}
+
+/*
+ * Every block of vectors.fbin against flat.json's checksums, before a row
+ * is trusted: one pass over the file at open, as long as one query.
+ */
+static int check_blocks(const ann_engine *e, const json_t *meta, const char *path)
+{
+    const json_t *sums = json_object_get(meta, "block_checksums");
+    json_int_t rows = json_integer_value(json_object_get(meta, "block_rows"));
+    uint64_t blocks = rows > 0 ? (e->n + (uint64_t)rows - 1) / (uint64_t)rows : 0;
+    if (rows <= 0 || !json_is_array(sums) || json_array_size(sums) != blocks)
+        return ann_fail(ANN_ECORRUPT, "%s: block_rows / block_checksums missing or not %llu "
+                                      "checksums",
+                        FLAT_META_FILE, (unsigned long long)blocks);
+    const unsigned char *base = (const unsigned char *)e->map + 8;
+    size_t row_bytes = (size_t)e->dim * sizeof(float);
+    for (uint64_t b = 0; b < blocks; b++) {
+        uint64_t first = b * (uint64_t)rows;
+        uint64_t count = e->n - first < (uint64_t)rows ? e->n - first : (uint64_t)rows;
+        uint32_t got = ann_checksum(base + first * row_bytes, count * row_bytes);
+        const json_t *want = json_array_get(sums, b);
+        if (!json_is_integer(want) || (uint32_t)json_integer_value(want) != got ||
+            json_integer_value(want) < 0 || json_integer_value(want) > 0xffffffffLL)
+            return ann_fail(ANN_ECORRUPT, "%s: rows %llu..%llu: checksum 0x%08x, %s records "
+                                          "0x%08llx (the file is corrupt)",
+                            path, (unsigned long long)first,
+                            (unsigned long long)(first + count - 1), got, FLAT_META_FILE,
+                            (unsigned long long)json_integer_value(want));
+    }
+    return 0;
 }
 
 static int flat_open(const char *dir, const json_t *open_params, ann_engine **out)
@@ -89,6 +121,13 @@ static int flat_open(const char *dir, const json_t *open_params, ann_engine **ou
         goto out;
     }
     e->vectors = (const float *)((const char *)e->map + 8);
+    rc = check_blocks(e, meta, path);
+    if (rc)
+        goto out;
+    /* The check mapped every page into this process; unmap them again (the
+     * page cache keeps them): a page still mapped cannot be evicted, and a
+     * cold cell evicts the index after open. */
+    (void)madvise((void *)e->map, e->map_bytes, MADV_DONTNEED);
     *out = e;
     e = NULL;
 out:

@@ -18,6 +18,7 @@
 
 static const ann_param_spec hnsw_search_params[] = {
     { .name = "ef_search", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 16, .def = 64,
+      .at_least_k = 1,
       .help = "candidate list size at layer 0 (must be >= k)" },
     ANN_PARAM_END,
 };

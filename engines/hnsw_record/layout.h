@@ -38,13 +38,17 @@
  * The record length must be exactly 8 + 4 dim + sum_l 4 (1 + count_l).
  * With 768-d and M 16 a layer-0-only node at full degree is 3,208 bytes.
  *
- * Version history: 1 (initial).
+ * Version history:
+ *   1  initial.
+ *   2  the same records; the record store checksums every value and carries
+ *      its format file (engines/core/kv.h: KV_FORMAT_VERSION 2).  Version-1
+ *      stores are refused: rebuild the index.
  */
 #ifndef ANNLAB_HNSW_RECORD_LAYOUT_H
 #define ANNLAB_HNSW_RECORD_LAYOUT_H
 
 #define HNSW_MAGIC "ANNHNSW"
-#define HNSW_VERSION 1u
+#define HNSW_VERSION 2u
 #define HNSW_META_BYTES 64
 #define HNSW_TABLE_META 0x01
 #define HNSW_TABLE_NODE 0x02

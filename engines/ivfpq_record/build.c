@@ -32,6 +32,7 @@
 #include "engines/ivfpq_record/ivfpq.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/distance.h"
 #include "engines/core/ivf_defaults.h"
 #include "engines/core/kmeans.h"
@@ -348,7 +349,9 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
         b.list_start[0] = 0;
     }
 
-    /* RAM-resident parts: coarse centroids and the codebook */
+    /* RAM-resident parts: coarse centroids and the codebook; the centroids'
+     * checksum goes into the metadata record, which open checks them against */
+    m->coarse_sum = ann_checksum(centroids, (size_t)m->lists * m->dim * sizeof(float));
     snprintf(path, sizeof path, "%s/%s", dir, IVFPQ_COARSE_FILE);
     rc = ann_vecwriter_open(&w, path, src->dim, ANN_ELEM_F32);
     if (rc)

@@ -9,6 +9,7 @@
 
 #include "engines/core/binio.h"
 #include "engines/core/kv_params.h"
+#include "engines/core/crc32c.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 #include "engines/ivfpq_record/layout.h"
@@ -78,6 +79,15 @@ static int load_files(ann_engine *e, const char *dir)
     if (rc) {
         if (rc == ANN_EDATA)
             rc = ANN_ECORRUPT;
+        goto out;
+    }
+    /* a flipped byte in a centroid probes the wrong lists without an error:
+     * checked against the metadata record's checksum (little-endian host) */
+    uint32_t sum = ann_checksum(e->centroids, (size_t)m->lists * m->dim * sizeof(float));
+    if (sum != m->coarse_sum) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: centroids checksum 0x%08x, the metadata record says "
+                                    "0x%08x (the file is corrupt)",
+                      path, sum, m->coarse_sum);
         goto out;
     }
     if (m->n == 0)

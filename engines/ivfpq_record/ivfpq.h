@@ -21,6 +21,7 @@ typedef struct ivfpq_meta {
     uint64_t n;
     uint32_t dim, nlist, lists, pq_bytes, chunk_entries;
     uint64_t seed;
+    uint32_t coarse_sum; /* ann_checksum of the centroids as coarse.fbin stores them */
 } ivfpq_meta;
 
 struct ann_engine {

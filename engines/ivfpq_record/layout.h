@@ -30,7 +30,8 @@
  *    32  u32      lists, as built: min(nlist, n)
  *    36  u32      pq_bytes m
  *    40  u32      chunk entries C (IVFPQ_CHUNK_ENTRIES)
- *    44  u32      0
+ *    44  u32      ann_checksum (engines/core/crc32c.h) of coarse.fbin's rows:
+ *                 the lists x dim float32 after its 8-byte header
  *    48  u64      training seed
  *    56  u32      0
  *    60  u32      crc32 (zlib) of bytes 0..59
@@ -85,6 +86,10 @@
  *      (<hash>-f3) and leaves version-2 indexes where they are
  *      (harness/run.c).  l2 and ip indexes of versions 2 and 3 differ only
  *      in the version field.
+ *   4  the same record shapes; the metadata record carries the checksum of
+ *      the coarse centroids (offset 44, was 0), checked at open (a flipped
+ *      byte in coarse.fbin probed the wrong lists silently), and the record
+ *      store checksums every value (engines/core/kv.h, KV_FORMAT_VERSION 2).
  * A store of any other version is refused at open (ANN_EVERSION, naming the
  * store and both versions: rebuild the index).
  */
@@ -92,7 +97,7 @@
 #define ANNLAB_IVFPQ_RECORD_LAYOUT_H
 
 #define IVFPQ_MAGIC "ANNIVFQ"
-#define IVFPQ_VERSION 3u
+#define IVFPQ_VERSION 4u
 #define IVFPQ_META_BYTES 64
 #define IVFPQ_CHUNK_HEADER_BYTES 16
 /* a chunk record of count entries: offsets of its arrays, and its length */

@@ -24,6 +24,7 @@ void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
     ann_put_u32(out + 32, m->lists);
     ann_put_u32(out + 36, m->pq_bytes);
     ann_put_u32(out + 40, m->chunk_entries);
+    ann_put_u32(out + 44, m->coarse_sum);
     ann_put_u64(out + 48, m->seed);
     ann_frame_seal(out, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION);
 }
@@ -48,6 +49,7 @@ int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_m
         .lists = ann_get_u32(rec + 32),
         .pq_bytes = ann_get_u32(rec + 36),
         .chunk_entries = ann_get_u32(rec + 40),
+        .coarse_sum = ann_get_u32(rec + 44),
         .seed = ann_get_u64(rec + 48),
     };
     if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.nlist == 0 ||

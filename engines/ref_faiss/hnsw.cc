@@ -40,7 +40,7 @@ const ann_param_spec rfh_build_params[] = {
 };
 const ann_param_spec rfh_no_params[] = { ann_cxx_param_end() };
 const ann_param_spec rfh_search_params[] = {
-    ann_cxx_param_int("ef_search", 1, 1 << 20, 64, "candidate list size at layer 0 (must be >= k)"),
+    ann_cxx_param_int_k("ef_search", 1, 1 << 20, 64, "candidate list size at layer 0 (must be >= k)"),
     ann_cxx_param_end(),
 };
 
