@@ -43,7 +43,8 @@ static void usage(FILE *fp)
             "        ANNLAB_MIRROR=BASEURL fetches BASEURL/FILE instead of each URL.\n"
             "prepare: a download-kind dataset without --from is fetched first.\n"
             "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
-            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n");
+            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin);\n"
+            "        --metric is required unless the file is .hdf5 (whose attribute names it).\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -267,6 +268,16 @@ static int cmd_import(int argc, char **argv)
                            f.hdf5);
     if (!f.hdf5 && (!f.base || !f.query))
         return usage_error("import: need an .hdf5 file, or a base and a query file%s", "");
+    if (!f.hdf5 && !f.metric_set) {
+        /* only an ann-benchmarks file names its metric; guessing l2 for the
+         * others would measure cosine data as Euclidean without a word */
+        fprintf(stderr,
+                "annlab dataset: import: %s and %s do not say which metric their vectors are "
+                "compared with: give --metric l2, ip or cosine\n",
+                f.base, f.query);
+        usage(stderr);
+        return 2;
+    }
     if (f.warmup && f.warmup_sample)
         return usage_error("import: --warmup and --warmup-sample exclude each other%s", "");
     int rc = ds_import_from_files(&f);

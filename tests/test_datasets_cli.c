@@ -210,7 +210,7 @@ static void test_failed_import_leaves_nothing(void **state)
     assert_int_equal(ds_texmex_write(b, ANN_ELEM_F32, x, 50, 6), 0);
     assert_int_equal(ds_texmex_write(q, ANN_ELEM_F32, x, 3, 6), 0);
     free(x);
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s'", b, q, out);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2", b, q, out);
     assert_int_equal(run(args), 1);
     assert_captured("err", "f.fvecs: row 40, component 2 is NaN");
     assert_int_equal(access(out, F_OK), -1); /* no directory, so no manifest, no temp files */
@@ -228,6 +228,10 @@ static void test_usage_errors_exit_2(void **state)
     assert_int_equal(run("dataset import a.fvecs b.fvecs --out x --metric manhattan"), 2);
     assert_int_equal(run("dataset import a.txt --out x"), 2);
     assert_captured("err", "'a.txt': unknown extension");
+    /* vector files do not say which metric they were made for: no default */
+    assert_int_equal(run("dataset import a.fvecs b.fvecs --out x"), 2);
+    assert_captured("err", "annlab dataset: import: a.fvecs and b.fvecs do not say which metric "
+                           "their vectors are compared with: give --metric l2, ip or cosine\n");
     assert_int_equal(run("dataset verify"), 2);
     assert_int_equal(run("dataset prepare"), 2);
     char args[8192];
