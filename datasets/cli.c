@@ -20,6 +20,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,58 @@ static long long parse_count(const char *s)
     return end && *end == '\0' && end != s && v >= 0 && v <= UINT32_MAX ? v : -1;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Print the bundles under root that the registry does not name (sorted by
+ * name): their manifest says what they hold.  Returns how many. */
+static int list_imported(const ds_registry *reg, const char *root)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || ds_registry_find(reg, e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn)
+                break;
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        char dir[4096], what[512];
+        ann_bundle b;
+        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        if (ann_bundle_open(dir, &b) == 0) {
+            const json_t *made = json_object_get(b.manifest, "made_by");
+            const char *from = json_string_value(json_object_get(made, "base_from"));
+            snprintf(what, sizeof what, "%llu x %u, %u queries%s%s",
+                     (unsigned long long)b.n, b.dim, b.nq, from ? ", from " : "", from ? from : "");
+            printf("%-30s %-9s %-16s %-7s %s\n", names[i], "yes", "imported",
+                   ann_metric_name(b.metric), what);
+            ann_bundle_close(&b);
+            shown++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return shown;
+}
+
 static int cmd_list(int argc, char **argv)
 {
     const char *root = DEFAULT_ROOT;
@@ -107,7 +160,10 @@ static int cmd_list(int argc, char **argv)
                json_string_value(json_object_get(e, "metric")),
                json_string_value(json_object_get(e, "description")));
     }
-    printf("(registry: %s; bundles under %s/)\n", reg.path, root);
+    /* bundles under root that the registry does not name: imported ones */
+    int imported = list_imported(&reg, root);
+    printf("(registry: %s; bundles under %s/%s)\n", reg.path, root,
+           imported ? "; imported: made by `annlab dataset import`" : "");
     ds_registry_free(&reg);
     return 0;
 }

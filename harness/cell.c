@@ -243,6 +243,23 @@ static int write_latencies(const char *path, const uint64_t *lat_ns, uint32_t nq
     return 0;
 }
 
+/* The ids each query returned in the first latency pass, as a ground-truth
+ * file of ids only (vecfile.h), -1 past what a query returned: what
+ * `annlab export` turns into other tools' result files. */
+static int write_neighbors(const char *path, const uint32_t *ids, const uint32_t *counts,
+                           uint32_t nq, uint32_t k)
+{
+    ann_gt g = { .nq = nq, .k = k, .ids = malloc((size_t)nq * k * sizeof(int32_t)) };
+    if (!g.ids)
+        return ann_fail(-ENOMEM, "%s: no memory", path);
+    for (uint32_t q = 0; q < nq; q++)
+        for (uint32_t r = 0; r < k; r++)
+            g.ids[(size_t)q * k + r] = r < counts[q] ? (int32_t)ids[(size_t)q * k + r] : -1;
+    int rc = ann_gt_save(path, &g);
+    free(g.ids);
+    return rc;
+}
+
 static int write_json_atomic(const json_t *v, const char *path)
 {
     char tmp[4200];
@@ -286,6 +303,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     const char *dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
     const char *index_dir = json_string_value(json_object_get(spec, "index_dir"));
     const char *latency_path = json_string_value(json_object_get(spec, "latency_path"));
+    const char *neighbors_path = json_string_value(json_object_get(spec, "neighbors_path"));
     uint32_t k = (uint32_t)json_integer_value(json_object_get(spec, "k"));
     uint32_t threads = (uint32_t)json_integer_value(json_object_get(cell, "threads"));
     uint32_t reps = (uint32_t)json_integer_value(json_object_get(spec, "repeats"));
@@ -485,6 +503,8 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         goto out;
     }
     if ((rc = write_latencies(latency_path, s.lat_ns, nq, reps)))
+        goto out;
+    if (neighbors_path && (rc = write_neighbors(neighbors_path, s.ids, s.counts, nq, k)))
         goto out;
 
     double nall = (double)nq * reps;

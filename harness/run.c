@@ -580,11 +580,14 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         goto done;
     }
     char spec_path[4400], out_path[4400], log_path[4400], lat_path[4400], lat_rel[64];
+    char nb_path[4400], nb_rel[64];
     snprintf(spec_path, sizeof spec_path, "%s/specs/%s.json", x->out_dir, id);
     snprintf(out_path, sizeof out_path, "%s/specs/%s.result.json", x->out_dir, id);
     snprintf(log_path, sizeof log_path, "%s/logs/%s.log", x->out_dir, id);
     snprintf(lat_rel, sizeof lat_rel, "latencies/%s.txt", id);
     snprintf(lat_path, sizeof lat_path, "%s/%s", x->out_dir, lat_rel);
+    snprintf(nb_rel, sizeof nb_rel, "neighbors/%s.ibin", id);
+    snprintf(nb_path, sizeof nb_path, "%s/%s", x->out_dir, nb_rel);
     unlink(out_path);
     json_t *spec = json_pack(
         "{s:O, s:I, s:s, s:O, s:I, s:I, s:I, s:f, s:b, s:s}", "cell", cell, "k",
@@ -594,6 +597,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         (json_int_t)harness_cfg_int(x->cfg, "repeats"), "qps_min_seconds",
         harness_cfg_real(x->cfg, "qps_min_seconds"), "drop_caches",
         harness_cfg_bool(x->cfg, "drop_caches"), "latency_path", lat_path);
+    json_object_set_new(spec, "neighbors_path", json_string(nb_path));
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc)
@@ -654,6 +658,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         json_object_update(r, figures);
         json_decref(figures);
         json_object_set_new(r, "latency_file", json_string(lat_rel));
+        json_object_set_new(r, "neighbors_file", json_string(nb_rel));
         unlink(out_path);
     }
     json_object_set_new(r, "status", json_string(status));
@@ -954,8 +959,8 @@ int harness_run_main(int argc, char **argv)
         goto out;
     }
     char path[4400];
-    static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
-    for (size_t i = 0; i < 4; i++) {
+    static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies", "/neighbors" };
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
         if ((rc = mkdirs(path))) {
             exit_code = run_failed(rc);

@@ -195,6 +195,15 @@ static void test_import_hdf5(void **state)
     snprintf(args, sizeof args, "dataset import '%s' --out '%s-2' --metric cosine", h, out);
     assert_int_equal(run(args), 1);
     assert_captured("err", "--metric cosine contradicts the file's 'distance' attribute (l2)");
+
+    /* dataset list shows imported bundles beside the registry's */
+    snprintf(args, sizeof args, "dataset list --root '%s'", dir);
+    assert_int_equal(run(args), 0);
+    char want[600];
+    snprintf(want, sizeof want, "%-30s %-9s %-16s %-7s %s%s: dataset 'train'\n", "from-hdf5", "yes",
+             "imported", "l2", "300 x 8, 10 queries, from ", h);
+    assert_captured("out", want);
+    assert_captured("out", "; imported: made by `annlab dataset import`)");
 }
 
 static void test_failed_import_leaves_nothing(void **state)

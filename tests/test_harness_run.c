@@ -12,6 +12,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
+#include "engines/core/vecfile.h"
 #include "engines/engine.h"
 #include "engines/ivfpq_record/layout.h"
 #include "tests/support/harness_fixture.h"
@@ -126,7 +127,7 @@ static void test_schema_and_flat_recall(void **state)
     static const char *const required[] = {
         "engine", "build", "open", "search", "mode", "threads", "memory_cap_bytes", "status",
         "reason", "k", "recall", "recall_plain", "recall_p5", "latency_us", "qps", "engine_stats",
-        "device", "memory", "cache_eviction", "index", "open_report",
+        "device", "memory", "cache_eviction", "index", "open_report", "neighbors_file",
     };
     static const char *const lat_keys[] = { "p50", "p95", "p99", "p999", "mean", "max" };
     static const char *const stat_keys[] = { "reads", "bytes_read", "hops", "full_dists",
@@ -198,6 +199,21 @@ static void test_schema_and_flat_recall(void **state)
             lines += text[j] == '\n';
         assert_int_equal(lines, 1 + 60);
         free(text);
+        /* the ids each query returned: 60 queries x k 10, what exports are made of */
+        snprintf(lat, sizeof lat, "%s/%s", out, json_string_value(json_object_get(c, "neighbors_file")));
+        ann_gt nb;
+        assert_int_equal(ann_gt_load(lat, 3000, &nb), 0);
+        assert_int_equal(nb.nq, 60);
+        assert_int_equal(nb.k, 10);
+        ann_gt_free(&nb);
+    }
+    /* a real run exports: each finished cell a row of big-ann's CSV */
+    {
+        const char *args[] = { "export", out, "--format", "big-ann", NULL };
+        char *elog = NULL;
+        assert_int_equal(hf_annlab(f->dir, &elog, args), 0);
+        assert_non_null(strstr(elog, "/export/big-ann/schema.csv"));
+        free(elog);
     }
     const json_t *cold = cell_by(cells, "cold", 1);
     assert_non_null(cold);
