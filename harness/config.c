@@ -49,6 +49,7 @@ static const cfg_key cfg_keys[] = {
     { "drop_caches", "true or false", 1 },
     { "exclude", "a list of objects", 0 },
     { "tables", "a paper table layout (harness/paper.h)", 0 },
+    { "baseline", "an engine label", 0 },
 };
 
 static const cfg_key *cfg_key_find(const char *name)
@@ -265,6 +266,29 @@ static void check_string(const json_t *cfg, const char *key, harness_problems *p
         harness_problem(probs, "%s: expected a non-empty string", key);
 }
 
+/* "baseline": the engine (label or engine name) the summary of tables.md
+ * takes its ratios against. */
+static void check_baseline(const json_t *cfg, harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, "baseline");
+    if (!v)
+        return;
+    if (!json_is_string(v)) {
+        harness_problem(probs, "baseline: expected an engine label");
+        return;
+    }
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(cfg, "engines"), i, e) {
+        const char *label = json_string_value(json_object_get(e, "label"));
+        const char *engine = json_string_value(json_object_get(e, "engine"));
+        if ((label && !strcmp(label, json_string_value(v))) || (engine && !strcmp(engine, json_string_value(v))))
+            return;
+    }
+    harness_problem(probs, "baseline: \"%s\" is not an engine or label of this config",
+                    json_string_value(v));
+}
+
 static void check_engines(const json_t *cfg, harness_problems *probs)
 {
     const json_t *engines = json_object_get(cfg, "engines");
@@ -454,6 +478,7 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     else if (!json_is_string(name) || !is_name_ok(json_string_value(name)))
         harness_problem(probs, "name: expected a name of letters, digits, '-', '_', '.'");
     check_string(cfg, "description", probs);
+    check_baseline(cfg, probs);
     const json_t *ds = json_object_get(cfg, "dataset");
     if (!ds)
         harness_problem(probs, "dataset: missing (a dataset name or {\"path\": DIR})");

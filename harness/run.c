@@ -698,10 +698,12 @@ static void figures_line(const json_t *r, char *buf, size_t len)
     }
     const json_t *lat = json_object_get(r, "latency_us");
     const json_t *dev = json_object_get(r, "device");
-    snprintf(buf, len, "recall=%.3f p50=%.0fus p99=%.0fus qps=%.0f dev_reads/q=%.2f",
+    /* the cell's own reads (its cgroup's) when counted, else the whole disk's */
+    const json_t *cg = json_object_get(json_object_get(dev, "cgroup"), "reads_per_query");
+    snprintf(buf, len, "recall=%.3f p50=%.0fus p99=%.0fus qps=%.0f dev_reads/q=%.2f%s",
              json_number_value(json_object_get(r, "recall")), json_number_value(json_object_get(lat, "p50")),
              json_number_value(json_object_get(lat, "p99")), json_number_value(json_object_get(r, "qps")),
-             json_number_value(json_object_get(dev, "reads_per_query")));
+             json_number_value(cg ? cg : json_object_get(dev, "reads_per_query")), cg ? "" : " (disk)");
     /* a figure taken while other processes kept a core busy says so */
     const json_t *oc = json_object_get(json_object_get(r, "machine_cpu"), "others_cores");
     if (json_is_number(oc) && json_number_value(oc) >= HARNESS_BUSY_CORES) {

@@ -2,7 +2,7 @@
  * run.h: the `annlab` subcommands of the harness.
  *
  *   annlab run CONFIG.json [--out DIR] [--resume] [--only ENGINE] [--dry-run]
- *   annlab table RUN_DIR
+ *   annlab table RUN_DIR [--baseline LABEL]
  *   annlab plot RUN_DIR
  *
  * Each takes argv with argv[0] = the subcommand name and returns the
@@ -44,6 +44,10 @@ int harness_cells_load(const char *run_dir, json_t **cells);
 
 /* Render the tables of a run (markdown) to fp.  Returns 0 or a code. */
 int harness_tables_render(const char *run_dir, FILE *fp);
+
+/* The same with the summary's baseline engine named (a label; NULL: the
+ * config's "baseline", else its first engine). */
+int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *fp);
 
 /* Write the figures of a run; *made receives how many figures were written. */
 int harness_plots_render(const char *run_dir, int *made);
