@@ -24,6 +24,7 @@
 #include "datasets/bundle.h"
 #include "datasets/prepare.h"
 #include "harness/measure.h"
+#include "engines/core/progress.h"
 #include "cgroups/cgroup.h"
 #include "cgroups/devstat.h"
 
@@ -191,11 +192,55 @@ typedef struct child_cg {
 } child_cg;
 
 /*
+ * Progress of a child shown by the runner: the child writes "progress: "
+ * lines (engines/core/progress.h) into its log; the runner shows them, on
+ * a terminal as its status line, otherwise as they come (one per 10%).
+ */
+typedef struct child_relay {
+    const char *tag; /* "build diskann-sector", "prepare glove-100-angular" */
+    int tty;
+    off_t off;       /* bytes of the log already looked at */
+} child_relay;
+
+static void relay_poll(child_relay *r, const char *log_path)
+{
+    if (!r)
+        return;
+    int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf - 1, r->off);
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        /* whole lines only: a partial last line waits for the next poll */
+        char *end = strrchr(buf, '\n');
+        if (!end)
+            break;
+        *end = '\0';
+        r->off += end - buf + 1;
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
+            if (strncmp(line, "progress: ", 10) != 0)
+                continue;
+            if (r->tty)
+                fprintf(stderr, "\r\033[K[%s] %s", r->tag, line + 10);
+            else
+                fprintf(stderr, "%s: %s\n", r->tag, line + 10);
+        }
+    }
+    close(fd);
+}
+
+/*
  * Run argv in a child in its own process group with stdout and stderr to
  * log_path; wait for it, killing the group after timeout_s or on Ctrl-C.
+ * relay (may be NULL) shows the child's progress lines meanwhile.
  */
 static int child_run(char *const argv[], const char *log_path, double timeout_s, child_cg *cg,
-                     child_result *res)
+                     child_relay *relay, child_result *res)
 {
     memset(res, 0, sizeof *res);
     cg_gate gate = { { -1, -1 } };
@@ -247,6 +292,9 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         cg_gate_fini(&gate);
     }
     int status = 0, killed = 0;
+    double last_relay = mono_s();
+    if (relay)
+        relay->off = 0;
     for (;;) {
         struct rusage ru;
         pid_t w = wait4(pid, &status, WNOHANG, &ru);
@@ -268,7 +316,12 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         }
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
+        if (relay && mono_s() - last_relay > 0.25) {
+            relay_poll(relay, log_path);
+            last_relay = mono_s();
+        }
     }
+    relay_poll(relay, log_path);
     if (killed)
         kill(-pid, SIGKILL); /* anything the child left in its group */
     res->seconds = mono_s() - t0;
@@ -387,24 +440,34 @@ static long long recorded_format(const json_t *info)
  * format it does not declare) is neither reused nor touched: every cell
  * on it is an error saying so.
  */
-static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
+/* The cache directory name of a cell's index (see ensure_build) into
+ * name (32 bytes); *format receives the engine's format version. */
+static void build_name(const run_ctx *rc_, const json_t *cell, char name[32], uint32_t *format)
 {
     const char *engine = json_string_value(json_object_get(cell, "engine"));
     const ann_engine_ops *ops = ann_engine_find(engine); /* validated with the config */
     /* an engine that declares no format (0) counts as format 1 */
-    uint32_t format = ops && ops->format_version ? ops->format_version : 1;
+    *format = ops && ops->format_version ? ops->format_version : 1;
     /* the metric too: two bundles of the same base.fbin (one imported as
      * cosine, one as l2) have the same checksum but need their own index */
     json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
                             json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
                             "metric", ann_metric_name(rc_->ds.metric));
-    char hash[17], name[32];
+    char hash[17];
     harness_json_hash16(key, hash);
     json_decref(key);
-    if (format >= 2)
-        snprintf(name, sizeof name, "%s-f%u", hash, format);
+    if (*format >= 2)
+        snprintf(name, 32, "%s-f%u", hash, *format);
     else
-        snprintf(name, sizeof name, "%s", hash);
+        snprintf(name, 32, "%s", hash);
+}
+
+static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
+{
+    const char *engine = json_string_value(json_object_get(cell, "engine"));
+    char name[32];
+    uint32_t format;
+    build_name(rc_, cell, name, &format);
     json_t *b = json_object_get(rc_->builds, name);
     if (b)
         return b;
@@ -470,7 +533,12 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         fprintf(stderr, "building %s index %s\n", engine, name);
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
-    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &res);
+    /* the child's stderr is its log, so its progress comes in lines per 10%,
+     * which the runner shows */
+    char tag[200];
+    snprintf(tag, sizeof tag, "build %s", engine);
+    child_relay relay = { .tag = tag, .tty = rc_->tty };
+    rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, &relay, &res);
     if (rc || res.interrupted || res.timed_out || res.signaled)
         remove_build_temps(parent, name); /* the child could not clean up after itself */
     char reason[1100];
@@ -621,7 +689,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     if (harness_cpu_busy_s(&busy0))
         busy0 = -1;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
-                   in_cg ? &cg : NULL, &res);
+                   in_cg ? &cg : NULL, NULL, &res);
     if (rc)
         return rc;
     if (busy0 < 0 || harness_cpu_busy_s(&busy1))
@@ -680,13 +748,146 @@ static void describe_cell(const json_t *c, char *buf, size_t len)
 {
     char *s = json_dumps(json_object_get(c, "search"), JSON_COMPACT | JSON_SORT_KEYS);
     char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
-    snprintf(buf, len, "%s %s T=%lld build=%s search=%s%s",
+    char *o = json_dumps(json_object_get(c, "open"), JSON_COMPACT | JSON_SORT_KEYS);
+    int has_open = o && strcmp(o, "{}");
+    snprintf(buf, len, "%s %s T=%lld build=%s%s%s search=%s%s",
              json_string_value(json_object_get(c, "label")),
              json_string_value(json_object_get(c, "mode")),
-             (long long)json_integer_value(json_object_get(c, "threads")), b ? b : "{}", s ? s : "{}",
+             (long long)json_integer_value(json_object_get(c, "threads")), b ? b : "{}",
+             has_open ? " open=" : "", has_open ? o : "", s ? s : "{}",
              json_is_null(json_object_get(c, "memory_cap_bytes")) ? "" : " capped");
     free(s);
     free(b);
+    free(o);
+}
+
+static int latest_run(const char *name, char *out, size_t len);
+
+/* Cells of a run directory by id (an empty object when there are none). */
+static json_t *cells_by_id(const char *dir)
+{
+    json_t *cells = NULL, *by = json_object();
+    if (dir && dir[0] && harness_cells_load(dir, &cells) == 0) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(cells, i, c)
+            if (json_is_string(json_object_get(c, "id")))
+                json_object_set(by, json_string_value(json_object_get(c, "id")), c);
+    }
+    json_decref(cells);
+    return by;
+}
+
+/*
+ * `annlab run --dry-run`: the cells with every parameter (build, open,
+ * search), which indexes are already built, and the time the run should
+ * take, from what the same cells and builds took in this config's last
+ * run here (and in --out's own cells.jsonl when resuming); cells and
+ * builds never timed here are counted and said, not guessed.
+ */
+static void dry_run_report(run_ctx *x, const char *name, const char *only, const char *prepare_name,
+                           int ds_ok)
+{
+    json_t *list = harness_config_expand(x->cfg);
+    char prev_dir[4096] = "";
+    if (name && latest_run(name, prev_dir, sizeof prev_dir) != 0)
+        prev_dir[0] = '\0';
+    json_t *prev = cells_by_id(prev_dir), *done = cells_by_id(x->out_dir);
+    size_t i, shown = 0, recorded = 0, untimed_cells = 0, nbuilds = 0, cached = 0, untimed_builds = 0;
+    double est = 0;
+    json_t *c;
+    printf("cells:\n");
+    json_array_foreach(list, i, c) {
+        if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
+            strcmp(only, json_string_value(json_object_get(c, "label"))))
+            continue;
+        shown++;
+        const char *id = json_string_value(json_object_get(c, "id"));
+        char desc[1024], when[96] = "";
+        describe_cell(c, desc, sizeof desc);
+        const json_t *had = json_object_get(done, id);
+        if (had) {
+            recorded++;
+            snprintf(when, sizeof when, "  [already recorded: skipped by --resume]");
+        } else {
+            const json_t *p = json_object_get(prev, id);
+            const json_t *s = json_object_get(p, "cell_seconds");
+            if (json_is_number(s)) {
+                est += json_number_value(s);
+                char d[32];
+                ann_progress_duration(json_number_value(s), d, sizeof d);
+                snprintf(when, sizeof when, "  [%s last time]", d);
+            } else {
+                untimed_cells++;
+            }
+        }
+        printf("  %s %s%s\n", id, desc, when);
+    }
+    printf("builds:\n");
+    if (!ds_ok) {
+        printf("  (the dataset is not prepared yet: every index is built after it; times unknown)\n");
+    } else {
+        json_t *seen = json_object();
+        json_array_foreach(list, i, c) {
+            if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
+                strcmp(only, json_string_value(json_object_get(c, "label"))))
+                continue;
+            char bname[32], index_dir[4300], path[4400];
+            uint32_t format;
+            build_name(x, c, bname, &format);
+            const char *engine = json_string_value(json_object_get(c, "engine"));
+            snprintf(index_dir, sizeof index_dir, "%s/%s/%s", x->index_root, engine, bname);
+            if (json_object_get(seen, index_dir))
+                continue;
+            json_object_set_new(seen, index_dir, json_true());
+            nbuilds++;
+            char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
+            snprintf(path, sizeof path, "%s/build.json", index_dir);
+            json_t *info = json_load_file(path, 0, NULL);
+            if (info && recorded_format(info) == (long long)format) {
+                cached++;
+                printf("  %s build=%s: cached in %s\n", engine, b ? b : "{}", index_dir);
+            } else {
+                /* what building it took in the last run */
+                double took = -1;
+                const char *key;
+                json_t *p;
+                json_object_foreach(prev, key, p) {
+                    const json_t *ix = json_object_get(p, "index");
+                    if (!strcmp(json_string_value(json_object_get(ix, "dir")) ?: "", index_dir) &&
+                        json_is_number(json_object_get(ix, "build_seconds")))
+                        took = json_number_value(json_object_get(ix, "build_seconds"));
+                }
+                if (took >= 0) {
+                    char d[32];
+                    ann_progress_duration(took, d, sizeof d);
+                    est += took;
+                    printf("  %s build=%s: to build into %s (%s last time)\n", engine, b ? b : "{}",
+                           index_dir, d);
+                } else {
+                    untimed_builds++;
+                    printf("  %s build=%s: to build into %s (never built here: time unknown)\n", engine,
+                           b ? b : "{}", index_dir);
+                }
+            }
+            json_decref(info);
+            free(b);
+        }
+        json_decref(seen);
+    }
+    char d[32];
+    ann_progress_duration(est, d, sizeof d);
+    printf("%zu cells (%zu already recorded); %zu builds (%zu cached); dataset %s%s; output %s\n", shown,
+           recorded, nbuilds, cached, x->dataset_dir, prepare_name ? " (would be prepared)" : "",
+           x->out_dir);
+    printf("estimated time: about %s", d);
+    if (untimed_cells || untimed_builds || prepare_name)
+        printf(" plus what was never timed here: %zu cells, %zu builds%s", untimed_cells, untimed_builds,
+               prepare_name ? ", the dataset's preparation" : "");
+    printf(" (from %s)\n", prev_dir[0] ? prev_dir : "no earlier run of this config");
+    json_decref(prev);
+    json_decref(done);
+    json_decref(list);
 }
 
 static void figures_line(const json_t *r, char *buf, size_t len)
@@ -757,7 +958,10 @@ static int prepare_dataset(run_ctx *x, const char *name, const char *root)
     snprintf(log_path, sizeof log_path, "%s/.prepare-%s.log", root, name);
     char *argv[] = { x->exe, "dataset", "prepare", (char *)name, "--root", (char *)root, NULL };
     child_result res;
-    rc = child_run(argv, log_path, 1e7, NULL, &res);
+    char tag[300];
+    snprintf(tag, sizeof tag, "prepare %s", name);
+    child_relay relay = { .tag = tag, .tty = x->tty };
+    rc = child_run(argv, log_path, 1e7, NULL, &relay, &res);
     if (rc)
         return rc;
     if (res.interrupted)
@@ -805,6 +1009,7 @@ int harness_run_main(int argc, char **argv)
         return 2;
     }
     self_exe(x.exe, sizeof x.exe);
+    x.tty = isatty(2);
     json_error_t jerr;
     x.cfg = json_load_file(x.config_path, JSON_REJECT_DUPLICATES, &jerr);
     if (!x.cfg) {
@@ -915,22 +1120,8 @@ int harness_run_main(int argc, char **argv)
     }
 
     if (dry_run) {
-        /* validated: list the cells, touch nothing */
-        json_t *list = harness_config_expand(x.cfg);
-        size_t i, shown = 0;
-        json_t *c;
-        json_array_foreach(list, i, c) {
-            if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
-                strcmp(only, json_string_value(json_object_get(c, "label"))))
-                continue;
-            shown++;
-            char desc[512];
-            describe_cell(c, desc, sizeof desc);
-            printf("%s %s\n", json_string_value(json_object_get(c, "id")), desc);
-        }
-        printf("%zu cells; dataset %s%s; output %s\n", shown, x.dataset_dir,
-               prepare_name ? " (would be prepared)" : "", x.out_dir);
-        json_decref(list);
+        /* validated: list the cells, builds and time, touch nothing */
+        dry_run_report(&x, name, only, prepare_name, ds_ok);
         exit_code = 0;
         goto out;
     }
@@ -1026,7 +1217,6 @@ int harness_run_main(int argc, char **argv)
         exit_code = run_failed(rc);
         goto out;
     }
-    x.tty = isatty(2);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

@@ -225,6 +225,35 @@ static void test_failed_import_leaves_nothing(void **state)
     assert_int_equal(access(out, F_OK), -1); /* no directory, so no manifest, no temp files */
 }
 
+/* Steps longer than the quiet start print progress: on a pipe, lines per
+ * 10% with the rate, and a closing line (ANNLAB_PROGRESS_AFTER_S=0 makes
+ * this small import long enough); within the default two seconds, nothing. */
+static void test_progress_lines(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char b[4096], q[4096], g[4096], out[4096], args[20000];
+    path_of(b, "p.fvecs");
+    path_of(q, "p-q.fvecs");
+    path_of(g, "p-gt.ivecs");
+    path_of(out, "progress");
+    write_fvecs_set(b, q, g, 800, 20, 12, 10);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' '%s' --out '%s' --metric l2", b, q, g, out);
+    setenv("ANNLAB_PROGRESS_AFTER_S", "0", 1);
+    int rc = run(args);
+    unsetenv("ANNLAB_PROGRESS_AFTER_S");
+    assert_int_equal(rc, 0);
+    assert_captured("err", "progress: write base.fbin: 100% (800/800 vectors, ");
+    assert_captured("err", "progress: write base.fbin: done, 800 vectors in ");
+    assert_captured("err", "progress: ground-truth check (20 sampled queries): done, 800 vectors in ");
+    /* the same import finishes within two seconds: not a word */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' '%s' --out '%s-2' --metric l2", b, q, g, out);
+    assert_int_equal(run(args), 0);
+    char *err = captured("err");
+    assert_null(strstr(err, "progress:"));
+    free(err);
+}
+
 static void test_usage_errors_exit_2(void **state)
 {
     (void)state;
@@ -513,6 +542,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_fvecs_and_verify),
         cmocka_unit_test(test_import_hdf5),
+        cmocka_unit_test(test_progress_lines),
         cmocka_unit_test(test_failed_import_leaves_nothing),
         cmocka_unit_test(test_usage_errors_exit_2),
         cmocka_unit_test(test_list_and_download_entries),

@@ -827,6 +827,58 @@ static void test_sector_cell_reports(void **state)
     json_decref(cells);
 }
 
+/*
+ * `run --dry-run` lists every parameter, whether each index is built and
+ * an estimate from the last run; a build's progress lines reach the
+ * runner's output (ANNLAB_PROGRESS_AFTER_S=0 makes a small build long
+ * enough to report).
+ */
+static void test_dry_run_and_build_progress(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/dry.json", f->dir);
+    json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:i, s:[{s:s, s:{s:i, s:i, s:s}, s:{s:s}, s:{s:i}}],"
+                            " s:[s], s:b, s:i, s:f}",
+                            "name", "dry", "dataset", "path", f->bundle, "k", 10, "queries", 20,
+                            "engines", "engine", "hnsw-record", "build", "M", 8, "ef_construction", 16,
+                            "kv", "lmdb", "open", "kv", "lmdb", "search", "ef_search", 20, "modes", "warm",
+                            "drop_caches", 0, "warmup_queries", 20, "qps_min_seconds", 0.01);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    const char *dry1[] = { "run", cfg_path, "--out", "results/dry/run1", "--dry-run", NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, dry1), 0);
+    if (!strstr(log, " hnsw-record warm T=1 build={\"M\":8,\"ef_construction\":16,\"kv\":\"lmdb\"} "
+                     "open={\"kv\":\"lmdb\"} search={\"ef_search\":20}\n") ||
+        !strstr(log, "build={\"M\":8,\"ef_construction\":16,\"kv\":\"lmdb\"}: to build into index/hnsw-record/") ||
+        !strstr(log, "(never built here: time unknown)\n") ||
+        !strstr(log, "1 cells (0 already recorded); 1 builds (0 cached);") ||
+        !strstr(log, "estimated time: about <1 s plus what was never timed here: 1 cells, 1 builds (from "
+                     "no earlier run of this config)\n"))
+        fail_msg("dry run:\n%s", log);
+    free(log);
+    /* the real run: the build's progress comes through the runner */
+    const char *real[] = { "run", cfg_path, "--out", "results/dry/run1", NULL };
+    setenv("ANNLAB_PROGRESS_AFTER_S", "0", 1);
+    int rc = hf_annlab(f->dir, &log, real);
+    unsetenv("ANNLAB_PROGRESS_AFTER_S");
+    if (rc != 0 || !strstr(log, "build hnsw-record: hnsw graph (M 8, ef_construction 16): 100% (3000/3000 points, ") ||
+        !strstr(log, "build hnsw-record: hnsw graph (M 8, ef_construction 16): done, 3000 points in "))
+        fail_msg("exit %d:\n%s", rc, log);
+    free(log);
+    /* again: the index is cached and the cell was timed */
+    const char *dry2[] = { "run", cfg_path, "--out", "results/dry/run2", "--dry-run", NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, dry2), 0);
+    if (!strstr(log, ": cached in index/hnsw-record/") || !strstr(log, " last time]\n") ||
+        !strstr(log, "1 cells (0 already recorded); 1 builds (1 cached);") ||
+        !strstr(log, "(from results/dry/run1)\n") || strstr(log, "never timed"))
+        fail_msg("second dry run:\n%s", log);
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -839,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_index_per_metric),
         cmocka_unit_test(test_index_per_format),
         cmocka_unit_test(test_sector_cell_reports),
+        cmocka_unit_test(test_dry_run_and_build_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
