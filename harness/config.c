@@ -9,6 +9,7 @@
  * by element for sweeps, so "engines[0].search.L[2]" names the bad value.
  */
 #include "harness/config.h"
+#include "harness/tune.h"
 #include "harness/paper.h"
 
 #include "engines/core/status.h"
@@ -190,6 +191,10 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
         char keypath[512];
         snprintf(keypath, sizeof keypath, "%s.%s", path, key);
         param_report r = { .probs = probs, .index = -1, .prefix_len = strlen(keypath) };
+        if (json_is_object(v)) { /* {"target_recall": R}: harness/tune.h */
+            harness_tune_check(v, key, specs, path, keypath, probs);
+            continue;
+        }
         if (!json_is_array(v)) {
             json_t *one = json_pack("{sO}", key, v);
             ann_params_check(one, specs, path, param_report_fn, &r);

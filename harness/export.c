@@ -107,7 +107,9 @@ static void cell_name(const json_t *c, char *buf, size_t len)
     char b[512], o[512], s[512];
     params_text(json_object_get(c, "build"), b, sizeof b);
     params_text(json_object_get(c, "open"), o, sizeof o);
-    params_text(json_object_get(c, "search"), s, sizeof s);
+    /* what a target recall found, when it did (harness/tune.h) */
+    const json_t *used = json_object_get(c, "search_used");
+    params_text(json_is_object(used) ? used : json_object_get(c, "search"), s, sizeof s);
     const char *parts[3] = { b, o, s };
     size_t w = (size_t)snprintf(buf, len, "%s (", sget(c, "label"));
     int any = 0;
@@ -391,8 +393,9 @@ static int h5_dataset(hid_t f, const char *name, hid_t ftype, hid_t mtype, int r
 /* ann-benchmarks' file name: re.sub(r"\W+", "_", json.dumps(args)).strip("_"). */
 static void ab_file_name(const json_t *c, char *buf, size_t len)
 {
+    const json_t *used = json_object_get(c, "search_used");
     json_t *args = json_pack("[O?, O?, O?]", json_object_get(c, "build"), json_object_get(c, "open"),
-                             json_object_get(c, "search"));
+                             json_is_object(used) ? used : json_object_get(c, "search"));
     char *s = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(args);
     size_t w = 0;

@@ -24,6 +24,8 @@
 #include "datasets/bundle.h"
 #include "datasets/prepare.h"
 #include "harness/measure.h"
+#include "harness/tune.h"
+#include "engines/core/exact.h"
 #include "engines/core/progress.h"
 #include "cgroups/cgroup.h"
 #include "cgroups/devstat.h"
@@ -383,6 +385,7 @@ typedef struct run_ctx {
     cg_system cgs;   /* memory caps: usable when cg_ok */
     int cg_ok;
     dev_t index_dev; /* disk of the index root, for cgroup read counters */
+    char tune_gt[4400]; /* warm-up queries' exact ground truth, when a cell has a target recall */
 } run_ctx;
 
 static const char *signame(int sig)
@@ -666,6 +669,8 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         harness_cfg_real(x->cfg, "qps_min_seconds"), "drop_caches",
         harness_cfg_bool(x->cfg, "drop_caches"), "latency_path", lat_path);
     json_object_set_new(spec, "neighbors_path", json_string(nb_path));
+    if (x->tune_gt[0])
+        json_object_set_new(spec, "tune_gt_path", json_string(x->tune_gt));
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc)
@@ -911,6 +916,70 @@ static void figures_line(const json_t *r, char *buf, size_t len)
         size_t n = strlen(buf);
         snprintf(buf + n, len - n, " [other processes busy: %.2f cores]", json_number_value(oc));
     }
+}
+
+/*
+ * Cells with a target recall tune their effort on the warm-up queries
+ * (harness/tune.h) against exact ground truth, computed here once per run
+ * into <out>/tune/warmup-gt.ibin (kept for --resume): the first
+ * warmup_queries warm-up queries (1000 when warm-up is off), depth k.
+ * Without warm-up queries nothing is computed and those cells fail saying so.
+ */
+static int prepare_tune_gt(run_ctx *x, const json_t *cells)
+{
+    int need = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cells, i, c) {
+        const char *p;
+        double t;
+        if (!json_is_true(json_object_get(c, "filtered")) &&
+            harness_tune_target(json_object_get(c, "search"), &p, &t))
+            need = 1;
+    }
+    if (!need || !x->ds.n_warmup)
+        return 0;
+    int64_t want = harness_cfg_int(x->cfg, "warmup_queries");
+    uint32_t n = (uint32_t)(want > 0 ? want : 1000), k = (uint32_t)harness_cfg_int(x->cfg, "k");
+    if (n > x->ds.n_warmup)
+        n = x->ds.n_warmup;
+    char dir[4300], path[4400];
+    snprintf(dir, sizeof dir, "%s/tune", x->out_dir);
+    snprintf(path, sizeof path, "%s/warmup-gt.ibin", dir);
+    int rc = mkdirs(dir);
+    if (rc)
+        return rc;
+    ann_gt gt = { 0 };
+    if (ann_gt_load(path, x->ds.n, &gt) == 0 && gt.nq == n && gt.k == k) {
+        ann_gt_free(&gt);
+        snprintf(x->tune_gt, sizeof x->tune_gt, "%s", path);
+        return 0;
+    }
+    ann_gt_free(&gt);
+    ann_err_clear();
+    float *warm = NULL;
+    uint32_t n_warm = 0;
+    ann_vecsrc *base = NULL;
+    gt = (ann_gt){ .nq = n, .k = k, .ids = malloc((size_t)n * k * sizeof(int32_t) + 1),
+                   .dists = malloc((size_t)n * k * sizeof(float) + 1) };
+    if (!gt.ids || !gt.dists)
+        rc = ann_fail(-ENOMEM, "target recall: no memory for %u x %u ground truth", n, k);
+    if (!rc && !(rc = ann_bundle_warmup(&x->ds, &warm, &n_warm)) && !(rc = ann_bundle_base(&x->ds, &base))) {
+        ann_progress prog;
+        char what[128];
+        snprintf(what, sizeof what, "ground truth of %u warm-up queries (target recall)", n);
+        ann_progress_begin(&prog, what, base->n, "vectors");
+        rc = ann_exact_knn_progress(base, warm, n, k, 0, gt.ids, gt.dists, &prog);
+        ann_progress_end(&prog);
+        if (!rc)
+            rc = ann_gt_save(path, &gt);
+    }
+    if (!rc)
+        snprintf(x->tune_gt, sizeof x->tune_gt, "%s", path);
+    ann_gt_free(&gt);
+    free(warm);
+    ann_vecsrc_destroy(base);
+    return rc;
 }
 
 /* Report a failure of the run itself (not of a cell); the exit code. */
@@ -1233,6 +1302,10 @@ int harness_run_main(int argc, char **argv)
             selected++;
     }
     fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, selected, x.out_dir);
+    if ((rc = prepare_tune_gt(&x, cells))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     size_t pos = 0;
     char last[512] = "";
     json_array_foreach(cells, i, c) {

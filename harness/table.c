@@ -157,10 +157,28 @@ static const json_t *find_lat(const json_t *cells, const char *key, const char *
     return find(cells, key, 0, 0, mode, is_uncapped_ok, 0);
 }
 
+/* The search parameters measured: what a target recall found (harness/tune.h),
+ * "L=73 (target recall 0.95)", or those configured. */
+static char *search_text(const json_t *c)
+{
+    const json_t *used = json_object_get(c, "search_used");
+    const json_t *t = json_object_get(c, "target_recall");
+    if (!json_is_object(used) || !json_is_object(t))
+        return compact(json_object_get(c, "search"));
+    char *s = compact(used);
+    size_t len = strlen(s) + 64;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s (target recall %g%s)", s, json_number_value(json_object_get(t, "target")),
+                 json_is_false(json_object_get(t, "reached")) ? ", not reached" : "");
+    free(s);
+    return out ? out : strdup("?");
+}
+
 static void engine_cols(FILE *fp, const json_t *c)
 {
     char *b = compact(json_object_get(c, "build")), *o = compact(json_object_get(c, "open")),
-         *s = compact(json_object_get(c, "search"));
+         *s = search_text(c);
     fprintf(fp, "| %s | %s | %s | %s ", sget(c, "label"), b, o, s);
     free(b);
     free(o);
