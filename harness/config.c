@@ -208,6 +208,12 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
+            if (json_is_object(e) && json_object_get(e, "target_recall")) {
+                char ip[600];
+                snprintf(ip, sizeof ip, "%s[%zu]", keypath, i);
+                harness_tune_check(e, key, specs, path, ip, probs);
+                continue;
+            }
             if (json_is_array(e) || json_is_object(e)) {
                 harness_problem(probs, "%s[%zu]: a sweep value must be a scalar", keypath, i);
                 continue;

@@ -183,7 +183,7 @@ static void test_config_checks(void **state)
     json_error_t e;
     json_t *cfg = json_loads(
         "{\"name\": \"t\", \"dataset\": \"d\", \"engines\": ["
-        " {\"engine\": \"hnsw-record\", \"search\": {\"ef_search\": {\"target_recall\": 0.95}}},"
+        " {\"engine\": \"hnsw-record\", \"search\": {\"ef_search\": [{\"target_recall\": 0.95}, 64]}},"
         " {\"engine\": \"hnsw-record\", \"label\": \"b\", \"build\": {\"M\": {\"target_recall\": 0.9}},"
         "  \"search\": {\"ef_search\": {\"target_recall\": 1.5}}},"
         " {\"engine\": \"flat\", \"search\": {\"L\": {\"target_recall\": 0.9}}},"
@@ -210,17 +210,18 @@ static void test_config_checks(void **state)
             fail_msg("missing problem: %s", want[i]);
     }
     harness_problems_fini(&p);
-    /* a target is a single value of the sweep: one cell, the object as its value */
+    /* a target is one value of a sweep: its cells carry the object as their value */
     json_array_remove(json_object_get(cfg, "engines"), 1);
     json_array_remove(json_object_get(cfg, "engines"), 1);
     json_array_remove(json_object_get(cfg, "engines"), 1);
     json_t *cells = harness_config_expand(cfg);
-    assert_int_equal(json_array_size(cells), 2); /* cold and warm */
+    assert_int_equal(json_array_size(cells), 4); /* (target, 64) x (cold, warm) */
     const char *param;
     double target;
     assert_int_equal(harness_tune_target(json_object_get(json_array_get(cells, 0), "search"), &param, &target), 1);
     assert_string_equal(param, "ef_search");
     assert_true(target == 0.95);
+    assert_int_equal(harness_tune_target(json_object_get(json_array_get(cells, 2), "search"), &param, &target), 0);
     json_decref(cells);
     json_decref(cfg);
 }
