@@ -430,7 +430,7 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
     uint32_t nq = 0, runs = 1;
     double best_s = 0;
     hid_t f = -1;
-    char algo[256], name[2048], dir[4600], file[600], path[5300], tmp[5400];
+    char algo[256], name[2048], dir[4600], file[600], path[5300], tmp[5400] = "";
     if ((rc = ex_neighbors(x, c, &g)))
         return rc;
     if ((rc = ex_times(x, c, &times, &nq, &best_s, &runs)))
@@ -515,7 +515,7 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
 out:
     if (f >= 0)
         H5Fclose(f);
-    if (rc)
+    if (rc && tmp[0])
         unlink(tmp);
     ann_gt_free(&g);
     free(times);
