@@ -208,7 +208,7 @@ static json_t *read_back(const char *args)
     char script[4200], cmd[9000];
     if (tu_support_script("read_export.py", script, sizeof script) != 0 || !tu_python_has("h5py, numpy"))
         fail_msg("python3-h5py is a test dependency: run `make deps`");
-    snprintf(cmd, sizeof cmd, "python3 '%s' %s", script, args);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' %s", tu_python(), script, args);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     json_error_t e;

@@ -24,10 +24,18 @@ int tu_support_script(const char *name, char *buf, size_t len)
     return access(buf, R_OK) == 0 ? 0 : -1;
 }
 
+const char *tu_python(void)
+{
+    const char *env = getenv("ANNLAB_PYTHON");
+    if (env && *env)
+        return env;
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
 int tu_python_has(const char *modules)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "python3 -c 'import %s' >/dev/null 2>&1", modules);
+    char cmd[4600];
+    snprintf(cmd, sizeof cmd, "'%s' -c 'import %s' >/dev/null 2>&1", tu_python(), modules);
     return system(cmd) == 0;
 }
 
@@ -50,7 +58,7 @@ int tu_h5py_write(const tu_h5_variant *v, int nv, const float *train, uint64_t n
     int64_t *zeros = NULL;
     json_t *spec = NULL;
     if (tu_support_script("ann_hdf5.py", script, sizeof script) != 0 || !tu_python_has("h5py, numpy")) {
-        fprintf(stderr, "tests need python3 with h5py (Debian python3-h5py): run `make deps`\n");
+        fprintf(stderr, "tests need %s with h5py (Debian python3-h5py): run `make deps`\n", tu_python());
         return -2;
     }
     snprintf(base, sizeof base, "%s", v[0].out);
@@ -88,7 +96,7 @@ int tu_h5py_write(const tu_h5_variant *v, int nv, const float *train, uint64_t n
     }
     if (!spec || json_dump_file(spec, spec_path, 0) != 0)
         goto out;
-    snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", script, spec_path);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s'", tu_python(), script, spec_path);
     rc = system(cmd) == 0 ? 0 : -1;
 out:
     unlink(tr);

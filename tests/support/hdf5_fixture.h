@@ -41,7 +41,14 @@ int tu_write_ann_hdf5(const char *path, const float *train, uint64_t n, const fl
  * (<exe>/../../tests/support/name) into buf.  Returns 0 or -1. */
 int tu_support_script(const char *name, char *buf, size_t len);
 
-/* Whether python3 can import the given modules ("h5py", "h5py, numpy"). */
+/*
+ * The Python interpreter the tests run: $ANNLAB_PYTHON when set, else
+ * Debian's /usr/bin/python3 (where python3-h5py installs h5py; a python3
+ * earlier in PATH, such as a pyenv shim, does not see it), else "python3".
+ */
+const char *tu_python(void);
+
+/* Whether tu_python() can import the given modules ("h5py", "h5py, numpy"). */
 int tu_python_has(const char *modules);
 
 #endif
