@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_ROOT "datasets/data"
 
@@ -36,7 +37,7 @@ static void usage(FILE *fp)
             "                 [--force]\n"
             "       annlab dataset import FILE... --out DIR [--metric l2|ip|cosine] [--name N]\n"
             "                 [--base F] [--query F] [--gt F] [--warmup F | --warmup-sample N]\n"
-            "                 [--gt-k K]\n"
+            "                 [--gt-k K] [--force]\n"
             "       annlab dataset verify DIR [--sample N]\n"
             "       annlab dataset generate ... (see annlab dataset generate --help)\n"
             "fetch:  the files of a download-kind dataset into DIR/NAME (default\n"
@@ -45,7 +46,8 @@ static void usage(FILE *fp)
             "prepare: a download-kind dataset without --from is fetched first.\n"
             "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
             "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin);\n"
-            "        --metric is required unless the file is .hdf5 (whose attribute names it).\n");
+            "        --metric is required unless the file is .hdf5 (whose attribute names it);\n"
+            "        an existing --out (not an empty directory) is replaced only with --force.\n");
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -243,10 +245,24 @@ static int cmd_prepare(int argc, char **argv)
     return 0;
 }
 
+/* Whether path exists as anything but an empty directory. */
+static int exists_nonempty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return access(path, F_OK) == 0;
+    struct dirent *e;
+    int any = 0;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return any;
+}
+
 static int cmd_import(int argc, char **argv)
 {
     ds_import_files f = { 0 };
-    int n_vec = 0;
+    int n_vec = 0, force = 0;
     const char *parquet[3];
     size_t n_parquet = 0;
     for (int i = 1; i < argc; i++) {
@@ -276,7 +292,9 @@ static int cmd_import(int argc, char **argv)
                 f.gt_k = (uint32_t)v;
             else
                 f.warmup_sample = (uint32_t)v;
-        } else if (a[0] == '-')
+        } else if (!strcmp(a, "--force"))
+            force = 1;
+        else if (a[0] == '-')
             return usage_error("import: unknown option or missing value '%s'", a);
         else if (ann_str_ends_with(a, ".parquet")) {
             if (n_parquet == 3)
@@ -305,6 +323,13 @@ static int cmd_import(int argc, char **argv)
     }
     if (!f.out_dir)
         return usage_error("import: --out DIR is required%s", "");
+    /* an import replaces what --out holds: never a bundle by accident */
+    if (!force && exists_nonempty(f.out_dir)) {
+        fprintf(stderr, "annlab dataset: import: --out %s already exists; give --force to replace "
+                        "what it holds\n",
+                f.out_dir);
+        return 2;
+    }
     if (n_parquet) {
         if (f.hdf5 || f.base || f.query || f.gt || f.warmup)
             return usage_error("import: VectorDBBench parquet files cannot be mixed with other "

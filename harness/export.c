@@ -24,6 +24,7 @@
 #include "engines/core/status.h"
 #include "harness/run.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <hdf5.h>
 #include <jansson.h>
@@ -756,24 +757,43 @@ int harness_export(const char *run_dir, harness_export_format fmt, const char *o
     return rc;
 }
 
+/* Whether path exists as anything but an empty directory. */
+static int exists_nonempty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return access(path, F_OK) == 0;
+    struct dirent *e;
+    int any = 0;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return any;
+}
+
 static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: annlab export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR]\n"
+            "                     [--force]\n"
             "  ann-benchmarks  one HDF5 result file per cell under DIR/results/<dataset>/<k>/<algo>/;\n"
             "                  copy DIR/results into an ann-benchmarks checkout and run its\n"
             "                  plot.py --dataset <dataset> (it reads data/<dataset>.hdf5)\n"
             "  big-ann         DIR/<run name>.csv with big-ann-benchmarks' data_export columns\n"
             "  vectordbbench   DIR/result_<date>_<run name>_annlab.json, a VectorDBBench result\n"
             "                  file (put it under vectordb_bench/results/ to see it in its UI)\n"
-            "DIR defaults to RUN_DIR/export/<format>.  Exit: 0, 1 failure, 2 usage.\n");
+            "DIR defaults to RUN_DIR/export/<format>; an existing DIR (not an empty directory) is\n"
+            "written into only with --force.  Exit: 0, 1 failure, 2 usage.\n");
 }
 
 int harness_export_main(int argc, char **argv)
 {
     const char *run = NULL, *format = NULL, *out = NULL;
+    int force = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--format") && i + 1 < argc)
+        if (!strcmp(argv[i], "--force"))
+            force = 1;
+        else if (!strcmp(argv[i], "--format") && i + 1 < argc)
             format = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
@@ -802,6 +822,10 @@ int harness_export_main(int argc, char **argv)
     if (!out) {
         snprintf(def, sizeof def, "%s/export/%s", run, format);
         out = def;
+    }
+    if (!force && exists_nonempty(out)) {
+        fprintf(stderr, "annlab export: --out %s already exists; give --force to write into it\n", out);
+        return 2;
     }
     int files = 0;
     int rc = harness_export(run, fmt, out, stdout, &files);

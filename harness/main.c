@@ -85,7 +85,7 @@ static const command_help commands[] = {
       "                   0.99, 0.999 equally spaced) or logit\n" },
     { "compare", "compare BASE_RUN NEW_RUN [--report R.md] [--plot P.png] [tolerances]",
       "the regression gate between two runs: exit 1 on a regression", NULL },
-    { "export", "export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR]",
+    { "export", "export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR] [--force]",
       "a run's cells as the result files of other benchmark tools", NULL },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

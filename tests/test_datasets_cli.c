@@ -196,6 +196,20 @@ static void test_import_hdf5(void **state)
     assert_int_equal(run(args), 1);
     assert_captured("err", "--metric cosine contradicts the file's 'distance' attribute (l2)");
 
+    /* an existing --out is refused (the bundle untouched) unless --force */
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s'", h, out);
+    assert_int_equal(run(args), 2);
+    char want_err[4400];
+    snprintf(want_err, sizeof want_err,
+             "annlab dataset: import: --out %s already exists; give --force to replace what it holds\n",
+             out);
+    assert_captured("err", want_err);
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s' --force", h, out);
+    assert_int_equal(run(args), 0);
+    assert_captured("out", "imported into ");
+
     /* dataset list shows imported bundles beside the registry's */
     snprintf(args, sizeof args, "dataset list --root '%s'", dir);
     assert_int_equal(run(args), 0);

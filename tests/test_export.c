@@ -388,6 +388,42 @@ static void test_refusals(void **state)
         fail_msg("%s", ann_errmsg(rc));
 }
 
+/* `annlab export`: an existing --out is refused unless --force; usage errors exit 2. */
+static void test_cli_out_and_usage(void **state)
+{
+    fx *f = *state;
+    make_run(f);
+    char out[4400], p[4500];
+    snprintf(out, sizeof out, "%s/cli", f->dir);
+    char *ok[] = { "export", f->run, "--format", "big-ann", "--out", out, NULL };
+    assert_int_equal(harness_export_main(6, ok), 0);
+    snprintf(p, sizeof p, "%s/exp.csv", out);
+    assert_int_equal(access(p, R_OK), 0);
+    /* again: refused, the file left as it is */
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(tu_write_file(p, "mine\n", 5), 0);
+    assert_int_equal(harness_export_main(6, ok), 2);
+    size_t len = 0;
+    char *kept = tu_read_file(p, &len);
+    assert_int_equal(len, 5);
+    assert_memory_equal(kept, "mine\n", 5);
+    free(kept);
+    char *forced[] = { "export", f->run, "--format", "big-ann", "--out", out, "--force", NULL };
+    assert_int_equal(harness_export_main(7, forced), 0);
+    kept = tu_read_file(p, &len);
+    assert_true(len > 5 && !memcmp(kept, "algorithm,parameters,", 21));
+    free(kept);
+    /* an empty directory is not "existing" */
+    snprintf(out, sizeof out, "%s/empty", f->dir);
+    mkdir(out, 0755);
+    char *empty[] = { "export", f->run, "--format", "big-ann", "--out", out, NULL };
+    assert_int_equal(harness_export_main(6, empty), 0);
+    char *bad[] = { "export", f->run, "--format", "faiss", NULL };
+    assert_int_equal(harness_export_main(4, bad), 2);
+    char *noformat[] = { "export", f->run, NULL };
+    assert_int_equal(harness_export_main(2, noformat), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -397,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_vectordbbench, setup_l2, teardown),
         cmocka_unit_test_setup_teardown(test_vectordbbench, setup_cosine, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup_l2, teardown),
+        cmocka_unit_test_setup_teardown(test_cli_out_and_usage, setup_l2, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
