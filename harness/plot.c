@@ -322,7 +322,10 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f, recall_
             const char *rgb = colors[(size_t)se->color % (sizeof colors / sizeof colors[0])];
             int v = se->variant % 5;
             int ptype = se->alt ? (se->hollow ? 4 : 6) : se->hollow ? open[v] : filled[v];
-            double psize = se->alt ? 2.3 : 1.3;
+            /* sizes nest: a cold (open) marker rings a warm (filled) one of the
+             * same value, the device's large open marker rings both, so
+             * series that coincide (cold and warm engine reads) stay visible */
+            double psize = se->alt ? 2.6 : se->hollow ? 1.8 : 1.3;
             int line = ps->frontier || ps->lines;
             /* the legend sample shows the line style and the marker together */
             fprintf(g, "%s'%s' index %zu using 1:2 with %s pt %d ps %.1f lw 2 dt %d lc rgb '%s' title \"%s\"",

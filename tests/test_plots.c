@@ -126,7 +126,8 @@ static void test_linear_axis_styles_legend(void **state)
     want(gp, "lc rgb '#d62728' title \"hnsw-record cold\"");
     /* warm filled markers, cold open ones */
     want(gp, "pt 7 ps 1.3 lw 2 dt 1 lc rgb '#1f77b4' title \"diskann-sector warm\"");
-    want(gp, "pt 8 ps 1.3 lw 2 dt 4 lc rgb '#1f77b4' title \"diskann-sector cold\"");
+    /* a cold marker rings a warm one of the same value: larger */
+    want(gp, "pt 8 ps 1.8 lw 2 dt 4 lc rgb '#1f77b4' title \"diskann-sector cold\"");
     /* the legend: 4 entries, the longest 33 characters: 3 columns, 2 rows, a taller canvas */
     want(gp, "maxcols 3 maxrows 2");
     want(gp, "size 1200,660");
@@ -149,9 +150,9 @@ static void test_reads_vs_L(void **state)
     want(gp, "title \"diskann-sector warm: device reads (cgroup)\"");
     want(gp, "title \"hnsw-record cold: kv gets (engine)\"");
     /* the device's reads: a large open marker around the engine's filled one */
-    want(gp, "pt 6 ps 2.3 lw 2 dt 1 lc rgb '#1f77b4' title \"diskann-sector warm: device reads (cgroup)\"");
-    want(gp, "pt 6 ps 1.3 lw 2 dt 1 lc rgb '#d62728' title \"hnsw-record cold: kv gets (engine)\"");
-    want(gp, "pt 4 ps 2.3 lw 2 dt 1 lc rgb '#d62728' title \"hnsw-record cold: device reads (cgroup)\"");
+    want(gp, "pt 6 ps 2.6 lw 2 dt 1 lc rgb '#1f77b4' title \"diskann-sector warm: device reads (cgroup)\"");
+    want(gp, "pt 6 ps 1.8 lw 2 dt 1 lc rgb '#d62728' title \"hnsw-record cold: kv gets (engine)\"");
+    want(gp, "pt 4 ps 2.6 lw 2 dt 1 lc rgb '#d62728' title \"hnsw-record cold: device reads (cgroup)\"");
     /* never the disk's 999 */
     free(gp);
     char *dat = slurp("plots/reads_vs_L.dat");
