@@ -220,10 +220,15 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
         char mem[32];
         harness_fmt_bytes(json_number_value(json_object_get(machine, "memory_bytes")), mem, sizeof mem);
         const char *rot = sget(disk, "rotational");
+        /* /proc/cpuinfo pads some model names with blanks */
+        char cpu[256];
+        snprintf(cpu, sizeof cpu, "%s", sget(machine, "cpu_model"));
+        for (size_t n = strlen(cpu); n > 0 && (cpu[n - 1] == ' ' || cpu[n - 1] == '\t'); n--)
+            cpu[n - 1] = '\0';
         fprintf(fp,
                 "machine: %s, %lld cores (%lld hardware threads), SIMD kernels %s, %s RAM; disk %s "
                 "(%s, %s, model %s); %s\n\n",
-                sget(machine, "cpu_model")[0] ? sget(machine, "cpu_model") : "unknown CPU",
+                cpu[0] ? cpu : "unknown CPU",
                 (long long)json_integer_value(json_object_get(topo, "cores")),
                 (long long)json_integer_value(json_object_get(topo, "pus")), sget(machine, "simd"), mem,
                 sget(disk, "device")[0] ? sget(disk, "device") : "?", sget(disk, "filesystem"),

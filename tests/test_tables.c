@@ -181,7 +181,7 @@ static char *write_run(json_t *cells)
     json_decref(cfg);
     json_t *m = json_pack("{s:s, s:{s:i, s:i}, s:s, s:I, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:b,"
                           " s:{s:s, s:s}}",
-                          "cpu_model", "AMD EPYC", "topology", "cores", 2, "pus", 2, "simd", "avx512",
+                          "cpu_model", "AMD EPYC        ", "topology", "cores", 2, "pus", 2, "simd", "avx512",
                           "memory_bytes", (json_int_t)25276502016, "disk", "device", "vda", "filesystem",
                           "ext4", "rotational", "1", "model", "unknown", "kernel",
                           "Linux 6.18.44 x86_64", "git_commit", "1ff9ed9c0a1b2c3d4e5f", "git_dirty", 1,
