@@ -17,6 +17,7 @@
 
 #include "datasets/dsutil.h"
 #include "engines/core/exact.h"
+#include "engines/core/progress.h"
 #include "engines/core/fileio.h"
 #include "engines/core/status.h"
 
@@ -293,7 +294,12 @@ int ann_gt_check_sample(const ann_vecsrc *base, const float *queries, const ann_
         goto out;
     for (uint32_t i = 0; i < m; i++)
         memcpy(sq + (size_t)i * dim, queries + (size_t)picks[i] * dim, dim * sizeof(float));
-    rc = ann_exact_knn(base, sq, m, k, threads, ex_i, ex_d);
+    ann_progress prog;
+    char what[96];
+    snprintf(what, sizeof what, "ground-truth check (%u sampled queries)", m);
+    ann_progress_begin(&prog, what, base->n, "vectors");
+    rc = ann_exact_knn_progress(base, sq, m, k, threads, ex_i, ex_d, &prog);
+    ann_progress_end(&prog);
     if (rc)
         goto out;
     out->first_bad_query = UINT32_MAX;
@@ -411,7 +417,12 @@ static int compute_gt(const ann_vecsrc *base, const float *queries, uint32_t nq,
         rc = ann_fail(-ENOMEM, "%s: no memory for %u x %u ground truth", path, nq, k);
         goto out;
     }
-    rc = ann_exact_knn(base, queries, nq, k, 0, gt.ids, gt.dists);
+    ann_progress prog;
+    char what[160];
+    snprintf(what, sizeof what, "ground truth of %u queries, k %u (exact search)", nq, k);
+    ann_progress_begin(&prog, what, base->n, "vectors");
+    rc = ann_exact_knn_progress(base, queries, nq, k, 0, gt.ids, gt.dists, &prog);
+    ann_progress_end(&prog);
     if (!rc)
         rc = ann_gt_save(path, &gt);
 out:

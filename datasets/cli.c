@@ -21,9 +21,11 @@
 #include "engines/core/stagedir.h"
 #include "engines/core/status.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DEFAULT_ROOT "datasets/data"
 
@@ -44,7 +46,8 @@ static void usage(FILE *fp)
             "        ANNLAB_MIRROR=BASEURL fetches BASEURL/FILE instead of each URL.\n"
             "prepare: a download-kind dataset without --from is fetched first.\n"
             "import: one .hdf5 (ann-benchmarks), or base + query (.fvecs .bvecs .fbin .u8bin\n"
-            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin).\n"
+            "        .i8bin) in that order, plus optional ground truth (.ivecs .ibin);\n"
+            "        --metric is required unless the file is .hdf5 (whose attribute names it).\n"
             "        An existing --out is refused; --force replaces it once the new bundle\n"
             "        is complete (a failed import leaves it as it was).\n");
 }
@@ -79,6 +82,58 @@ static long long parse_count(const char *s)
     return end && *end == '\0' && end != s && v >= 0 && v <= UINT32_MAX ? v : -1;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Print the bundles under root that the registry does not name (sorted by
+ * name): their manifest says what they hold.  Returns how many. */
+static int list_imported(const ds_registry *reg, const char *root)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return 0;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || ds_registry_find(reg, e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nn = realloc(names, cap * sizeof *nn);
+            if (!nn)
+                break;
+            names = nn;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        char dir[4096], what[512];
+        ann_bundle b;
+        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        if (ann_bundle_open(dir, &b) == 0) {
+            const json_t *made = json_object_get(b.manifest, "made_by");
+            const char *from = json_string_value(json_object_get(made, "base_from"));
+            snprintf(what, sizeof what, "%llu x %u, %u queries%s%s",
+                     (unsigned long long)b.n, b.dim, b.nq, from ? ", from " : "", from ? from : "");
+            printf("%-30s %-9s %-16s %-7s %s\n", names[i], "yes", "imported",
+                   ann_metric_name(b.metric), what);
+            ann_bundle_close(&b);
+            shown++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    return shown;
+}
+
 static int cmd_list(int argc, char **argv)
 {
     const char *root = DEFAULT_ROOT;
@@ -109,7 +164,10 @@ static int cmd_list(int argc, char **argv)
                json_string_value(json_object_get(e, "metric")),
                json_string_value(json_object_get(e, "description")));
     }
-    printf("(registry: %s; bundles under %s/)\n", reg.path, root);
+    /* bundles under root that the registry does not name: imported ones */
+    int imported = list_imported(&reg, root);
+    printf("(registry: %s; bundles under %s/%s)\n", reg.path, root,
+           imported ? "; imported: made by `annlab dataset import`" : "");
     ds_registry_free(&reg);
     return 0;
 }
@@ -189,10 +247,24 @@ static int cmd_prepare(int argc, char **argv)
     return 0;
 }
 
+/* Whether path exists as anything but an empty directory. */
+static int exists_nonempty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return access(path, F_OK) == 0;
+    struct dirent *e;
+    int any = 0;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return any;
+}
+
 static int cmd_import(int argc, char **argv)
 {
     ds_import_files f = { 0 };
-    int n_vec = 0;
+    int n_vec = 0, force = 0;
     const char *parquet[3];
     size_t n_parquet = 0;
     for (int i = 1; i < argc; i++) {
@@ -200,9 +272,10 @@ static int cmd_import(int argc, char **argv)
         int has_val = i + 1 < argc;
         if (!strcmp(a, "--out") && has_val)
             f.out_dir = argv[++i];
-        else if (!strcmp(a, "--force"))
+        else if (!strcmp(a, "--force")) {
             f.out_flags |= ANN_OUT_FORCE;
-        else if (!strcmp(a, "--name") && has_val)
+            force = 1;
+        } else if (!strcmp(a, "--name") && has_val)
             f.name = argv[++i];
         else if (!strcmp(a, "--metric") && has_val) {
             if (ann_metric_parse(argv[++i], &f.metric))
@@ -253,6 +326,13 @@ static int cmd_import(int argc, char **argv)
     }
     if (!f.out_dir)
         return usage_error("import: --out DIR is required%s", "");
+    /* an import replaces what --out holds: never a bundle by accident */
+    if (!force && exists_nonempty(f.out_dir)) {
+        fprintf(stderr, "annlab dataset: import: --out %s already exists; give --force to replace "
+                        "what it holds\n",
+                f.out_dir);
+        return 2;
+    }
     if (n_parquet) {
         if (f.hdf5 || f.base || f.query || f.gt || f.warmup)
             return usage_error("import: VectorDBBench parquet files cannot be mixed with other "
@@ -273,6 +353,16 @@ static int cmd_import(int argc, char **argv)
                            f.hdf5);
     if (!f.hdf5 && (!f.base || !f.query))
         return usage_error("import: need an .hdf5 file, or a base and a query file%s", "");
+    if (!f.hdf5 && !f.metric_set) {
+        /* only an ann-benchmarks file names its metric; guessing l2 for the
+         * others would measure cosine data as Euclidean without a word */
+        fprintf(stderr,
+                "annlab dataset: import: %s and %s do not say which metric their vectors are "
+                "compared with: give --metric l2, ip or cosine\n",
+                f.base, f.query);
+        usage(stderr);
+        return 2;
+    }
     if (f.warmup && f.warmup_sample)
         return usage_error("import: --warmup and --warmup-sample exclude each other%s", "");
     int rc = ds_import_from_files(&f);

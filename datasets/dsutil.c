@@ -8,6 +8,7 @@
 
 #include "engines/core/distance.h"
 #include "engines/core/fileio.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -182,7 +183,8 @@ int ds_copy_rows(const ds_copy_spec *s)
 {
     int rc = 0;
     ann_vecwriter w = { 0 };
-    int writer_open = 0;
+    int writer_open = 0, prog_open = 0;
+    ann_progress prog;
     const uint32_t dim = s->src->dim;
     float *buf = NULL;
 
@@ -196,6 +198,11 @@ int ds_copy_rows(const ds_copy_spec *s)
     if (rc)
         goto out;
     writer_open = 1;
+    const char *file = strrchr(s->path, '/');
+    char what[160];
+    snprintf(what, sizeof what, "write %s", file ? file + 1 : s->path);
+    ann_progress_begin(&prog, what, s->count, "vectors");
+    prog_open = 1;
     for (uint64_t done = 0; done < s->count;) {
         uint64_t c = s->count - done < DS_CHUNK_ROWS ? s->count - done : DS_CHUNK_ROWS;
         if (s->rows) {
@@ -225,10 +232,13 @@ int ds_copy_rows(const ds_copy_spec *s)
         if (rc)
             goto out;
         done += c;
+        ann_progress_add(&prog, c);
     }
     writer_open = 0;
     rc = ann_vecwriter_finish(&w);
 out:
+    if (prog_open)
+        ann_progress_end(&prog);
     if (writer_open)
         ann_vecwriter_abort(&w);
     free(buf);

@@ -18,6 +18,7 @@
 
 #include "datasets/dsutil.h"
 #include "engines/core/fileio.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 
 #include <curl/curl.h>
@@ -119,8 +120,11 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     double rate = (double)dlnow / 1e6 / (now - x->t0_s);
     if (dltotal > 0) {
         double total_mb = (double)(x->kept + (uint64_t)dltotal) / 1e6;
-        fprintf(x->spec->progress, "%s: %s: %.1f of %.1f MB (%.0f%%), %.1f MB/s\n",
-                x->spec->name, file, have_mb, total_mb, 100.0 * have_mb / total_mb, rate);
+        char left[32] = "?";
+        if (rate > 0)
+            ann_progress_duration((total_mb - have_mb) / rate, left, sizeof left);
+        fprintf(x->spec->progress, "%s: %s: %.1f of %.1f MB (%.0f%%), %.1f MB/s, about %s left\n",
+                x->spec->name, file, have_mb, total_mb, 100.0 * have_mb / total_mb, rate, left);
     } else {
         fprintf(x->spec->progress, "%s: %s: %.1f MB, %.1f MB/s\n", x->spec->name, file,
                 have_mb, rate);

@@ -16,6 +16,7 @@
 #include "datasets/stats.h"
 #include "engines/core/fileio.h"
 #include "engines/core/stagedir.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -51,15 +52,20 @@ static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream
     if (rc)
         goto out;
     is_open = 1;
-    for (uint64_t first = 0; first < count; first += GEN_CHUNK_ROWS) {
+    char what[160];
+    snprintf(what, sizeof what, "generate %s", file);
+    ann_progress prog;
+    ann_progress_begin(&prog, what, count, "vectors");
+    for (uint64_t first = 0; first < count && !rc; first += GEN_CHUNK_ROWS) {
         uint64_t nb = count - first < GEN_CHUNK_ROWS ? count - first : GEN_CHUNK_ROWS;
         rc = ann_generator_rows(g, stream, first, nb, buf);
-        if (rc)
-            goto out;
-        rc = ann_vecwriter_append(&w, buf, nb);
-        if (rc)
-            goto out;
+        if (!rc)
+            rc = ann_vecwriter_append(&w, buf, nb);
+        ann_progress_add(&prog, nb);
     }
+    ann_progress_end(&prog);
+    if (rc)
+        goto out;
     rc = ann_vecwriter_finish(&w);
     is_open = 0;
 out:

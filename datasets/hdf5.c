@@ -4,7 +4,10 @@
  *
  * Layout: datasets train (n x d), test (nq x d), neighbors (nq x k, int32
  * or int64), distances (nq x k, optional), and the root attribute
- * "distance" (euclidean | angular).  Rows are read by hyperslab into
+ * "distance" (euclidean | angular), with "type", "point_type" and
+ * "dimension" in files written since 2023.  String attributes are read
+ * in whichever form they were written: h5py writes variable-length UTF-8,
+ * older tools fixed-length ASCII.  Rows are read by hyperslab into
  * float32 (libhdf5 converts float64 files), so a 1M x 960 train set is
  * streamed, never loaded.  Debian's libhdf5 is built without thread
  * safety, so every HDF5 call in this file is serialised by one mutex.
@@ -126,43 +129,118 @@ static void h5_src_destroy(ann_vecsrc *src)
     (void)src; /* owned by the ds_hdf5 */
 }
 
-/* Read the root attribute "distance" as a string.  Caller holds h5_lock. */
-static int read_metric(ds_hdf5 *h, ann_metric *metric)
+/*
+ * Read the root attribute `name` as a string into buf (len bytes, NUL-
+ * terminated).  h5py writes a Python str as a scalar variable-length UTF-8
+ * string; older files and numpy bytes give fixed-length ASCII; either may be
+ * a one-element array.  libhdf5 converts between string types only within
+ * one character set, so the memory type takes the file's character set.
+ * ANN_ENOTFOUND when the attribute is absent.  Caller holds h5_lock.
+ */
+static int read_str_attr(ds_hdf5 *h, const char *name, char *buf, size_t len)
 {
     int rc = 0;
-    hid_t attr = -1, ftype = -1, mtype = -1;
-    char *vstr = NULL;
-    char buf[64] = "";
-    if (H5Aexists(h->file, "distance") <= 0)
-        return ann_fail(ANN_EFORMAT, "%s: no root attribute 'distance' (euclidean or angular)",
-                        h->path);
-    attr = H5Aopen(h->file, "distance", H5P_DEFAULT);
+    hid_t attr = -1, ftype = -1, mtype = -1, space = -1;
+    char *vstr = NULL, *fixed = NULL;
+    buf[0] = '\0';
+    if (H5Aexists(h->file, name) <= 0)
+        return ANN_ENOTFOUND;
+    attr = H5Aopen(h->file, name, H5P_DEFAULT);
     ftype = attr >= 0 ? H5Aget_type(attr) : -1;
+    space = attr >= 0 ? H5Aget_space(attr) : -1;
     if (ftype < 0 || H5Tget_class(ftype) != H5T_STRING) {
-        rc = ann_fail(ANN_EFORMAT, "%s: attribute 'distance' is not a string", h->path);
+        rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s' is not a string", h->path, name);
+        goto out;
+    }
+    if (space < 0 || H5Sget_simple_extent_npoints(space) != 1) {
+        rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s' is not a single string", h->path, name);
+        goto out;
+    }
+    H5T_cset_t cset = H5Tget_cset(ftype);
+    mtype = H5Tcopy(H5T_C_S1);
+    if (mtype < 0 || H5Tset_cset(mtype, cset) < 0) {
+        rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s': unknown character set", h->path, name);
         goto out;
     }
     if (H5Tis_variable_str(ftype) > 0) {
-        mtype = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mtype, H5T_VARIABLE);
-        if (H5Aread(attr, mtype, &vstr) < 0 || !vstr) {
-            rc = ann_fail(ANN_EFORMAT, "%s: attribute 'distance' cannot be read", h->path);
+        if (H5Tset_size(mtype, H5T_VARIABLE) < 0 || H5Aread(attr, mtype, &vstr) < 0 || !vstr) {
+            rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s' cannot be read", h->path, name);
             goto out;
         }
-        snprintf(buf, sizeof buf, "%s", vstr);
+        snprintf(buf, len, "%s", vstr);
     } else {
         size_t sz = H5Tget_size(ftype);
-        if (sz == 0 || sz >= sizeof buf) {
-            rc = ann_fail(ANN_EFORMAT, "%s: attribute 'distance' has length %zu", h->path, sz);
+        fixed = sz ? calloc(1, sz + 1) : NULL;
+        if (!fixed || H5Tset_size(mtype, sz) < 0 || H5Tset_strpad(mtype, H5T_STR_NULLPAD) < 0 ||
+            H5Aread(attr, mtype, fixed) < 0) {
+            rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s' cannot be read (fixed length %zu)",
+                          h->path, name, sz);
             goto out;
         }
-        mtype = H5Tcopy(H5T_C_S1);
-        H5Tset_size(mtype, sz + 1);
-        if (H5Aread(attr, mtype, buf) < 0) {
-            rc = ann_fail(ANN_EFORMAT, "%s: attribute 'distance' cannot be read", h->path);
-            goto out;
-        }
+        snprintf(buf, len, "%s", fixed);
     }
+out:
+    if (vstr)
+        H5free_memory(vstr);
+    free(fixed);
+    if (mtype >= 0)
+        H5Tclose(mtype);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return rc;
+}
+
+/* The root attribute `name` as an integer (any integer type, scalar).
+ * ANN_ENOTFOUND when absent.  Caller holds h5_lock. */
+static int read_int_attr(ds_hdf5 *h, const char *name, long long *v)
+{
+    int rc = 0;
+    hid_t attr = -1, ftype = -1, space = -1;
+    int64_t x = 0;
+    if (H5Aexists(h->file, name) <= 0)
+        return ANN_ENOTFOUND;
+    attr = H5Aopen(h->file, name, H5P_DEFAULT);
+    ftype = attr >= 0 ? H5Aget_type(attr) : -1;
+    space = attr >= 0 ? H5Aget_space(attr) : -1;
+    if (ftype < 0 || H5Tget_class(ftype) != H5T_INTEGER || space < 0 ||
+        H5Sget_simple_extent_npoints(space) != 1 || H5Aread(attr, H5T_NATIVE_INT64, &x) < 0)
+        rc = ann_fail(ANN_EFORMAT, "%s: attribute '%s' is not an integer", h->path, name);
+    else
+        *v = (long long)x;
+    if (space >= 0)
+        H5Sclose(space);
+    if (ftype >= 0)
+        H5Tclose(ftype);
+    if (attr >= 0)
+        H5Aclose(attr);
+    return rc;
+}
+
+/*
+ * The root attributes ann-benchmarks writes: "distance" (required), and
+ * since 2023 "type" (dense | sparse), "point_type" (float | bit) and
+ * "dimension".  Binary sets (jaccard, hamming; sparse or bit points) are
+ * refused by name: annlab measures float vectors.  Caller holds h5_lock.
+ */
+static int read_metric(ds_hdf5 *h, ann_metric *metric)
+{
+    char buf[64];
+    int rc = read_str_attr(h, "distance", buf, sizeof buf);
+    if (rc == ANN_ENOTFOUND)
+        return ann_fail(ANN_EFORMAT, "%s: no root attribute 'distance' (euclidean or angular)",
+                        h->path);
+    if (rc)
+        return rc;
+    if (!strcasecmp(buf, "jaccard") || !strcasecmp(buf, "hamming"))
+        return ann_fail(ANN_EUNSUPPORTED,
+                        "%s: distance '%s' is not supported: ann-benchmarks' %s sets are binary "
+                        "(%s); annlab imports dense float vectors under euclidean, angular or dot",
+                        h->path, buf, buf,
+                        !strcasecmp(buf, "jaccard") ? "sparse sets of item ids" : "bit vectors");
     if (!strcasecmp(buf, "euclidean") || !strcasecmp(buf, "l2"))
         *metric = ANN_METRIC_L2;
     else if (!strcasecmp(buf, "angular") || !strcasecmp(buf, "cosine"))
@@ -170,19 +248,23 @@ static int read_metric(ds_hdf5 *h, ann_metric *metric)
     else if (!strcasecmp(buf, "dot") || !strcasecmp(buf, "ip"))
         *metric = ANN_METRIC_IP;
     else
-        rc = ann_fail(ANN_EFORMAT, "%s: attribute 'distance' is \"%s\" (want euclidean or "
-                                   "angular)",
-                      h->path, buf);
-out:
-    if (vstr)
-        H5free_memory(vstr);
-    if (mtype >= 0)
-        H5Tclose(mtype);
-    if (ftype >= 0)
-        H5Tclose(ftype);
-    if (attr >= 0)
-        H5Aclose(attr);
-    return rc;
+        return ann_fail(ANN_EFORMAT, "%s: attribute 'distance' is \"%s\" (want euclidean or "
+                                     "angular)",
+                        h->path, buf);
+    char what[64];
+    rc = read_str_attr(h, "type", what, sizeof what);
+    if (!rc && strcasecmp(what, "dense") != 0)
+        return ann_fail(ANN_EUNSUPPORTED,
+                        "%s: type '%s' is not supported: annlab imports dense vectors only",
+                        h->path, what);
+    if (rc && rc != ANN_ENOTFOUND)
+        return rc;
+    rc = read_str_attr(h, "point_type", what, sizeof what);
+    if (!rc && strcasecmp(what, "float") != 0)
+        return ann_fail(ANN_EUNSUPPORTED,
+                        "%s: point_type '%s' is not supported: annlab imports float vectors only",
+                        h->path, what);
+    return rc == ANN_ENOTFOUND ? 0 : rc;
 }
 
 static void setup_src(ann_vecsrc *s, h5_matrix *m, ann_metric metric)
@@ -224,8 +306,20 @@ int ds_hdf5_open(const char *path, ds_hdf5 **out, ann_metric *metric_out)
         rc = ann_fail(ANN_EFORMAT, "%s: libhdf5 cannot open it", path);
         goto out;
     }
+    /* the attributes first: a binary set is refused by name, not by shape */
+    if ((rc = read_metric(h, &metric)))
+        goto out;
     if ((rc = open_matrix(h, "train", &h->train)) || (rc = open_matrix(h, "test", &h->test)) ||
         (rc = open_matrix(h, "neighbors", &h->neighbors)))
+        goto out;
+    long long dimension = 0;
+    rc = read_int_attr(h, "dimension", &dimension);
+    if (rc == ANN_ENOTFOUND)
+        rc = 0;
+    else if (!rc && dimension != (long long)h->train.cols)
+        rc = ann_fail(ANN_EFORMAT, "%s: attribute 'dimension' is %lld but 'train' has %u columns",
+                      path, dimension, h->train.cols);
+    if (rc)
         goto out;
     if (h->train.cols != h->test.cols) {
         rc = ann_fail(ANN_EFORMAT, "%s: dim mismatch: 'train' has dim %u but 'test' has dim %u",
@@ -258,9 +352,6 @@ int ds_hdf5_open(const char *path, ds_hdf5 **out, ann_metric *metric_out)
         }
     }
     h->has_distances = H5Lexists(h->file, "distances", H5P_DEFAULT) > 0;
-    rc = read_metric(h, &metric);
-    if (rc)
-        goto out;
     setup_src(&h->train_src, &h->train, metric);
     setup_src(&h->test_src, &h->test, metric);
     if (metric_out)

@@ -236,8 +236,8 @@ int ds_import_from_files(const ds_import_files *f)
     ann_gt gt = { 0 };
     int have_gt = 0;
     json_t *extra = NULL, *sources = NULL;
-    ann_metric metric = f->metric_set ? f->metric : ANN_METRIC_L2;
-    const char *metric_from = f->metric_set ? "given" : "default (l2)";
+    ann_metric metric = f->metric;
+    const char *metric_from = "given";
     char name_buf[256], tmp[4096], b_name[4200], q_name[4200];
     const char *name = f->name;
 
@@ -290,6 +290,12 @@ int ds_import_from_files(const ds_import_files *f)
     } else {
         if (!f->base || !f->query) {
             rc = ann_fail(ANN_EPARAM, "import: need a base and a query file (or one .hdf5 file)");
+            goto out;
+        }
+        if (!f->metric_set) {
+            rc = ann_fail(ANN_EPARAM, "import: %s and %s do not say which metric their vectors "
+                                      "are compared with: give the metric",
+                          f->base, f->query);
             goto out;
         }
         if ((rc = ds_source_entry(sources, "base", f->base)) ||

@@ -63,7 +63,7 @@ typedef struct ds_import_files {
     const char *name;       /* default: the output directory's last component */
     const char *hdf5;
     const char *base, *query, *gt, *warmup;
-    int metric_set;         /* metric given by the user (else HDF5 attribute, or l2) */
+    int metric_set;         /* metric given by the user; required unless hdf5 (whose attribute says) */
     ann_metric metric;
     uint32_t warmup_sample; /* when no warm-up file */
     uint32_t gt_k;          /* when there is no ground truth to import */

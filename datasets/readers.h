@@ -12,7 +12,11 @@
  *           the file size must be a whole number of rows.
  *   HDF5    ann-benchmarks layout: datasets train, test (n x dim floats),
  *           neighbors (int32 or int64), optional distances, root attribute
- *           "distance" = euclidean | angular (| dot).
+ *           "distance" = euclidean | angular (| dot); optional "type"
+ *           (dense), "point_type" (float), "dimension" (= train columns).
+ *           String attributes fixed or variable length, ASCII or UTF-8
+ *           (h5py writes variable-length UTF-8).  jaccard and hamming sets
+ *           are refused by name (ANN_EUNSUPPORTED).
  *   idx     gzipped idx3-ubyte images (MNIST, Fashion-MNIST), uint8.
  *   big-ann .fbin/.u8bin/.i8bin/.ibin go through engines/core/vecfile.h.
  */
@@ -63,7 +67,9 @@ typedef struct ds_hdf5 ds_hdf5;
  * exist, are two-dimensional, and agree (same dim; neighbors has as many
  * rows as test), and reads the "distance" attribute into *metric (may be
  * NULL).  Errors: ANN_EFORMAT "<file>: no dataset 'test' (an ann-benchmarks
- * file has train, test and neighbors)", etc.
+ * file has train, test and neighbors)", "<file>: attribute 'dimension' is D but
+ * 'train' has C columns", etc.; ANN_EUNSUPPORTED "<file>: distance 'jaccard' is
+ * not supported: ..." for binary sets (also type sparse, point_type bit).
  */
 int ds_hdf5_open(const char *path, ds_hdf5 **out, ann_metric *metric);
 

@@ -21,6 +21,7 @@
 #include "engines/core/distance.h"
 #include "engines/core/fileio.h"
 #include "engines/core/stagedir.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 
@@ -197,7 +198,8 @@ static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
     json_t *extra = NULL;
     uint64_t size = 0, rows = 0;
     uint32_t dim = 0;
-    int have_size = 0, have_dim = 0, done_vectors = 0;
+    int have_size = 0, have_dim = 0, done_vectors = 0, prog_open = 0;
+    ann_progress prog;
     char key[256], word[80];
     const char *names[3] = { "base.fbin", "query.fbin", "warmup.fbin" };
     uint64_t counts[3] = { 0, 0, 0 };
@@ -275,6 +277,8 @@ static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
                     goto out;
                 o.open[i] = 1;
             }
+            ann_progress_begin(&prog, "read GloVe vectors (wink JSON)", size, "vectors");
+            prog_open = 1;
             if ((rc = sc_expect(&s, '{')))
                 goto out;
             if (sc_ws(&s) == '}')
@@ -329,6 +333,7 @@ static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
                         goto out;
                     counts[r]++;
                     rows++;
+                    ann_progress_add(&prog, 1);
                     int c = sc_ws(&s);
                     s.pos++;
                     if (c == '}')
@@ -339,6 +344,8 @@ static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
                     }
                 }
             done_vectors = 1;
+            prog_open = 0;
+            ann_progress_end(&prog);
         } else {
             if ((rc = sc_skip(&s)))
                 goto out;
@@ -387,6 +394,8 @@ static int wink_convert_into(const ds_wink_spec *sp, const char *dir)
                                   ds_norm_stats_json(&stats[2])));
     rc = ann_bundle_finish(dir, sp->name, ANN_METRIC_COSINE, sp->gt_k, extra);
 out:
+    if (prog_open)
+        ann_progress_end(&prog);
     for (int i = 0; i < 3; i++)
         if (o.open[i])
             ann_vecwriter_abort(&o.w[i]);

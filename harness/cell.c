@@ -34,6 +34,7 @@
 #include "cgroups/devstat.h"
 #include "cgroups/evict.h"
 #include "harness/metrics.h"
+#include "harness/tune.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -252,6 +253,70 @@ static int write_latencies(const char *path, const uint64_t *lat_ns, uint32_t nq
     return 0;
 }
 
+/*
+ * Tune the cell's target effort (harness/tune.h) on the warm-up queries and
+ * their exact ground truth (spec "tune_gt_path", computed by the runner),
+ * then set it in search.  *report receives what the tuning did.
+ */
+static int tune_cell(cell_state *s, const json_t *spec, json_t *search, const char *param,
+                     double target, uint32_t k, json_t **report)
+{
+    int rc = 0;
+    ann_gt gt = { 0 };
+    float *warm = NULL;
+    ann_vecsrc *base = NULL;
+    uint32_t n_warm = 0;
+    const char *gt_path = json_string_value(json_object_get(spec, "tune_gt_path"));
+    if (!gt_path || !s->ds.n_warmup)
+        return ann_fail(ANN_EPARAM,
+                        "search.%s: a target recall is found on warm-up queries, and dataset %s has "
+                        "none (no warmup.fbin); it is never tuned on the test queries",
+                        param, s->ds.name);
+    const ann_param_spec *sp = NULL;
+    for (const ann_param_spec *p = s->ops->search_params; p && p->name; p++)
+        if (!strcmp(p->name, param))
+            sp = p;
+    if (!sp)
+        return ann_fail(ANN_EPARAM, "search.%s: not a search parameter of %s", param, s->ops->name);
+    if ((rc = ann_gt_load(gt_path, s->ds.n, &gt)) || (rc = ann_bundle_warmup(&s->ds, &warm, &n_warm)) ||
+        (rc = ann_bundle_base(&s->ds, &base)))
+        goto out;
+    if (gt.nq > n_warm || gt.k < k) {
+        rc = ann_fail(ANN_ECORRUPT, "%s: %u x %u ground truth for %u warm-up queries at k=%u", gt_path,
+                      gt.nq, gt.k, n_warm, k);
+        goto out;
+    }
+    harness_tune_in in = { .ops = s->ops, .eng = s->eng, .search = search, .param = param,
+                           .target = target, .spec = sp, .k = k, .queries = warm, .nq = gt.nq,
+                           .gt = &gt, .base = base };
+    int64_t found = 0;
+    if ((rc = harness_tune_run(&in, &found, report)))
+        goto out;
+    json_object_set_new(search, param, json_integer(found));
+out:
+    ann_gt_free(&gt);
+    free(warm);
+    ann_vecsrc_destroy(base);
+    return rc;
+}
+
+/* The ids each query returned in the first latency pass, as a ground-truth
+ * file of ids only (vecfile.h), -1 past what a query returned: what
+ * `annlab export` turns into other tools' result files. */
+static int write_neighbors(const char *path, const uint32_t *ids, const uint32_t *counts,
+                           uint32_t nq, uint32_t k)
+{
+    ann_gt g = { .nq = nq, .k = k, .ids = malloc((size_t)nq * k * sizeof(int32_t)) };
+    if (!g.ids)
+        return ann_fail(-ENOMEM, "%s: no memory", path);
+    for (uint32_t q = 0; q < nq; q++)
+        for (uint32_t r = 0; r < k; r++)
+            g.ids[(size_t)q * k + r] = r < counts[q] ? (int32_t)ids[(size_t)q * k + r] : -1;
+    int rc = ann_gt_save(path, &g);
+    free(g.ids);
+    return rc;
+}
+
 static int write_json_atomic(const json_t *v, const char *path)
 {
     char tmp[4200];
@@ -281,6 +346,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     json_error_t jerr;
     cell_state s = { 0 };
     json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL, *open_report = NULL;
+    json_t *search = NULL, *tuned = NULL; /* the search parameters measured; a target's report */
     /* a cell in a cgroup starts only once the runner has moved it there */
     const char *gate_fd = getenv("ANNLAB_CG_GATE_FD");
     int in_cg = gate_fd != NULL;
@@ -302,6 +368,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     const char *dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
     const char *index_dir = json_string_value(json_object_get(spec, "index_dir"));
     const char *latency_path = json_string_value(json_object_get(spec, "latency_path"));
+    const char *neighbors_path = json_string_value(json_object_get(spec, "neighbors_path"));
     uint32_t k = (uint32_t)json_integer_value(json_object_get(spec, "k"));
     uint32_t threads = (uint32_t)json_integer_value(json_object_get(cell, "threads"));
     uint32_t reps = (uint32_t)json_integer_value(json_object_get(spec, "repeats"));
@@ -375,8 +442,18 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     }
     if (s.ops->open_report)
         open_report = s.ops->open_report(s.eng);
+    /* a target recall: find the effort on the warm-up queries first (before
+     * cold eviction and warm-up, so neither is disturbed) */
+    search = json_deep_copy(json_object_get(cell, "search"));
+    if (!search)
+        search = json_object();
+    const char *tparam;
+    double target;
+    if (harness_tune_target(search, &tparam, &target) &&
+        (rc = tune_cell(&s, spec, search, tparam, target, k, &tuned)))
+        goto out;
     for (; s.nctx < threads; s.nctx++) {
-        rc = s.ops->ctx_new(s.eng, json_object_get(cell, "search"), k, &s.ctxs[s.nctx]);
+        rc = s.ops->ctx_new(s.eng, search, k, &s.ctxs[s.nctx]);
         if (rc)
             goto out;
     }
@@ -527,6 +604,8 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     }
     if ((rc = write_latencies(latency_path, s.lat_ns, nq, reps)))
         goto out;
+    if (neighbors_path && (rc = write_neighbors(neighbors_path, s.ids, s.counts, nq, k)))
+        goto out;
 
     double nall = (double)nq * reps;
     (void)res_files;
@@ -564,6 +643,10 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     json_object_set_new(es, "stages_ns", harness_stages_json(&sum, nall));
     json_object_set_new(result, "engine_stats", es);
     json_object_set_new(result, "open_report", open_report ? open_report : json_null());
+    if (tuned) {
+        json_object_set(result, "search_used", search);
+        json_object_set(result, "target_recall", tuned);
+    }
     open_report = NULL;
     devstat_delta dd;
     devstat_diff(&ds0, &ds1, &dd);
@@ -622,6 +705,8 @@ out:
     json_decref(qps_evict);
     json_decref(warm);
     json_decref(open_report);
+    json_decref(search);
+    json_decref(tuned);
     json_decref(spec);
     return rc ? (ann_is_transient(rc) ? HARNESS_EXIT_TRANSIENT : 1) : 0;
 }

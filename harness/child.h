@@ -35,13 +35,14 @@ int harness_build_main(const char *spec_path);
  * Cell spec: {"cell": {engine, label, build, open, search, mode, threads,
  * memory_cap_bytes, id}, "k", "dataset_dir", "index_dir", "queries" (0 =
  * all), "warmup_queries", "repeats", "qps_min_seconds", "drop_caches",
- * "latency_path"}.  Runs the measurement protocol of DESIGN.md (cold or
+ * "latency_path", "neighbors_path" (optional)}.  Runs the measurement protocol of DESIGN.md (cold or
  * warm preparation, single-thread latency pass, T-thread QPS pass, recall,
  * memory, device reads, engine stats) and writes one JSON object to
  * out_path atomically (temporary + rename) and the raw per-query latencies
- * to latency_path.  Returns the exit code: 0 when the cell's figures are
- * written, HARNESS_EXIT_TRANSIENT or 1 with the error on stderr (the
- * runner records it as the cell's reason).
+ * to latency_path, the ids each query returned (first pass) to neighbors_path
+ * (vecfile.h ground-truth format, ids only, -1 padding).  Returns the exit
+ * code: 0 when the cell's figures are written, HARNESS_EXIT_TRANSIENT or 1
+ * with the error on stderr (the runner records it as the cell's reason).
  */
 int harness_cell_main(const char *spec_path, const char *out_path);
 

@@ -10,12 +10,20 @@
  * a change stands out of the noise.  A figure that worsens past its
  * tolerance, an ok cell that now fails, or a cell missing from the new run
  * is a regression.
+ *
+ * What is judged is honest about what the runs can show: timings need the
+ * spread of repeats (a run of one repeat per cell gates recall and reads
+ * only) and one machine (runs whose machine.json differ, or lack one, gate
+ * recall, reads and peak RSS); a config change is named, and the cells it
+ * removed are dropped, not missing.
  */
 #include "harness/compare.h"
 
 #include "engines/core/status.h"
 #include "harness/run.h"
+#include "harness/config.h"
 #include "harness/measure.h"
+#include "harness/summary.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,6 +41,10 @@ void cmp_options_default(cmp_options *o)
     o->spread_factor = 3.0;
     o->rss_rel = 0.10;
     o->build_rel = 0.50;
+    o->gate_timings = 1;
+    o->why_not_timed = NULL;
+    o->new_expansion = NULL;
+    o->config_diff = NULL;
 }
 
 /* Cores other processes kept busy while a cell ran (its machine_cpu record);
@@ -262,6 +274,63 @@ static double tolerance_of(const figure *f, const cmp_options *o, double spread,
     return t > floor ? t : floor;
 }
 
+/* The fewest repeats any cell of a run was measured with: cells recorded
+ * once per repeat, or once with every repeat inside (per_repeat, "repeats"). */
+static int min_repeats(const groups *gs)
+{
+    int m = 0;
+    for (int i = 0; i < gs->n; i++) {
+        const group *g = &gs->g[i];
+        if (g->ok == 0)
+            continue;
+        int r = g->ok;
+        for (size_t f = 0; f < NFIG; f++)
+            if (figures[f].repeats && g->nreps[f] > r)
+                r = g->nreps[f];
+        long long field = (long long)json_integer_value(json_object_get(g->first, "repeats"));
+        if (field * g->ok > r)
+            r = (int)(field * g->ok);
+        if (m == 0 || r < m)
+            m = r;
+    }
+    return m;
+}
+
+/* Whether the new config still has a cell of these parameters. */
+static int in_expansion(const json_t *expansion, const json_t *cell)
+{
+    static const char *const objs[] = { "build", "open", "search" };
+    size_t i;
+    const json_t *e;
+    json_array_foreach(expansion, i, e) {
+        int same = json_equal(json_object_get(e, "engine"), json_object_get(cell, "engine")) &&
+                   json_equal(json_object_get(e, "mode"), json_object_get(cell, "mode")) &&
+                   json_integer_value(json_object_get(e, "threads")) ==
+                       json_integer_value(json_object_get(cell, "threads"));
+        const json_t *ca = json_object_get(e, "memory_cap_bytes"), *cb = json_object_get(cell, "memory_cap_bytes");
+        same = same && (json_is_null(ca) || !ca) == (json_is_null(cb) || !cb) &&
+               json_integer_value(ca) == json_integer_value(cb);
+        for (size_t k = 0; same && k < 3; k++) {
+            json_t *empty = json_object();
+            const json_t *x = json_object_get(e, objs[k]), *y = json_object_get(cell, objs[k]);
+            same = json_equal(x ? x : empty, y ? y : empty);
+            json_decref(empty);
+        }
+        if (same)
+            return 1;
+    }
+    return 0;
+}
+
+/* A figure's value for the table and report: bytes in KiB/MiB/GiB. */
+static void fig_value(const figure *f, double v, const char *numfmt, char *buf, size_t len)
+{
+    if (!strcmp(f->name, "peak RSS"))
+        harness_fmt_bytes(v, buf, len);
+    else
+        snprintf(buf, len, numfmt, v);
+}
+
 int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, const char *base_name,
               const char *new_name, FILE *table, FILE *report, cmp_result *res)
 {
@@ -275,6 +344,32 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
         groups_free(&a);
         return rc;
     }
+    /* what may be judged: timings need repeats (their noise) and one machine */
+    int reps_a = min_repeats(&a), reps_b = min_repeats(&b);
+    int one_repeat = (reps_a == 1) || (reps_b == 1);
+    res->timings_gated = o->gate_timings && !one_repeat;
+    res->rss_gated = !one_repeat;
+    char notes[2048] = "";
+    size_t nl = 0;
+    if (one_repeat)
+        nl += (size_t)snprintf(notes + nl, sizeof notes - nl,
+                               "- timings and peak RSS not gated: %s %s one repeat per cell, so their "
+                               "noise cannot be measured; recall and reads per query are gated "
+                               "(\"repeats\": 3 or more gates timings)\n",
+                               reps_a == 1 && reps_b == 1 ? "both runs" : reps_a == 1 ? base_name : new_name,
+                               reps_a == 1 && reps_b == 1 ? "have" : "has");
+    else if (!o->gate_timings)
+        nl += (size_t)snprintf(notes + nl, sizeof notes - nl,
+                               "- timings not gated: %s; recall, reads per query and peak RSS are "
+                               "gated\n",
+                               o->why_not_timed ? o->why_not_timed : "asked");
+    if (o->config_diff && nl < sizeof notes)
+        nl += (size_t)snprintf(notes + nl, sizeof notes - nl,
+                               "- the configs differ: %s. Cells of the base run that the new config "
+                               "no longer has are dropped, not missing\n",
+                               o->config_diff);
+    if (table && notes[0])
+        fprintf(table, "%s\n", notes);
     /* flagged lines collected for the compact report */
     size_t rep_cap = 1 << 16, rep_len = 0;
     char *rep = calloc(1, rep_cap);
@@ -293,6 +388,13 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
         char label[512];
         if (c < 0) {
             label_of(a.g[i].first, label, sizeof label);
+            if (o->new_expansion && !in_expansion(o->new_expansion, a.g[i].first)) {
+                res->dropped++;
+                if (table)
+                    fprintf(table, "%-58s not in the new config (dropped)\n", label);
+                i++;
+                continue;
+            }
             res->missing++;
             if (table)
                 fprintf(table, "%-58s missing from the new run  REGRESSION\n", label);
@@ -341,7 +443,13 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
             double change = fig->kind == TOL_ABS ? mb - ma : (ma != 0 ? mb / ma - 1.0 : 0.0);
             double worse = fig->higher_better ? -change : change;
             const char *verdict = "";
-            if (worse > tol) {
+            int gated = fig->kind == TOL_NOISY         ? res->timings_gated
+                        : !strcmp(fig->name, "peak RSS") ? res->rss_gated
+                                                         : 1;
+            if (!gated) {
+                if (worse > tol || -worse > tol)
+                    verdict = "(not gated)";
+            } else if (worse > tol) {
                 verdict = "REGRESSION";
                 res->regressions++;
             } else if (-worse > tol) {
@@ -360,30 +468,39 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
              * beside the verdict (the verdict stands; the reader judges) */
             char busy[96] = "";
             double oa = others_cores(ga->first), ob = others_cores(gb->first);
-            if (*verdict && fig->kind == TOL_NOISY && (oa >= HARNESS_BUSY_CORES || ob >= HARNESS_BUSY_CORES))
+            if (gated && *verdict && fig->kind == TOL_NOISY &&
+                (oa >= HARNESS_BUSY_CORES || ob >= HARNESS_BUSY_CORES))
                 snprintf(busy, sizeof busy, " (machine busy: other processes %.2f -> %.2f cores)",
                          oa < 0 ? 0 : oa, ob < 0 ? 0 : ob);
+            char va[32], vb[32], sa4[32], sb4[32];
+            fig_value(fig, ma, "%.5g", va, sizeof va);
+            fig_value(fig, mb, "%.5g", vb, sizeof vb);
+            fig_value(fig, ma, "%.4g", sa4, sizeof sa4);
+            fig_value(fig, mb, "%.4g", sb4, sizeof sb4);
             if (table)
-                fprintf(table, "%-58s %-9s %12.5g %12.5g %9s %8s  %s%s\n", label, fig->name, ma,
-                        mb, chg, tolbuf, verdict, busy);
-            if (*verdict) {
+                fprintf(table, "%-58s %-9s %12s %12s %9s %8s  %s%s\n", label, fig->name, va, vb, chg,
+                        tolbuf, verdict, busy);
+            if (*verdict && gated) {
                 if (fig->kind == TOL_NOISY)
-                    REP("| %s | %s | %.4g | %.4g | %s (spread %.0f%%) | %s | %s%s |\n", label,
-                        fig->name, ma, mb, chg, 100 * spread, tolbuf,
+                    REP("| %s | %s | %s | %s | %s (spread %.0f%%) | %s | %s%s |\n", label,
+                        fig->name, sa4, sb4, chg, 100 * spread, tolbuf,
                         worse > tol ? "**regression**" : "improved", busy);
                 else
-                    REP("| %s | %s | %.4g | %.4g | %s | %s | %s |\n", label, fig->name, ma, mb,
-                        chg, tolbuf, worse > tol ? "**regression**" : "improved");
+                    REP("| %s | %s | %s | %s | %s | %s | %s |\n", label, fig->name, sa4, sb4, chg,
+                        tolbuf, worse > tol ? "**regression**" : "improved");
             }
         }
     }
     if (report) {
         fprintf(report, "## annlab compare: `%s` -> `%s`\n\n", base_name, new_name);
         fprintf(report,
-                "%d cells matched; **%d regression%s**, %d improvement%s, %d missing, %d new.\n\n",
+                "%d cells matched; **%d regression%s**, %d improvement%s, %d missing, %d new",
                 res->matched, res->regressions + res->missing,
                 res->regressions + res->missing == 1 ? "" : "s", res->improvements,
                 res->improvements == 1 ? "" : "s", res->missing, res->added);
+        if (res->dropped)
+            fprintf(report, ", %d dropped by the new config", res->dropped);
+        fprintf(report, ".\n\n%s%s", notes, notes[0] ? "\n" : "");
         if (rep_len) {
             fprintf(report, "| cell | figure | base | new | change | tolerance | verdict |\n");
             fprintf(report, "| --- | --- | --- | --- | --- | --- | --- |\n");
@@ -403,6 +520,108 @@ int cmp_cells(const json_t *base, const json_t *fresh, const cmp_options *o, con
     groups_free(&a);
     groups_free(&b);
     return 0;
+}
+
+/* ---- what differs between two runs' configs and machines ---------------- */
+
+typedef struct diff_buf {
+    char *buf;
+    size_t len, used;
+    int n, shown;
+} diff_buf;
+
+static void diff_add(diff_buf *d, const char *path, const json_t *a, const json_t *b)
+{
+    d->n++;
+    if (d->shown >= 8)
+        return;
+    char *sa = a ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    char *sb = b ? json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    if (d->used < d->len)
+        d->used += (size_t)snprintf(d->buf + d->used, d->len - d->used, "%s%s: %s -> %s",
+                                    d->shown ? "; " : "", path, sa ? sa : "(absent)",
+                                    sb ? sb : "(absent)");
+    d->shown++;
+    free(sa);
+    free(sb);
+}
+
+static void diff_json(diff_buf *d, const char *path, const json_t *a, const json_t *b)
+{
+    char sub[1024];
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)a, key, v) {
+            if (!path[0] && !strcmp(key, "description"))
+                continue;
+            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+            diff_json(d, sub, v, json_object_get(b, key));
+        }
+        json_object_foreach((json_t *)b, key, v) {
+            if ((!path[0] && !strcmp(key, "description")) || json_object_get(a, key))
+                continue;
+            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+            diff_add(d, sub, NULL, v);
+        }
+    } else if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b) &&
+               json_array_size(a) && (json_is_object(json_array_get(a, 0)) || json_is_array(json_array_get(a, 0)))) {
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            diff_json(d, sub, json_array_get(a, i), json_array_get(b, i));
+        }
+    } else if (!a || !b || !json_equal(a, b)) {
+        diff_add(d, path[0] ? path : "(top level)", a, b);
+    }
+}
+
+int cmp_config_diff(const json_t *a, const json_t *b, char *buf, size_t len)
+{
+    diff_buf d = { buf, len, 0, 0, 0 };
+    buf[0] = '\0';
+    diff_json(&d, "", a, b);
+    if (d.n > d.shown && d.used < len)
+        snprintf(buf + d.used, len - d.used, "; and %d more", d.n - d.shown);
+    return d.n;
+}
+
+int cmp_machine_diff(const json_t *a, const json_t *b, char *buf, size_t len)
+{
+    static const char *const fields[] = { "cpu_model", "topology.packages", "topology.cores",
+                                          "topology.pus", "simd", "disk.model", "disk.rotational",
+                                          "disk.filesystem" };
+    diff_buf d = { buf, len, 0, 0, 0 };
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "%s", fields[i]);
+        char *dot = strchr(path, '.');
+        const json_t *va = a, *vb = b;
+        if (dot) {
+            *dot = '\0';
+            va = json_object_get(va, path);
+            vb = json_object_get(vb, path);
+            *dot = '.';
+        }
+        va = json_object_get(va, dot ? dot + 1 : path);
+        vb = json_object_get(vb, dot ? dot + 1 : path);
+        if (!json_equal(va, vb) && (va || vb))
+            diff_add(&d, fields[i], va, vb);
+    }
+    double ma = json_number_value(json_object_get(a, "memory_bytes"));
+    double mb = json_number_value(json_object_get(b, "memory_bytes"));
+    if (fabs(ma - mb) > 0.02 * fmax(ma, mb)) {
+        char sa[32], sb[32], what[96];
+        harness_fmt_bytes(ma, sa, sizeof sa);
+        harness_fmt_bytes(mb, sb, sizeof sb);
+        snprintf(what, sizeof what, "memory %s -> %s", sa, sb);
+        d.n++;
+        if (d.shown < 8 && d.used < len) {
+            d.used += (size_t)snprintf(buf + d.used, len - d.used, "%s%s", d.shown ? "; " : "", what);
+            d.shown++;
+        }
+    }
+    return d.n;
 }
 
 int cmp_load_cells(const char *run, json_t **out)
@@ -528,13 +747,33 @@ static int plot_overlay(const json_t *base, const json_t *fresh, const char *png
     return 0;
 }
 
+/* A file of the run directory holding run (a directory, or its cells.jsonl). */
+static json_t *run_file(const char *run, const char *name)
+{
+    char dir[4096], path[4300];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s", run);
+    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return json_load_file(path, 0, NULL);
+}
+
 static void usage(FILE *fp)
 {
     fprintf(fp,
             "usage: annlab compare BASE_RUN NEW_RUN [--report FILE.md] [--plot FILE.png]\n"
             "                      [--recall-tol ABS] [--reads-tol REL] [--latency-tol REL]\n"
             "                      [--spread-factor X] [--rss-tol REL] [--build-tol REL]\n"
-            "BASE_RUN/NEW_RUN: run directories (or cells.jsonl files).\n"
+            "BASE_RUN/NEW_RUN: run directories (or cells.jsonl files; machine.json and\n"
+            "config.json are read beside them).  Timings are judged only when both runs have\n"
+            "repeats >= 2 and their machine.json describe the same machine; a config change is\n"
+            "named and the cells it removed are dropped, not missing.\n"
             "Exit: 0 no regression, 1 regression, 2 usage or input error.\n");
 }
 
@@ -579,7 +818,7 @@ int cmp_cli(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    json_t *a = NULL, *b = NULL;
+    json_t *a = NULL, *b = NULL, *expansion = NULL;
     FILE *rep = NULL;
     int code = 2, rc;
     if ((rc = cmp_load_cells(runs[0], &a)) || (rc = cmp_load_cells(runs[1], &b))) {
@@ -590,8 +829,32 @@ int cmp_cli(int argc, char **argv)
         fprintf(stderr, "annlab compare: %s: %s\n", report_path, strerror(errno));
         goto out;
     }
+    /* timings only between runs on one machine; a config change is named */
+    json_t *ma = run_file(runs[0], "machine.json"), *mb = run_file(runs[1], "machine.json");
+    json_t *ca = run_file(runs[0], "config.json"), *cb = run_file(runs[1], "config.json");
+    char mdiff[1024], cdiff[2048], why[1200];
+    if (!ma || !mb) {
+        snprintf(why, sizeof why,
+                 "no machine.json beside %s, so whether both runs measured the same machine is "
+                 "unknown",
+                 !ma ? runs[0] : runs[1]);
+        o.gate_timings = 0;
+        o.why_not_timed = why;
+    } else if (cmp_machine_diff(ma, mb, mdiff, sizeof mdiff) > 0) {
+        snprintf(why, sizeof why, "the runs measured different machines (%s)", mdiff);
+        o.gate_timings = 0;
+        o.why_not_timed = why;
+    }
+    if (ca && cb && cmp_config_diff(ca, cb, cdiff, sizeof cdiff) > 0) {
+        o.config_diff = cdiff;
+        o.new_expansion = expansion = harness_config_expand(cb);
+    }
     cmp_result res;
     rc = cmp_cells(a, b, &o, runs[0], runs[1], stdout, rep ? rep : NULL, &res);
+    json_decref(ma);
+    json_decref(mb);
+    json_decref(ca);
+    json_decref(cb);
     if (rc) {
         fprintf(stderr, "annlab compare: %s\n", ann_errmsg(rc));
         goto out;
@@ -606,5 +869,6 @@ out:
         fclose(rep);
     json_decref(a);
     json_decref(b);
+    json_decref(expansion);
     return code;
 }

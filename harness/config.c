@@ -9,6 +9,7 @@
  * by element for sweeps, so "engines[0].search.L[2]" names the bad value.
  */
 #include "harness/config.h"
+#include "harness/tune.h"
 #include "harness/paper.h"
 
 #include "engines/core/status.h"
@@ -50,6 +51,7 @@ static const cfg_key cfg_keys[] = {
     { "pin_threads", "true or false", 0 },
     { "exclude", "a list of objects", 0 },
     { "tables", "a paper table layout (harness/paper.h)", 0 },
+    { "baseline", "an engine label", 0 },
 };
 
 static const cfg_key *cfg_key_find(const char *name)
@@ -201,6 +203,10 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
         char keypath[512];
         snprintf(keypath, sizeof keypath, "%s.%s", path, key);
         param_report r = { .probs = probs, .index = -1, .prefix_len = strlen(keypath) };
+        if (json_is_object(v)) { /* {"target_recall": R}: harness/tune.h */
+            harness_tune_check(v, key, specs, path, keypath, probs);
+            continue;
+        }
         if (!json_is_array(v)) {
             json_t *one = json_pack("{sO}", key, v);
             ann_params_check(one, specs, path, param_report_fn, &r);
@@ -214,6 +220,12 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
         size_t i;
         json_t *e;
         json_array_foreach(v, i, e) {
+            if (json_is_object(e) && json_object_get(e, "target_recall")) {
+                char ip[600];
+                snprintf(ip, sizeof ip, "%s[%zu]", keypath, i);
+                harness_tune_check(e, key, specs, path, ip, probs);
+                continue;
+            }
             if (json_is_array(e) || json_is_object(e)) {
                 harness_problem(probs, "%s[%zu]: a sweep value must be a scalar", keypath, i);
                 continue;
@@ -318,6 +330,29 @@ static void check_at_least_k(const json_t *cfg, const json_t *e, const ann_engin
                             (long long)json_integer_value(v), k);
         }
     }
+}
+
+/* "baseline": the engine (label or engine name) the summary of tables.md
+ * takes its ratios against. */
+static void check_baseline(const json_t *cfg, harness_problems *probs)
+{
+    const json_t *v = json_object_get(cfg, "baseline");
+    if (!v)
+        return;
+    if (!json_is_string(v)) {
+        harness_problem(probs, "baseline: expected an engine label");
+        return;
+    }
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(cfg, "engines"), i, e) {
+        const char *label = json_string_value(json_object_get(e, "label"));
+        const char *engine = json_string_value(json_object_get(e, "engine"));
+        if ((label && !strcmp(label, json_string_value(v))) || (engine && !strcmp(engine, json_string_value(v))))
+            return;
+    }
+    harness_problem(probs, "baseline: \"%s\" is not an engine or label of this config",
+                    json_string_value(v));
 }
 
 static void check_engines(const json_t *cfg, harness_problems *probs)
@@ -588,6 +623,7 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     else if (!json_is_string(name) || !is_name_ok(json_string_value(name)))
         harness_problem(probs, "name: expected a name of letters, digits, '-', '_', '.'");
     check_string(cfg, "description", probs);
+    check_baseline(cfg, probs);
     const json_t *ds = json_object_get(cfg, "dataset");
     if (!ds)
         harness_problem(probs, "dataset: missing (a dataset name or {\"path\": DIR})");

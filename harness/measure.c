@@ -158,8 +158,21 @@ json_t *harness_machine_describe(const char *index_dir)
                                       rot[0] ? rot : "unknown", "stat_source",
                                       dev_ok ? dev.stat_path : dev.reason, "filesystem", fs));
     }
-    /* the commit of the source tree the binary was built in (build/annlab -> ..) */
+    char commit[128];
+    int is_dirty = 0;
+    if (harness_source_commit(commit, sizeof commit, &is_dirty) == 0) {
+        json_object_set_new(m, "git_commit", json_string(commit[0] ? commit : "unknown"));
+        json_object_set_new(m, "git_dirty", json_boolean(is_dirty));
+    }
+    return m;
+}
+
+int harness_source_commit(char *commit, size_t len, int *dirty)
+{
+    /* the source tree the binary was built in (build/annlab -> ..) */
     char exe[PATH_MAX], cmd[PATH_MAX + 200];
+    commit[0] = '\0';
+    *dirty = 0;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
     char *slash = strrchr(exe, '/');
@@ -170,16 +183,14 @@ json_t *harness_machine_describe(const char *index_dir)
              "--untracked-files=no 2>/dev/null | head -1",
              exe[0] ? exe : ".");
     FILE *g = strchr(exe, '\'') ? NULL : popen(cmd, "r");
-    if (g) {
-        char commit[128] = "", dirty[256] = "";
-        if (fgets(commit, sizeof commit, g))
-            commit[strcspn(commit, "\n")] = '\0';
-        int is_dirty = fgets(dirty, sizeof dirty, g) != NULL;
-        pclose(g);
-        json_object_set_new(m, "git_commit", json_string(commit[0] ? commit : "unknown"));
-        json_object_set_new(m, "git_dirty", json_boolean(is_dirty));
-    }
-    return m;
+    if (!g)
+        return -1;
+    char line[256];
+    if (fgets(commit, (int)len, g))
+        commit[strcspn(commit, "\n")] = '\0';
+    *dirty = fgets(line, sizeof line, g) != NULL;
+    pclose(g);
+    return 0;
 }
 
 int harness_cpu_busy_s(double *busy_s)

@@ -7,6 +7,7 @@
 #define ANNLAB_HARNESS_MEASURE_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Reset the process's peak RSS (writes "5" to /proc/self/clear_refs).
@@ -29,6 +30,14 @@ int harness_mem_read(harness_mem *m);
  * of the source tree (when git is available).  New object; NULL on ENOMEM.
  */
 json_t *harness_machine_describe(const char *index_dir);
+
+/*
+ * The git commit of the source tree the running binary was built in (the
+ * repository above build/annlab) into commit (len bytes; "" when git or the
+ * tree is absent), and whether tracked files differ from it.  Runs git.
+ * Returns 0, or -1 when git could not be started.
+ */
+int harness_source_commit(char *commit, size_t len, int *dirty);
 
 /*
  * CPU time the whole machine has spent busy since boot, in seconds: the

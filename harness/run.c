@@ -28,6 +28,9 @@
 #include "datasets/bundle.h"
 #include "datasets/prepare.h"
 #include "harness/measure.h"
+#include "harness/tune.h"
+#include "engines/core/exact.h"
+#include "engines/core/progress.h"
 #include "cgroups/cgroup.h"
 #include "cgroups/devstat.h"
 
@@ -281,14 +284,58 @@ static int out_drain(child_out *o, int fd)
 }
 
 /*
+ * Progress of a child shown by the runner: the child writes "progress: "
+ * lines (engines/core/progress.h) into its log; the runner shows them, on
+ * a terminal as its status line, otherwise as they come (one per 10%).
+ */
+typedef struct child_relay {
+    const char *tag; /* "build diskann-sector", "prepare glove-100-angular" */
+    int tty;
+    off_t off;       /* bytes of the log already looked at */
+} child_relay;
+
+static void relay_poll(child_relay *r, const char *log_path)
+{
+    if (!r)
+        return;
+    int fd = open(log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[8192];
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf - 1, r->off);
+        if (n <= 0)
+            break;
+        buf[n] = '\0';
+        /* whole lines only: a partial last line waits for the next poll */
+        char *end = strrchr(buf, '\n');
+        if (!end)
+            break;
+        *end = '\0';
+        r->off += end - buf + 1;
+        for (char *save = NULL, *line = strtok_r(buf, "\n", &save); line;
+             line = strtok_r(NULL, "\n", &save)) {
+            if (strncmp(line, "progress: ", 10) != 0)
+                continue;
+            if (r->tty)
+                fprintf(stderr, "\r\033[K[%s] %s", r->tag, line + 10);
+            else
+                fprintf(stderr, "%s: %s\n", r->tag, line + 10);
+        }
+    }
+    close(fd);
+}
+
+/*
  * Run argv in a child in its own process group, its stdout and stderr
  * through a pipe into log_path (so that the last line it printed is known
  * even when the log cannot be written: a full output disk); wait for it,
  * killing the group after timeout_s or on Ctrl-C.  keep_fd: a descriptor
  * the child keeps across exec (an index lock it then shares), or -1.
+ * relay (may be NULL) shows the child's progress lines meanwhile.
  */
 static int child_run(char *const argv[], const char *log_path, double timeout_s, child_cg *cg,
-                     int keep_fd, child_result *res)
+                     int keep_fd, child_relay *relay, child_result *res)
 {
     memset(res, 0, sizeof *res);
     cg_gate gate = { { -1, -1 } };
@@ -363,6 +410,9 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         cg_gate_fini(&gate);
     }
     int status = 0, killed = 0, eof = 0, rc = 0;
+    double last_relay = mono_s();
+    if (relay)
+        relay->off = 0;
     for (;;) {
         struct rusage ru;
         pid_t w = wait4(pid, &status, WNOHANG, &ru);
@@ -392,7 +442,12 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             struct timespec ts = { 0, 10 * 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
+        if (relay && mono_s() - last_relay > 0.25) {
+            relay_poll(relay, log_path);
+            last_relay = mono_s();
+        }
     }
+    relay_poll(relay, log_path);
     if (killed)
         kill(-pid, SIGKILL); /* anything the child left in its group */
     if (!eof)
@@ -482,6 +537,7 @@ typedef struct run_ctx {
     int cg_ok;
     dev_t index_dev; /* disk of the index root, for cgroup read counters */
     char owner_tag[48]; /* this run's "<pid>-<start>", in the names of its cgroups */
+    char tune_gt[4400]; /* warm-up queries' exact ground truth, when a cell has a target recall */
 } run_ctx;
 
 static const char *signame(int sig)
@@ -592,24 +648,34 @@ static json_t *load_build_info(const run_ctx *x, const json_t *cell, const char 
  * builders that died (kill -9, a crash) are removed; a live builder's
  * never are.
  */
-static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
+/* The cache directory name of a cell's index (see ensure_build) into
+ * name (32 bytes); *format receives the engine's format version. */
+static void build_name(const run_ctx *rc_, const json_t *cell, char name[32], uint32_t *format)
 {
     const char *engine = json_string_value(json_object_get(cell, "engine"));
     const ann_engine_ops *ops = ann_engine_find(engine); /* validated with the config */
     /* an engine that declares no format (0) counts as format 1 */
-    uint32_t format = ops && ops->format_version ? ops->format_version : 1;
+    *format = ops && ops->format_version ? ops->format_version : 1;
     /* the metric too: two bundles of the same base.fbin (one imported as
      * cosine, one as l2) have the same checksum but need their own index */
     json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
                             json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
                             "metric", ann_metric_name(rc_->ds.metric));
-    char hash[17], name[32];
+    char hash[17];
     harness_json_hash16(key, hash);
     json_decref(key);
-    if (format >= 2)
-        snprintf(name, sizeof name, "%s-f%u", hash, format);
+    if (*format >= 2)
+        snprintf(name, 32, "%s-f%u", hash, *format);
     else
-        snprintf(name, sizeof name, "%s", hash);
+        snprintf(name, 32, "%s", hash);
+}
+
+static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
+{
+    const char *engine = json_string_value(json_object_get(cell, "engine"));
+    char name[32];
+    uint32_t format;
+    build_name(rc_, cell, name, &format);
     json_t *b = json_object_get(rc_->builds, name);
     if (b)
         return b;
@@ -712,8 +778,13 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         fprintf(stderr, "building %s index %s\n", engine, name);
     char *argv[] = { rc_->exe, "build", spec_path, NULL };
     child_result res;
+    /* the child's stderr is its log, so its progress comes in lines per 10%,
+     * which the runner shows */
+    char tag[200];
+    snprintf(tag, sizeof tag, "build %s", engine);
+    child_relay relay = { .tag = tag, .tty = rc_->tty };
     rc = child_run(argv, log_path, harness_cfg_real(rc_->cfg, "build_timeout_s"), NULL, lock.fd,
-                   &res);
+                   &relay, &res);
     /* a killed child could not clean up after itself: its temporary is now a
      * dead owner's (a live sibling's never is: it would hold the lock) */
     if (rc || res.interrupted || res.timed_out || res.signaled)
@@ -828,11 +899,14 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         goto done;
     }
     char spec_path[4400], out_path[4400], log_path[4400], lat_path[4400], lat_rel[64];
+    char nb_path[4400], nb_rel[64];
     snprintf(spec_path, sizeof spec_path, "%s/specs/%s.json", x->out_dir, id);
     snprintf(out_path, sizeof out_path, "%s/specs/%s.result.json", x->out_dir, id);
     snprintf(log_path, sizeof log_path, "%s/logs/%s.log", x->out_dir, id);
     snprintf(lat_rel, sizeof lat_rel, "latencies/%s.txt", id);
     snprintf(lat_path, sizeof lat_path, "%s/%s", x->out_dir, lat_rel);
+    snprintf(nb_rel, sizeof nb_rel, "neighbors/%s.ibin", id);
+    snprintf(nb_path, sizeof nb_path, "%s/%s", x->out_dir, nb_rel);
     unlink(out_path);
     json_t *spec = json_pack(
         "{s:O, s:I, s:s, s:O, s:I, s:I, s:I, s:f, s:b, s:b, s:s}", "cell", cell, "k",
@@ -843,6 +917,9 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         harness_cfg_real(x->cfg, "qps_min_seconds"), "drop_caches",
         harness_cfg_bool(x->cfg, "drop_caches"), "pin_threads",
         harness_cfg_bool(x->cfg, "pin_threads"), "latency_path", lat_path);
+    json_object_set_new(spec, "neighbors_path", json_string(nb_path));
+    if (x->tune_gt[0])
+        json_object_set_new(spec, "tune_gt_path", json_string(x->tune_gt));
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc)
@@ -867,7 +944,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     if (harness_cpu_busy_s(&busy0))
         busy0 = -1;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
-                   in_cg ? &cg : NULL, -1, &res);
+                   in_cg ? &cg : NULL, -1, NULL, &res);
     if (rc)
         return rc;
     if (busy0 < 0 || harness_cpu_busy_s(&busy1))
@@ -903,6 +980,7 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         json_object_update(r, figures);
         json_decref(figures);
         json_object_set_new(r, "latency_file", json_string(lat_rel));
+        json_object_set_new(r, "neighbors_file", json_string(nb_rel));
         unlink(out_path);
     }
     json_object_set_new(r, "status", json_string(status));
@@ -924,13 +1002,146 @@ static void describe_cell(const json_t *c, char *buf, size_t len)
 {
     char *s = json_dumps(json_object_get(c, "search"), JSON_COMPACT | JSON_SORT_KEYS);
     char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
-    snprintf(buf, len, "%s %s T=%lld build=%s search=%s%s",
+    char *o = json_dumps(json_object_get(c, "open"), JSON_COMPACT | JSON_SORT_KEYS);
+    int has_open = o && strcmp(o, "{}");
+    snprintf(buf, len, "%s %s T=%lld build=%s%s%s search=%s%s",
              json_string_value(json_object_get(c, "label")),
              json_string_value(json_object_get(c, "mode")),
-             (long long)json_integer_value(json_object_get(c, "threads")), b ? b : "{}", s ? s : "{}",
+             (long long)json_integer_value(json_object_get(c, "threads")), b ? b : "{}",
+             has_open ? " open=" : "", has_open ? o : "", s ? s : "{}",
              json_is_null(json_object_get(c, "memory_cap_bytes")) ? "" : " capped");
     free(s);
     free(b);
+    free(o);
+}
+
+static int latest_run(const char *name, char *out, size_t len);
+
+/* Cells of a run directory by id (an empty object when there are none). */
+static json_t *cells_by_id(const char *dir)
+{
+    json_t *cells = NULL, *by = json_object();
+    if (dir && dir[0] && harness_cells_load(dir, &cells) == 0) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(cells, i, c)
+            if (json_is_string(json_object_get(c, "id")))
+                json_object_set(by, json_string_value(json_object_get(c, "id")), c);
+    }
+    json_decref(cells);
+    return by;
+}
+
+/*
+ * `annlab run --dry-run`: the cells with every parameter (build, open,
+ * search), which indexes are already built, and the time the run should
+ * take, from what the same cells and builds took in this config's last
+ * run here (and in --out's own cells.jsonl when resuming); cells and
+ * builds never timed here are counted and said, not guessed.
+ */
+static void dry_run_report(run_ctx *x, const char *name, const char *only, const char *prepare_name,
+                           int ds_ok)
+{
+    json_t *list = harness_config_expand(x->cfg);
+    char prev_dir[4096] = "";
+    if (name && latest_run(name, prev_dir, sizeof prev_dir) != 0)
+        prev_dir[0] = '\0';
+    json_t *prev = cells_by_id(prev_dir), *done = cells_by_id(x->out_dir);
+    size_t i, shown = 0, recorded = 0, untimed_cells = 0, nbuilds = 0, cached = 0, untimed_builds = 0;
+    double est = 0;
+    json_t *c;
+    printf("cells:\n");
+    json_array_foreach(list, i, c) {
+        if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
+            strcmp(only, json_string_value(json_object_get(c, "label"))))
+            continue;
+        shown++;
+        const char *id = json_string_value(json_object_get(c, "id"));
+        char desc[1024], when[96] = "";
+        describe_cell(c, desc, sizeof desc);
+        const json_t *had = json_object_get(done, id);
+        if (had) {
+            recorded++;
+            snprintf(when, sizeof when, "  [already recorded: skipped by --resume]");
+        } else {
+            const json_t *p = json_object_get(prev, id);
+            const json_t *s = json_object_get(p, "cell_seconds");
+            if (json_is_number(s)) {
+                est += json_number_value(s);
+                char d[32];
+                ann_progress_duration(json_number_value(s), d, sizeof d);
+                snprintf(when, sizeof when, "  [%s last time]", d);
+            } else {
+                untimed_cells++;
+            }
+        }
+        printf("  %s %s%s\n", id, desc, when);
+    }
+    printf("builds:\n");
+    if (!ds_ok) {
+        printf("  (the dataset is not prepared yet: every index is built after it; times unknown)\n");
+    } else {
+        json_t *seen = json_object();
+        json_array_foreach(list, i, c) {
+            if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
+                strcmp(only, json_string_value(json_object_get(c, "label"))))
+                continue;
+            char bname[32], index_dir[4300], path[4400];
+            uint32_t format;
+            build_name(x, c, bname, &format);
+            const char *engine = json_string_value(json_object_get(c, "engine"));
+            snprintf(index_dir, sizeof index_dir, "%s/%s/%s", x->index_root, engine, bname);
+            if (json_object_get(seen, index_dir))
+                continue;
+            json_object_set_new(seen, index_dir, json_true());
+            nbuilds++;
+            char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
+            snprintf(path, sizeof path, "%s/build.json", index_dir);
+            json_t *info = json_load_file(path, 0, NULL);
+            if (info && recorded_format(info) == (long long)format) {
+                cached++;
+                printf("  %s build=%s: cached in %s\n", engine, b ? b : "{}", index_dir);
+            } else {
+                /* what building it took in the last run */
+                double took = -1;
+                const char *key;
+                json_t *p;
+                json_object_foreach(prev, key, p) {
+                    const json_t *ix = json_object_get(p, "index");
+                    if (!strcmp(json_string_value(json_object_get(ix, "dir")) ?: "", index_dir) &&
+                        json_is_number(json_object_get(ix, "build_seconds")))
+                        took = json_number_value(json_object_get(ix, "build_seconds"));
+                }
+                if (took >= 0) {
+                    char d[32];
+                    ann_progress_duration(took, d, sizeof d);
+                    est += took;
+                    printf("  %s build=%s: to build into %s (%s last time)\n", engine, b ? b : "{}",
+                           index_dir, d);
+                } else {
+                    untimed_builds++;
+                    printf("  %s build=%s: to build into %s (never built here: time unknown)\n", engine,
+                           b ? b : "{}", index_dir);
+                }
+            }
+            json_decref(info);
+            free(b);
+        }
+        json_decref(seen);
+    }
+    char d[32];
+    ann_progress_duration(est, d, sizeof d);
+    printf("%zu cells (%zu already recorded); %zu builds (%zu cached); dataset %s%s; output %s\n", shown,
+           recorded, nbuilds, cached, x->dataset_dir, prepare_name ? " (would be prepared)" : "",
+           x->out_dir);
+    printf("estimated time: about %s", d);
+    if (untimed_cells || untimed_builds || prepare_name)
+        printf(" plus what was never timed here: %zu cells, %zu builds%s", untimed_cells, untimed_builds,
+               prepare_name ? ", the dataset's preparation" : "");
+    printf(" (from %s)\n", prev_dir[0] ? prev_dir : "no earlier run of this config");
+    json_decref(prev);
+    json_decref(done);
+    json_decref(list);
 }
 
 static void figures_line(const json_t *r, char *buf, size_t len)
@@ -942,16 +1153,82 @@ static void figures_line(const json_t *r, char *buf, size_t len)
     }
     const json_t *lat = json_object_get(r, "latency_us");
     const json_t *dev = json_object_get(r, "device");
-    snprintf(buf, len, "recall=%.3f p50=%.0fus p99=%.0fus qps=%.0f dev_reads/q=%.2f",
+    /* the cell's own reads (its cgroup's) when counted, else the whole disk's */
+    const json_t *cg = json_object_get(json_object_get(dev, "cgroup"), "reads_per_query");
+    snprintf(buf, len, "recall=%.3f p50=%.0fus p99=%.0fus qps=%.0f dev_reads/q=%.2f%s",
              json_number_value(json_object_get(r, "recall")), json_number_value(json_object_get(lat, "p50")),
              json_number_value(json_object_get(lat, "p99")), json_number_value(json_object_get(r, "qps")),
-             json_number_value(json_object_get(dev, "reads_per_query")));
+             json_number_value(cg ? cg : json_object_get(dev, "reads_per_query")), cg ? "" : " (disk)");
     /* a figure taken while other processes kept a core busy says so */
     const json_t *oc = json_object_get(json_object_get(r, "machine_cpu"), "others_cores");
     if (json_is_number(oc) && json_number_value(oc) >= HARNESS_BUSY_CORES) {
         size_t n = strlen(buf);
         snprintf(buf + n, len - n, " [other processes busy: %.2f cores]", json_number_value(oc));
     }
+}
+
+/*
+ * Cells with a target recall tune their effort on the warm-up queries
+ * (harness/tune.h) against exact ground truth, computed here once per run
+ * into <out>/tune/warmup-gt.ibin (kept for --resume): the first
+ * warmup_queries warm-up queries (1000 when warm-up is off), depth k.
+ * Without warm-up queries nothing is computed and those cells fail saying so.
+ */
+static int prepare_tune_gt(run_ctx *x, const json_t *cells)
+{
+    int need = 0;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cells, i, c) {
+        const char *p;
+        double t;
+        if (!json_is_true(json_object_get(c, "filtered")) &&
+            harness_tune_target(json_object_get(c, "search"), &p, &t))
+            need = 1;
+    }
+    if (!need || !x->ds.n_warmup)
+        return 0;
+    int64_t want = harness_cfg_int(x->cfg, "warmup_queries");
+    uint32_t n = (uint32_t)(want > 0 ? want : 1000), k = (uint32_t)harness_cfg_int(x->cfg, "k");
+    if (n > x->ds.n_warmup)
+        n = x->ds.n_warmup;
+    char dir[4300], path[4400];
+    snprintf(dir, sizeof dir, "%s/tune", x->out_dir);
+    snprintf(path, sizeof path, "%s/warmup-gt.ibin", dir);
+    int rc = mkdirs(dir);
+    if (rc)
+        return rc;
+    ann_gt gt = { 0 };
+    if (ann_gt_load(path, x->ds.n, &gt) == 0 && gt.nq == n && gt.k == k) {
+        ann_gt_free(&gt);
+        snprintf(x->tune_gt, sizeof x->tune_gt, "%s", path);
+        return 0;
+    }
+    ann_gt_free(&gt);
+    ann_err_clear();
+    float *warm = NULL;
+    uint32_t n_warm = 0;
+    ann_vecsrc *base = NULL;
+    gt = (ann_gt){ .nq = n, .k = k, .ids = malloc((size_t)n * k * sizeof(int32_t) + 1),
+                   .dists = malloc((size_t)n * k * sizeof(float) + 1) };
+    if (!gt.ids || !gt.dists)
+        rc = ann_fail(-ENOMEM, "target recall: no memory for %u x %u ground truth", n, k);
+    if (!rc && !(rc = ann_bundle_warmup(&x->ds, &warm, &n_warm)) && !(rc = ann_bundle_base(&x->ds, &base))) {
+        ann_progress prog;
+        char what[128];
+        snprintf(what, sizeof what, "ground truth of %u warm-up queries (target recall)", n);
+        ann_progress_begin(&prog, what, base->n, "vectors");
+        rc = ann_exact_knn_progress(base, warm, n, k, 0, gt.ids, gt.dists, &prog);
+        ann_progress_end(&prog);
+        if (!rc)
+            rc = ann_gt_save(path, &gt);
+    }
+    if (!rc)
+        snprintf(x->tune_gt, sizeof x->tune_gt, "%s", path);
+    ann_gt_free(&gt);
+    free(warm);
+    ann_vecsrc_destroy(base);
+    return rc;
 }
 
 /* Report a failure of the run itself (not of a cell); the exit code. */
@@ -1005,7 +1282,10 @@ static int prepare_dataset(run_ctx *x, const char *name, const char *root)
     snprintf(log_path, sizeof log_path, "%s/.prepare-%s.log", root, name);
     char *argv[] = { x->exe, "dataset", "prepare", (char *)name, "--root", (char *)root, NULL };
     child_result res;
-    rc = child_run(argv, log_path, 1e7, NULL, -1, &res);
+    char tag[300];
+    snprintf(tag, sizeof tag, "prepare %s", name);
+    child_relay relay = { .tag = tag, .tty = x->tty };
+    rc = child_run(argv, log_path, 1e7, NULL, -1, &relay, &res);
     if (rc)
         return rc;
     if (res.interrupted)
@@ -1148,6 +1428,7 @@ int harness_run_main(int argc, char **argv)
         (void)ann_owner_self(&me);
         ann_owner_tag(&me, x.owner_tag, sizeof x.owner_tag);
     }
+    x.tty = isatty(2);
     json_error_t jerr;
     if (ann_check_regular(x.config_path) != 0) {
         fprintf(stderr, "annlab run: %s\n", ann_errmsg(ANN_EFORMAT));
@@ -1247,22 +1528,8 @@ int harness_run_main(int argc, char **argv)
     }
 
     if (dry_run) {
-        /* validated: list the cells, touch nothing */
-        json_t *list = harness_config_expand(x.cfg);
-        size_t i, shown = 0;
-        json_t *c;
-        json_array_foreach(list, i, c) {
-            if (only && strcmp(only, json_string_value(json_object_get(c, "engine"))) &&
-                strcmp(only, json_string_value(json_object_get(c, "label"))))
-                continue;
-            shown++;
-            char desc[512];
-            describe_cell(c, desc, sizeof desc);
-            printf("%s %s\n", json_string_value(json_object_get(c, "id")), desc);
-        }
-        printf("%zu cells; dataset %s%s; output %s\n", shown, x.dataset_dir,
-               prepare_name ? " (would be prepared)" : "", x.out_dir);
-        json_decref(list);
+        /* validated: list the cells, builds and time, touch nothing */
+        dry_run_report(&x, name, only, prepare_name, ds_ok);
         exit_code = 0;
         goto out;
     }
@@ -1332,8 +1599,8 @@ int harness_run_main(int argc, char **argv)
         fprintf(stderr, "annlab run: no memory\n");
         goto out;
     }
-    static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies" };
-    for (size_t i = 0; i < 4; i++) {
+    static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies", "/neighbors" };
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
         snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
         if ((rc = mkdirs(path))) {
             exit_code = run_failed(rc);
@@ -1405,7 +1672,6 @@ int harness_run_main(int argc, char **argv)
         exit_code = run_failed(rc);
         goto out;
     }
-    x.tty = isatty(2);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -1434,6 +1700,10 @@ int harness_run_main(int argc, char **argv)
             selected++;
     }
     fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, selected, x.out_dir);
+    if ((rc = prepare_tune_gt(&x, cells))) {
+        exit_code = run_failed(rc);
+        goto out;
+    }
     size_t pos = 0;
     char last[512] = "";
     json_array_foreach(cells, i, c) {

@@ -3,8 +3,8 @@
  *
  *   annlab run CONFIG.json [--out DIR] [--resume | --retry-failed] [--wait]
  *              [--only ENGINE] [--dry-run]
- *   annlab table RUN_DIR
- *   annlab plot RUN_DIR
+ *   annlab table RUN_DIR [--baseline LABEL]
+ *   annlab plot RUN_DIR [--recall-axis linear|log|logit]
  *
  * Each takes argv with argv[0] = the subcommand name and returns the
  * process exit code: 0 success, 1 failure, 2 bad usage or invalid config
@@ -54,7 +54,15 @@ void harness_cells_latest(json_t *cells);
 /* Render the tables of a run (markdown) to fp.  Returns 0 or a code. */
 int harness_tables_render(const char *run_dir, FILE *fp);
 
+/* The same with the summary's baseline engine named (a label; NULL: the
+ * config's "baseline", else its first engine). */
+int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *fp);
+
 /* Write the figures of a run; *made receives how many figures were written. */
 int harness_plots_render(const char *run_dir, int *made);
+
+/* The same with the recall axis "linear" (NULL), "log" (1 - recall on a
+ * log scale) or "logit"; ANN_EPARAM for another name. */
+int harness_plots_render_axis(const char *run_dir, const char *axis, int *made);
 
 #endif

@@ -323,7 +323,7 @@ static void test_bad_input_truncated_file(void **state)
     write_fbin(b, x, 10, 4);
     write_fbin(q, x, 2, 4);
     assert_int_equal(truncate(b, 8 + 9 * 16 + 3), 0);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .metric_set = 1 };
     assert_msg(ds_import_from_files(&f),
                "trunc-base.fbin: size 155 bytes does not match header n=10 dim=4 (float32): "
                "expected 168 bytes");
@@ -341,7 +341,7 @@ static void test_bad_input_dim_mismatch(void **state)
     float *x = int_rows(10, 8, 1);
     write_fbin(b, x, 10, 8);
     assert_int_equal(ds_texmex_write(q, ANN_ELEM_F32, x, 3, 6), 0);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .metric_set = 1 };
     char want[8400];
     snprintf(want, sizeof want, "dim mismatch: queries %s have dim 6 but base %s has dim 8", q, b);
     assert_msg(ds_import_from_files(&f), want);
@@ -360,7 +360,7 @@ static void test_bad_input_nan(void **state)
     write_fbin(q, x, 2, 4);
     x[3 * 4 + 1] = NAN;
     write_fbin(b, x, 10, 4);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .metric_set = 1 };
     assert_msg(ds_import_from_files(&f), "nan-base.fbin: row 3, component 1 is NaN");
     assert_nothing_left(out);
     free(x);
@@ -380,7 +380,7 @@ static void test_bad_input_gt_ids_out_of_range(void **state)
     int32_t ids[2 * 3] = { 0, 1, 2, 3, 30, 5 };
     ann_gt gt = { .nq = 2, .k = 3, .ids = ids };
     assert_int_equal(ann_gt_save(g, &gt), 0);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q, .gt = g };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .gt = g, .metric_set = 1 };
     assert_msg(ds_import_from_files(&f), "oor-gt.ibin: query 1 rank 1: id 30 out of range [0, 30)");
     assert_nothing_left(out);
 
@@ -412,7 +412,7 @@ static void test_bad_input_late_failure_leaves_nothing(void **state)
     bytes[4500 * 12] = 3;
     assert_int_equal(tu_write_file(b, bytes, len), 0);
     free(bytes);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .metric_set = 1 };
     assert_msg(ds_import_from_files(&f),
                "late-base.fvecs: row 4500 has dim 3, expected 2 (from row 0)");
     assert_nothing_left(out);
@@ -430,7 +430,8 @@ static void test_bad_input_hdf5_missing_dataset_via_import(void **state)
     assert_true(f5 >= 0);
     H5Fclose(f5);
     ds_import_files f = { .out_dir = out, .hdf5 = h };
-    assert_msg(ds_import_from_files(&f), "empty.hdf5: no dataset 'train'");
+    /* the attributes are read first (a binary set is refused by its distance) */
+    assert_msg(ds_import_from_files(&f), "empty.hdf5: no root attribute 'distance'");
     assert_nothing_left(out);
 }
 

@@ -196,6 +196,29 @@ static void test_import_hdf5(void **state)
     snprintf(args, sizeof args, "dataset import '%s' --out '%s-2' --metric cosine", h, out);
     assert_int_equal(run(args), 1);
     assert_captured("err", "--metric cosine contradicts the file's 'distance' attribute (l2)");
+
+    /* an existing --out is refused (the bundle untouched) unless --force */
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s'", h, out);
+    assert_int_equal(run(args), 2);
+    char want_err[4400];
+    snprintf(want_err, sizeof want_err,
+             "annlab dataset: import: --out %s already exists; give --force to replace what it holds\n",
+             out);
+    assert_captured("err", want_err);
+    snprintf(args, sizeof args, "dataset verify '%s'", out);
+    assert_int_equal(run(args), 0);
+    snprintf(args, sizeof args, "dataset import '%s' --out '%s' --force", h, out);
+    assert_int_equal(run(args), 0);
+    assert_captured("out", "imported into ");
+
+    /* dataset list shows imported bundles beside the registry's */
+    snprintf(args, sizeof args, "dataset list --root '%s'", dir);
+    assert_int_equal(run(args), 0);
+    char want[600];
+    snprintf(want, sizeof want, "%-30s %-9s %-16s %-7s %s%s: dataset 'train'\n", "from-hdf5", "yes",
+             "imported", "l2", "300 x 8, 10 queries, from ", h);
+    assert_captured("out", want);
+    assert_captured("out", "; imported: made by `annlab dataset import`)");
 }
 
 static void test_failed_import_leaves_nothing(void **state)
@@ -211,7 +234,7 @@ static void test_failed_import_leaves_nothing(void **state)
     assert_int_equal(ds_texmex_write(b, ANN_ELEM_F32, x, 50, 6), 0);
     assert_int_equal(ds_texmex_write(q, ANN_ELEM_F32, x, 3, 6), 0);
     free(x);
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s'", b, q, out);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2", b, q, out);
     assert_int_equal(run(args), 1);
     assert_captured("err", "f.fvecs: row 40, component 2 is NaN");
     assert_int_equal(access(out, F_OK), -1); /* no directory, so no manifest, no temp files */
@@ -348,6 +371,35 @@ static void test_import_over_an_existing_bundle(void **state)
     assert_captured("err", want);
 }
 
+/* Steps longer than the quiet start print progress: on a pipe, lines per
+ * 10% with the rate, and a closing line (ANNLAB_PROGRESS_AFTER_S=0 makes
+ * this small import long enough); within the default two seconds, nothing. */
+static void test_progress_lines(void **state)
+{
+    (void)state;
+    NEED_BIN();
+    char b[4096], q[4096], g[4096], out[4096], args[20000];
+    path_of(b, "p.fvecs");
+    path_of(q, "p-q.fvecs");
+    path_of(g, "p-gt.ivecs");
+    path_of(out, "progress");
+    write_fvecs_set(b, q, g, 800, 20, 12, 10);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' '%s' --out '%s' --metric l2", b, q, g, out);
+    setenv("ANNLAB_PROGRESS_AFTER_S", "0", 1);
+    int rc = run(args);
+    unsetenv("ANNLAB_PROGRESS_AFTER_S");
+    assert_int_equal(rc, 0);
+    assert_captured("err", "progress: write base.fbin: 100% (800/800 vectors, ");
+    assert_captured("err", "progress: write base.fbin: done, 800 vectors in ");
+    assert_captured("err", "progress: ground-truth check (20 sampled queries): done, 800 vectors in ");
+    /* the same import finishes within two seconds: not a word */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' '%s' --out '%s-2' --metric l2", b, q, g, out);
+    assert_int_equal(run(args), 0);
+    char *err = captured("err");
+    assert_null(strstr(err, "progress:"));
+    free(err);
+}
+
 static void test_usage_errors_exit_2(void **state)
 {
     (void)state;
@@ -360,6 +412,10 @@ static void test_usage_errors_exit_2(void **state)
     assert_int_equal(run("dataset import a.fvecs b.fvecs --out x --metric manhattan"), 2);
     assert_int_equal(run("dataset import a.txt --out x"), 2);
     assert_captured("err", "'a.txt': unknown extension");
+    /* vector files do not say which metric they were made for: no default */
+    assert_int_equal(run("dataset import a.fvecs b.fvecs --out x"), 2);
+    assert_captured("err", "annlab dataset: import: a.fvecs and b.fvecs do not say which metric "
+                           "their vectors are compared with: give --metric l2, ip or cosine\n");
     assert_int_equal(run("dataset verify"), 2);
     assert_int_equal(run("dataset prepare"), 2);
     char args[8192];
@@ -632,6 +688,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_fvecs_and_verify),
         cmocka_unit_test(test_import_hdf5),
+        cmocka_unit_test(test_progress_lines),
         cmocka_unit_test(test_failed_import_leaves_nothing),
         cmocka_unit_test(test_import_over_an_existing_bundle),
         cmocka_unit_test(test_usage_errors_exit_2),

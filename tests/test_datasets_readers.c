@@ -1,7 +1,7 @@
 /*
  * test_datasets_readers.c: every dataset reader and writer, byte-exact:
- * TEXMEX .fvecs/.bvecs/.ivecs, ann-benchmarks HDF5 (written here with
- * libhdf5), gzipped idx (written here with zlib), the wink GloVe JSON
+ * TEXMEX .fvecs/.bvecs/.ivecs, ann-benchmarks HDF5 (written by h5py in
+ * every published layout), gzipped idx (written here with zlib), the wink GloVe JSON
  * scanner, and big-ann .fbin/.u8bin/.i8bin through import; plus the
  * malformed inputs each reader must refuse, with their exact messages.
  */
@@ -18,9 +18,9 @@
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
+#include "tests/support/hdf5_fixture.h"
 #include "tests/support/testutil.h"
 
-#include <hdf5.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,29 +196,10 @@ static void test_fvecs_inf_refused(void **state)
     ann_vecsrc_destroy(src);
 }
 
-/* ---- HDF5 -------------------------------------------------------------- */
+/* ---- HDF5 (files written by h5py, tests/support/ann_hdf5.py) ----------- */
 
-typedef struct h5_spec {
-    int with_test;
-    int neighbors_int64;
-    int neighbors_bad_id;
-    const char *distance; /* attribute, NULL for none */
-} h5_spec;
-
-static void h5_put(hid_t f, const char *name, hid_t type, uint64_t rows, uint32_t cols,
-                   const void *data)
-{
-    hsize_t dims[2] = { rows, cols };
-    hid_t sp = H5Screate_simple(2, dims, NULL);
-    hid_t ds = H5Dcreate2(f, name, type, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(ds >= 0);
-    assert_true(H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);
-    H5Dclose(ds);
-    H5Sclose(sp);
-}
-
-/* A small ann-benchmarks file: train 20 x 6, test 4 x 6, neighbors 4 x 3. */
-static void write_h5(const char *p, const h5_spec *s, float *train, float *test, int64_t *nb)
+/* train 20 x 6, test 4 x 6, neighbors 4 x 3 */
+static void h5_data(float *train, float *test, int64_t *nb)
 {
     uint64_t st = 11;
     for (int i = 0; i < 20 * 6; i++)
@@ -227,51 +208,59 @@ static void write_h5(const char *p, const h5_spec *s, float *train, float *test,
         test[i] = tu_gauss(&st);
     for (int i = 0; i < 12; i++)
         nb[i] = (i * 7) % 20;
-    if (s->neighbors_bad_id)
-        nb[5] = 20;
-    hid_t f = H5Fcreate(p, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    assert_true(f >= 0);
-    h5_put(f, "train", H5T_NATIVE_FLOAT, 20, 6, train);
-    if (s->with_test)
-        h5_put(f, "test", H5T_NATIVE_FLOAT, 4, 6, test);
-    if (s->neighbors_int64) {
-        h5_put(f, "neighbors", H5T_NATIVE_INT64, 4, 3, nb);
-    } else {
-        int32_t nb32[12];
-        for (int i = 0; i < 12; i++)
-            nb32[i] = (int32_t)nb[i];
-        h5_put(f, "neighbors", H5T_NATIVE_INT32, 4, 3, nb32);
-    }
-    float dist[12] = { 0 };
-    h5_put(f, "distances", H5T_NATIVE_FLOAT, 4, 3, dist);
-    if (s->distance) {
-        /* Variable-length string, as h5py writes it. */
-        hid_t t = H5Tcopy(H5T_C_S1);
-        H5Tset_size(t, H5T_VARIABLE);
-        hid_t sp = H5Screate(H5S_SCALAR);
-        hid_t a = H5Acreate2(f, "distance", t, sp, H5P_DEFAULT, H5P_DEFAULT);
-        assert_true(H5Awrite(a, t, &s->distance) >= 0);
-        H5Aclose(a);
-        H5Sclose(sp);
-        H5Tclose(t);
-    }
-    H5Fclose(f);
 }
 
-static void test_hdf5_round_trip(void **state)
+static void h5_write(tu_h5_variant *v, int nv, const float *train, const float *test,
+                     const int64_t *nb)
+{
+    int rc = tu_h5py_write(v, nv, train, 20, test, 4, 6, nb, 3);
+    if (rc == -2)
+        fail_msg("python3-h5py is a test dependency: run `make deps`");
+    assert_int_equal(rc, 0);
+}
+
+/* Every layout the published files use opens, with the right metric,
+ * values and ground truth: h5py's variable-length UTF-8 attributes (the
+ * case libhdf5 refused to convert into an ASCII memory type), variable
+ * ASCII, fixed ASCII (numpy bytes), fixed UTF-8; int32 and int64
+ * neighbours; float32 and float64 vectors; with and without the type,
+ * point_type and dimension attributes. */
+static void test_hdf5_layouts_as_published(void **state)
 {
     (void)state;
-    for (int wide = 0; wide < 2; wide++) {
-        char p[4096];
-        path_of(p, wide ? "ab64.hdf5" : "ab32.hdf5");
-        float train[120], test[24];
-        int64_t nb[12];
-        h5_spec s = { .with_test = 1, .neighbors_int64 = wide, .distance = "angular" };
-        write_h5(p, &s, train, test, nb);
+    float train[120], test[24];
+    int64_t nb[12];
+    h5_data(train, test, nb);
+    static const struct {
+        const char *file, *layout, *distance, *strings;
+        int float64;
+        ann_metric metric;
+    } cases[] = {
+        { "modern-angular.hdf5", NULL, "angular", NULL, 0, ANN_METRIC_COSINE },
+        { "modern-euclidean.hdf5", NULL, "euclidean", NULL, 0, ANN_METRIC_L2 },
+        { "legacy-angular.hdf5", "legacy", "angular", NULL, 0, ANN_METRIC_COSINE },
+        { "legacy-euclidean-fixed.hdf5", "legacy", "euclidean", "fixed-ascii", 0, ANN_METRIC_L2 },
+        { "vlen-ascii.hdf5", NULL, "euclidean", "vlen-ascii", 0, ANN_METRIC_L2 },
+        { "fixed-utf8.hdf5", NULL, "angular", "fixed-utf8", 0, ANN_METRIC_COSINE },
+        { "float64.hdf5", NULL, "euclidean", NULL, 1, ANN_METRIC_L2 },
+    };
+    enum { NC = sizeof cases / sizeof cases[0] };
+    char paths[NC][4096];
+    tu_h5_variant v[NC];
+    for (int i = 0; i < NC; i++) {
+        path_of(paths[i], cases[i].file);
+        v[i] = (tu_h5_variant){ .out = paths[i], .layout = cases[i].layout,
+                                .distance = cases[i].distance, .strings = cases[i].strings,
+                                .float64 = cases[i].float64 };
+    }
+    h5_write(v, NC, train, test, nb);
+    for (int i = 0; i < NC; i++) {
         ds_hdf5 *h = NULL;
-        ann_metric m = ANN_METRIC_L2;
-        assert_int_equal(ds_hdf5_open(p, &h, &m), 0);
-        assert_int_equal(m, ANN_METRIC_COSINE);
+        ann_metric m = ANN_METRIC_IP;
+        int rc = ds_hdf5_open(paths[i], &h, &m);
+        if (rc)
+            fail_msg("%s: %s", cases[i].file, ann_errmsg(rc));
+        assert_int_equal(m, cases[i].metric);
         const ann_vecsrc *tr = ds_hdf5_train(h), *te = ds_hdf5_test(h);
         assert_int_equal(tr->n, 20);
         assert_int_equal(tr->dim, 6);
@@ -288,54 +277,91 @@ static void test_hdf5_round_trip(void **state)
         assert_int_equal(ds_hdf5_gt(h, &gt), 0);
         assert_int_equal(gt.nq, 4);
         assert_int_equal(gt.k, 3);
-        for (int i = 0; i < 12; i++)
-            assert_int_equal(gt.ids[i], nb[i]);
+        for (int j = 0; j < 12; j++)
+            assert_int_equal(gt.ids[j], nb[j]);
         ann_gt_free(&gt);
         ds_hdf5_close(h);
     }
 }
 
-static void test_hdf5_missing_dataset_refused(void **state)
+/* Binary sets (jaccard: sparse item sets; hamming: bit vectors), a bit
+ * point type and a dimension attribute that disagrees with the data are
+ * refused with messages that say so. */
+static void test_hdf5_binary_and_inconsistent_refused(void **state)
 {
     (void)state;
-    char p[4096];
-    path_of(p, "notest.hdf5");
     float train[120], test[24];
     int64_t nb[12];
-    h5_spec s = { .with_test = 0, .distance = "euclidean" };
-    write_h5(p, &s, train, test, nb);
+    h5_data(train, test, nb);
+    char p[5][4096];
+    path_of(p[0], "kosarak-like.hdf5");
+    path_of(p[1], "hamming.hdf5");
+    path_of(p[2], "bits-euclidean.hdf5");
+    path_of(p[3], "dimension.hdf5");
+    path_of(p[4], "sparse-named-angular.hdf5");
+    tu_h5_variant v[5] = {
+        { .out = p[0], .layout = "sparse", .distance = "jaccard" },
+        { .out = p[1], .layout = "binary", .distance = "hamming" },
+        { .out = p[2], .layout = "binary", .distance = "euclidean" },
+        { .out = p[3], .distance = "euclidean", .dimension = 7 },
+        { .out = p[4], .layout = "sparse", .distance = "angular" },
+    };
+    h5_write(v, 5, train, test, nb);
     ds_hdf5 *h = NULL;
-    assert_msg(ds_hdf5_open(p, &h, NULL),
-               "notest.hdf5: no dataset 'test' (an ann-benchmarks file has train, test and "
-               "neighbors)");
+    int rc = ds_hdf5_open(p[0], &h, NULL);
+    assert_int_equal(rc, ANN_EUNSUPPORTED);
+    assert_msg(rc, "kosarak-like.hdf5: distance 'jaccard' is not supported: ann-benchmarks' "
+                   "jaccard sets are binary (sparse sets of item ids); annlab imports dense "
+                   "float vectors under euclidean, angular or dot");
+    assert_msg(ds_hdf5_open(p[1], &h, NULL),
+               "hamming.hdf5: distance 'hamming' is not supported: ann-benchmarks' hamming sets "
+               "are binary (bit vectors); annlab imports dense float vectors");
+    assert_msg(ds_hdf5_open(p[2], &h, NULL),
+               "bits-euclidean.hdf5: point_type 'bit' is not supported: annlab imports float "
+               "vectors only");
+    assert_msg(ds_hdf5_open(p[3], &h, NULL),
+               "dimension.hdf5: attribute 'dimension' is 7 but 'train' has 6 columns");
+    assert_msg(ds_hdf5_open(p[4], &h, NULL),
+               "sparse-named-angular.hdf5: type 'sparse' is not supported: annlab imports dense "
+               "vectors only");
     assert_null(h);
 }
 
-static void test_hdf5_bad_attribute_and_ids_refused(void **state)
+static void test_hdf5_missing_parts_and_bad_ids_refused(void **state)
 {
     (void)state;
-    char p[4096];
     float train[120], test[24];
     int64_t nb[12];
-    path_of(p, "noattr.hdf5");
-    h5_spec s = { .with_test = 1 };
-    write_h5(p, &s, train, test, nb);
+    h5_data(train, test, nb);
+    char p[3][4096];
+    path_of(p[0], "notest.hdf5");
+    path_of(p[1], "noattr.hdf5");
+    tu_h5_variant v[2] = {
+        { .out = p[0], .distance = "euclidean", .omit = "test" },
+        { .out = p[1], .layout = "legacy", .omit = "distance" },
+    };
+    h5_write(v, 2, train, test, nb);
     ds_hdf5 *h = NULL;
-    assert_msg(ds_hdf5_open(p, &h, NULL), "noattr.hdf5: no root attribute 'distance'");
+    assert_msg(ds_hdf5_open(p[0], &h, NULL),
+               "notest.hdf5: no dataset 'test' (an ann-benchmarks file has train, test and "
+               "neighbors)");
+    assert_null(h);
+    assert_msg(ds_hdf5_open(p[1], &h, NULL), "noattr.hdf5: no root attribute 'distance'");
 
-    path_of(p, "badid.hdf5");
-    s = (h5_spec){ .with_test = 1, .neighbors_int64 = 1, .neighbors_bad_id = 1,
-                   .distance = "euclidean" };
-    write_h5(p, &s, train, test, nb);
-    assert_int_equal(ds_hdf5_open(p, &h, NULL), 0);
+    path_of(p[2], "badid.hdf5");
+    nb[5] = 20;
+    tu_h5_variant bad = { .out = p[2], .distance = "euclidean", .omit = "distances" };
+    h5_write(&bad, 1, train, test, nb);
+    assert_int_equal(ds_hdf5_open(p[2], &h, NULL), 0);
+    assert_false(ds_hdf5_has_distances(h));
     ann_gt gt;
     assert_msg(ds_hdf5_gt(h, &gt),
                "badid.hdf5: dataset 'neighbors': query 1 rank 2: id 20 out of range [0, 20)");
     ds_hdf5_close(h);
 
-    path_of(p, "not-hdf5.hdf5");
-    assert_int_equal(tu_write_file(p, "hello", 5), 0);
-    assert_msg(ds_hdf5_open(p, &h, NULL), "not-hdf5.hdf5: not an HDF5 file");
+    path_of(p[2], "not-hdf5.hdf5");
+    assert_int_equal(tu_write_file(p[2], "hello", 5), 0);
+    assert_msg(ds_hdf5_open(p[2], &h, NULL), "not-hdf5.hdf5: not an HDF5 file");
 }
 
 /* ---- idx.gz ------------------------------------------------------------ */
@@ -493,7 +519,7 @@ static void test_bigann_import_exact(void **state)
     assert_int_equal(ann_vecwriter_open(&w, q, dim, ANN_ELEM_U8), 0);
     assert_int_equal(ann_vecwriter_append(&w, qs, 4), 0);
     assert_int_equal(ann_vecwriter_finish(&w), 0);
-    ds_import_files f = { .out_dir = out, .base = b, .query = q, .gt_k = 5 };
+    ds_import_files f = { .out_dir = out, .base = b, .query = q, .gt_k = 5, .metric_set = 1 };
     assert_int_equal(ds_import_from_files(&f), 0);
 
     /* base.fbin is exactly the header and the widened values. */
@@ -542,9 +568,9 @@ int main(void)
         cmocka_unit_test(test_fvecs_row_with_other_dim_refused),
         cmocka_unit_test(test_fvecs_partial_row_refused),
         cmocka_unit_test(test_fvecs_inf_refused),
-        cmocka_unit_test(test_hdf5_round_trip),
-        cmocka_unit_test(test_hdf5_missing_dataset_refused),
-        cmocka_unit_test(test_hdf5_bad_attribute_and_ids_refused),
+        cmocka_unit_test(test_hdf5_layouts_as_published),
+        cmocka_unit_test(test_hdf5_binary_and_inconsistent_refused),
+        cmocka_unit_test(test_hdf5_missing_parts_and_bad_ids_refused),
         cmocka_unit_test(test_idx_round_trip_and_errors),
         cmocka_unit_test(test_wink_split_and_values),
         cmocka_unit_test(test_bigann_import_exact),

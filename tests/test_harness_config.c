@@ -112,7 +112,7 @@ static void test_validate_reports_all_with_paths(void **state)
                         "   {\"engine\": \"flat\", \"colour\": 1}],"
                         " \"threads\": [0, 2, 2], \"modes\": [\"cold\", \"hot\"],"
                         " \"memory_caps\": [null, \"12XB\", \"10KiB\"], \"repeats\": 0,"
-                        " \"exclude\": [{\"colour\": \"red\"}], \"pin_threads\": 1}");
+                        " \"exclude\": [{\"colour\": \"red\"}], \"pin_threads\": 1, \"baseline\": \"faiss\"}");
     harness_problems p = { 0 };
     int n = harness_config_check(cfg, &p);
     print_problems(&p);
@@ -134,7 +134,9 @@ static void test_validate_reports_all_with_paths(void **state)
                             "exclude[0].colour: unknown key (known: engine, label, build, open, search, mode, threads, memory_cap)"));
     assert_true(has_prefix(&p, "trheads: unknown key (known: name, description, dataset, "));
     assert_true(has_problem(&p, "pin_threads: expected true or false"));
-    assert_int_equal(p.n, 15);
+    /* the summary's baseline must be one of the engines */
+    assert_true(has_problem(&p, "baseline: \"faiss\" is not an engine or label of this config"));
+    assert_int_equal(p.n, 16);
     harness_problems_fini(&p);
     json_decref(cfg);
 }

@@ -13,6 +13,7 @@
 #include "engines/core/kv.h"
 #include "engines/core/owner.h"
 #include "engines/core/status.h"
+#include "engines/core/vecfile.h"
 #include "engines/engine.h"
 #include "engines/flat/layout.h"
 #include "engines/ivfpq_record/layout.h"
@@ -130,7 +131,7 @@ static void test_schema_and_flat_recall(void **state)
     static const char *const required[] = {
         "engine", "build", "open", "search", "mode", "threads", "memory_cap_bytes", "status",
         "reason", "k", "recall", "recall_plain", "recall_p5", "latency_us", "qps", "engine_stats",
-        "device", "memory", "cache_eviction", "index", "open_report",
+        "device", "memory", "cache_eviction", "index", "open_report", "neighbors_file",
     };
     static const char *const lat_keys[] = { "p50", "p95", "p99", "p999", "mean", "max" };
     static const char *const stat_keys[] = { "reads", "bytes_read", "hops", "full_dists",
@@ -206,6 +207,21 @@ static void test_schema_and_flat_recall(void **state)
             lines += text[j] == '\n';
         assert_int_equal(lines, 1 + 60);
         free(text);
+        /* the ids each query returned: 60 queries x k 10, what exports are made of */
+        snprintf(lat, sizeof lat, "%s/%s", out, json_string_value(json_object_get(c, "neighbors_file")));
+        ann_gt nb;
+        assert_int_equal(ann_gt_load(lat, 3000, &nb), 0);
+        assert_int_equal(nb.nq, 60);
+        assert_int_equal(nb.k, 10);
+        ann_gt_free(&nb);
+    }
+    /* a real run exports: each finished cell a row of big-ann's CSV */
+    {
+        const char *args[] = { "export", out, "--format", "big-ann", NULL };
+        char *elog = NULL;
+        assert_int_equal(hf_annlab(f->dir, &elog, args), 0);
+        assert_non_null(strstr(elog, "/export/big-ann/schema.csv"));
+        free(elog);
     }
     const json_t *cold = cell_by(cells, "cold", 1);
     assert_non_null(cold);
@@ -1276,6 +1292,58 @@ static void test_warm_capped_reads_device(void **state)
     json_decref(cells);
 }
 
+/*
+ * `run --dry-run` lists every parameter, whether each index is built and
+ * an estimate from the last run; a build's progress lines reach the
+ * runner's output (ANNLAB_PROGRESS_AFTER_S=0 makes a small build long
+ * enough to report).
+ */
+static void test_dry_run_and_build_progress(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char cfg_path[4400];
+    snprintf(cfg_path, sizeof cfg_path, "%s/dry.json", f->dir);
+    json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:i, s:[{s:s, s:{s:i, s:i, s:s}, s:{s:s}, s:{s:i}}],"
+                            " s:[s], s:b, s:i, s:f}",
+                            "name", "dry", "dataset", "path", f->bundle, "k", 10, "queries", 20,
+                            "engines", "engine", "hnsw-record", "build", "M", 8, "ef_construction", 16,
+                            "kv", "lmdb", "open", "kv", "lmdb", "search", "ef_search", 20, "modes", "warm",
+                            "drop_caches", 0, "warmup_queries", 20, "qps_min_seconds", 0.01);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    const char *dry1[] = { "run", cfg_path, "--out", "results/dry/run1", "--dry-run", NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, dry1), 0);
+    if (!strstr(log, " hnsw-record warm T=1 build={\"M\":8,\"ef_construction\":16,\"kv\":\"lmdb\"} "
+                     "open={\"kv\":\"lmdb\"} search={\"ef_search\":20}\n") ||
+        !strstr(log, "build={\"M\":8,\"ef_construction\":16,\"kv\":\"lmdb\"}: to build into index/hnsw-record/") ||
+        !strstr(log, "(never built here: time unknown)\n") ||
+        !strstr(log, "1 cells (0 already recorded); 1 builds (0 cached);") ||
+        !strstr(log, "estimated time: about <1 s plus what was never timed here: 1 cells, 1 builds (from "
+                     "no earlier run of this config)\n"))
+        fail_msg("dry run:\n%s", log);
+    free(log);
+    /* the real run: the build's progress comes through the runner */
+    const char *real[] = { "run", cfg_path, "--out", "results/dry/run1", NULL };
+    setenv("ANNLAB_PROGRESS_AFTER_S", "0", 1);
+    int rc = hf_annlab(f->dir, &log, real);
+    unsetenv("ANNLAB_PROGRESS_AFTER_S");
+    if (rc != 0 || !strstr(log, "build hnsw-record: hnsw graph (M 8, ef_construction 16): 100% (3000/3000 points, ") ||
+        !strstr(log, "build hnsw-record: hnsw graph (M 8, ef_construction 16): done, 3000 points in "))
+        fail_msg("exit %d:\n%s", rc, log);
+    free(log);
+    /* again: the index is cached and the cell was timed */
+    const char *dry2[] = { "run", cfg_path, "--out", "results/dry/run2", "--dry-run", NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, dry2), 0);
+    if (!strstr(log, ": cached in index/hnsw-record/") || !strstr(log, " last time]\n") ||
+        !strstr(log, "1 cells (0 already recorded); 1 builds (1 cached);") ||
+        !strstr(log, "(from results/dry/run1)\n") || strstr(log, "never timed"))
+        fail_msg("second dry run:\n%s", log);
+    free(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1293,6 +1361,7 @@ int main(void)
         cmocka_unit_test(test_failure_classes_and_retries),
         cmocka_unit_test(test_build_json_and_bundle_checked),
         cmocka_unit_test(test_warm_capped_reads_device),
+        cmocka_unit_test(test_dry_run_and_build_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,7 @@
 #include "engines/core/exact.h"
 
 #include "engines/core/distance.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/topk.h"
 
@@ -91,6 +92,12 @@ static int cmp_rescored(const void *x, const void *y)
 int ann_exact_knn(const ann_vecsrc *base, const float *queries, uint32_t nq, uint32_t k,
                   int threads, int32_t *out_ids, float *out_dists)
 {
+    return ann_exact_knn_progress(base, queries, nq, k, threads, out_ids, out_dists, NULL);
+}
+
+int ann_exact_knn_progress(const ann_vecsrc *base, const float *queries, uint32_t nq, uint32_t k,
+                           int threads, int32_t *out_ids, float *out_dists, ann_progress *prog)
+{
     int rc = 0;
     const uint32_t dim = base->dim;
     const uint32_t keep = k + RESCORE_MARGIN;
@@ -157,6 +164,7 @@ int ann_exact_knn(const ann_vecsrc *base, const float *queries, uint32_t nq, uin
         for (int t = 0; t < started; t++)
             if (tids[t])
                 pthread_join(tids[t], NULL);
+        ann_progress_add(prog, c);
     }
 
     /* Re-score the kept candidates exactly and take the best k. */

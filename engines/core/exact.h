@@ -25,6 +25,11 @@
 int ann_exact_knn(const ann_vecsrc *base, const float *queries, uint32_t nq, uint32_t k,
                   int threads, int32_t *out_ids, float *out_dists);
 
+/* The same, adding the base rows scanned to prog (progress.h; may be NULL). */
+struct ann_progress;
+int ann_exact_knn_progress(const ann_vecsrc *base, const float *queries, uint32_t nq, uint32_t k,
+                           int threads, int32_t *out_ids, float *out_dists, struct ann_progress *prog);
+
 /* Distance of a and b in float64 accumulation, for the metric (as distance.h). */
 double ann_distance_f64(ann_metric metric, const float *a, const float *b, uint32_t dim);
 

@@ -20,6 +20,7 @@
 #include "engines/core/distance.h"
 #include "engines/core/kmeans.h"
 #include "engines/core/parallel.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -146,6 +147,7 @@ typedef struct train_job {
     uint32_t iters;
     uint64_t seed;
     float *sub;        /* per worker: rows * dsub */
+    ann_progress *prog; /* subspaces trained */
 } train_job;
 
 static int train_run(void *arg, uint64_t b, uint64_t e, int worker)
@@ -168,6 +170,7 @@ static int train_run(void *arg, uint64_t b, uint64_t e, int worker)
         for (uint32_t r = k; r < PQ_KSUB; r++)
             memcpy(c + (size_t)r * cb->dsub, c + (size_t)(k - 1) * cb->dsub,
                    cb->dsub * sizeof(float));
+        ann_progress_add(t->prog, 1);
     }
     return 0;
 }
@@ -229,10 +232,16 @@ int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
         i += run;
     }
 
-    train_job tj = { cb, sample, rows, p->iters ? p->iters : 12, p->seed, sub };
+    ann_progress prog;
+    char what[96];
+    snprintf(what, sizeof what, "PQ codebook (%u subspaces, %llu training rows)", m,
+             (unsigned long long)rows);
+    ann_progress_begin(&prog, what, m, "subspaces");
+    train_job tj = { cb, sample, rows, p->iters ? p->iters : 12, p->seed, sub, &prog };
     ann_blas_serial_begin();
     rc = ann_parallel_for(threads, m, 1, train_run, &tj);
     ann_blas_serial_end();
+    ann_progress_end(&prog);
     if (rc)
         goto out;
     pq_transpose(cb);
@@ -255,6 +264,7 @@ typedef struct encode_job {
     float *scratch;     /* per worker: scratch_floats + block*dsub + block (assign) */
     size_t scratch_per_worker;
     size_t score_floats;
+    ann_progress *prog; /* rows encoded */
 } encode_job;
 
 static int encode_run(void *arg, uint64_t b, uint64_t e, int worker)
@@ -276,11 +286,14 @@ static int encode_run(void *arg, uint64_t b, uint64_t e, int worker)
             for (uint64_t i = 0; i < rows; i++)
                 j->codes[(r0 + i) * cb->m + s] = (uint8_t)assign[i];
         }
+        ann_progress_add(j->prog, rows);
     }
     return 0;
 }
 
-int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, uint8_t *codes)
+/* pq_encode, adding the rows encoded to prog (may be NULL). */
+static int pq_encode_prog(const pq_codebook *cb, const float *x, uint64_t n, int threads,
+                          uint8_t *codes, ann_progress *prog)
 {
     int rc = 0;
     float *cnorm = NULL, *scratch = NULL;
@@ -303,13 +316,22 @@ int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, ui
     for (uint32_t s = 0; s < cb->m; s++)
         kmeans_centroid_norms(cb->centroids + (size_t)s * PQ_KSUB * cb->dsub, PQ_KSUB, cb->dsub,
                               cnorm + (size_t)s * PQ_KSUB);
-    encode_job j = { cb, x, n, codes, cnorm, scratch, per, score_floats };
+    encode_job j = { cb, x, n, codes, cnorm, scratch, per, score_floats, prog };
     ann_blas_serial_begin();
     rc = ann_parallel_for(threads, nblocks, 1, encode_run, &j);
     ann_blas_serial_end();
 out:
     free(cnorm);
     free(scratch);
+    return rc;
+}
+
+int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, uint8_t *codes)
+{
+    ann_progress prog;
+    ann_progress_begin(&prog, "PQ codes", n, "vectors");
+    int rc = pq_encode_prog(cb, x, n, threads, codes, &prog);
+    ann_progress_end(&prog);
     return rc;
 }
 
@@ -325,16 +347,19 @@ int pq_encode_vecsrc(const pq_codebook *cb, const ann_vecsrc *src, int threads, 
     buf = malloc((rows ? rows : 1) * src->dim * sizeof(float));
     if (!buf)
         return ann_fail(-ENOMEM, "pq encode: no memory for %llu rows", (unsigned long long)rows);
+    ann_progress prog;
+    ann_progress_begin(&prog, "PQ codes", src->n, "vectors");
     for (uint64_t r0 = 0; r0 < src->n; r0 += chunk) {
         uint64_t c = src->n - r0 < chunk ? src->n - r0 : chunk;
         rc = ann_vecsrc_read(src, r0, c, buf);
         if (rc)
             goto out;
-        rc = pq_encode(cb, buf, c, threads, codes + r0 * cb->m);
+        rc = pq_encode_prog(cb, buf, c, threads, codes + r0 * cb->m, &prog);
         if (rc)
             goto out;
     }
 out:
+    ann_progress_end(&prog);
     free(buf);
     return rc;
 }

@@ -46,6 +46,7 @@
 #include "engines/core/distance.h"
 #include "engines/core/f16.h"
 #include "engines/core/parallel.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/visited.h"
 
@@ -403,6 +404,7 @@ typedef struct vm_build {
     const uint32_t *order;
     float alpha; /* this pass */
     vm_scratch *scratch; /* per worker */
+    ann_progress *prog;  /* points inserted, over all passes */
 } vm_build;
 
 /* Build distances: squared L2 for L2 and cosine (same order as 1 - ip on
@@ -505,6 +507,7 @@ static int vm_pass_run(void *arg, uint64_t bgn, uint64_t end, int worker)
     vm_scratch *s = &b->scratch[worker];
     for (uint64_t i = bgn; i < end; i++)
         vm_insert(b, s, b->order[i]);
+    ann_progress_add(b->prog, end - bgn);
     return 0;
 }
 
@@ -762,7 +765,12 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     }
     st.half_precision = half != NULL;
 
-    vm_build b = { .g = g, .p = p, .locks = locks, .order = order, .scratch = scratch };
+    ann_progress prog;
+    char what[96];
+    snprintf(what, sizeof what, "vamana graph (R %u, L %u, %u pass%s)", p->R, p->L_build, p->passes,
+             p->passes == 1 ? "" : "es");
+    ann_progress_begin(&prog, what, n * p->passes, "points");
+    vm_build b = { .g = g, .p = p, .locks = locks, .order = order, .scratch = scratch, .prog = &prog };
     vm_data_init(&b.d, vectors, half, dim, metric);
     uint64_t rng = p->seed ^ 0x76616d616e61ull; /* "vamana" */
     for (uint32_t pass = 0; pass < p->passes; pass++) {
@@ -777,8 +785,11 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
         b.alpha = (p->passes == 2 && pass == 0) ? 1.0f : p->alpha;
         rc = ann_parallel_for(threads, n, 64, vm_pass_run, &b);
         if (rc)
-            goto out;
+            break;
     }
+    ann_progress_end(&prog);
+    if (rc)
+        goto out;
     double t2 = now_s();
     st.graph_s = t2 - t1;
 

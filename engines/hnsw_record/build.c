@@ -28,6 +28,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/kv_params.h"
+#include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
 
@@ -226,8 +227,16 @@ static int g_build(hnsw_graph *g, uint64_t seed)
     }
     g->entry = HNSW_NO_NODE;
     g->max_level = 0;
-    for (uint64_t v = 0; v < g->n; v++)
+    ann_progress prog;
+    char what[96];
+    snprintf(what, sizeof what, "hnsw graph (M %u, ef_construction %u)", g->M, g->ef_construction);
+    ann_progress_begin(&prog, what, g->n, "points");
+    for (uint64_t v = 0; v < g->n; v++) {
         g_insert(g, (uint32_t)v);
+        if ((v & 255) == 255 || v + 1 == g->n)
+            ann_progress_add(&prog, (v & 255) + 1);
+    }
+    ann_progress_end(&prog);
     return 0;
 }
 

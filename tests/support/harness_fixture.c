@@ -38,8 +38,14 @@ static int write_rows(const char *dir, const char *file, const float *rows, uint
 int hf_bundle(const char *dir, uint64_t n, uint32_t dim, uint32_t nq, uint32_t nwarm,
               uint32_t gt_k, uint64_t seed)
 {
+    return hf_bundle_metric(dir, n, dim, nq, nwarm, gt_k, seed, ANN_METRIC_L2);
+}
+
+int hf_bundle_metric(const char *dir, uint64_t n, uint32_t dim, uint32_t nq, uint32_t nwarm,
+                     uint32_t gt_k, uint64_t seed, int metric)
+{
     int rc = 0;
-    float *all = tu_clustered(n + nq + nwarm, dim, 16, seed, 0);
+    float *all = tu_clustered(n + nq + nwarm, dim, 16, seed, metric == ANN_METRIC_COSINE);
     if (!all)
         return -ENOMEM;
     mkdir(dir, 0755);
@@ -50,7 +56,7 @@ int hf_bundle(const char *dir, uint64_t n, uint32_t dim, uint32_t nq, uint32_t n
         goto out;
     /* exact ground truth and the manifest, by the bundle code itself */
     json_t *extra = json_pack("{s:s}", "made_by", "tests/support/harness_fixture.c");
-    rc = ann_bundle_finish(dir, "fixture", ANN_METRIC_L2, gt_k, extra);
+    rc = ann_bundle_finish(dir, "fixture", (ann_metric)metric, gt_k, extra);
     json_decref(extra);
 out:
     free(all);

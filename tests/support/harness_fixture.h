@@ -17,6 +17,10 @@
 int hf_bundle(const char *dir, uint64_t n, uint32_t dim, uint32_t nq, uint32_t nwarm,
               uint32_t gt_k, uint64_t seed);
 
+/* The same with a metric (ann_metric; cosine rows are generated normalised). */
+int hf_bundle_metric(const char *dir, uint64_t n, uint32_t dim, uint32_t nq, uint32_t nwarm,
+                     uint32_t gt_k, uint64_t seed, int metric);
+
 /* Write cfg to path (JSON).  Returns 0 or -1. */
 int hf_write_json(const char *path, const json_t *cfg);
 
