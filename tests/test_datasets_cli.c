@@ -296,7 +296,7 @@ static void test_import_over_an_existing_bundle(void **state)
     x = tu_clustered(20000, 8, 3, 6, 0);
     assert_int_equal(ds_texmex_write(big, ANN_ELEM_F32, x, 20000, 8), 0);
     free(x);
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --gt-k 5", b, q, out);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2 --gt-k 5", b, q, out);
     assert_int_equal(run(args), 0);
     snprintf(args, sizeof args, "cp -r '%s' '%s'", out, keep);
     assert_int_equal(system(args), 0);
@@ -311,16 +311,16 @@ static void test_import_over_an_existing_bundle(void **state)
     }                                                                                  \
     assert_no_temporaries(dir)
 
-    /* 1. exists: refused, naming --force */
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s'", b, q, out);
-    assert_int_equal(run(args), 1);
+    /* 1. exists: refused before any input is read (a usage error), naming --force */
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2", b, q, out);
+    assert_int_equal(run(args), 2);
     char want[4400];
-    snprintf(want, sizeof want, "%s: already exists; --force replaces it", out);
+    snprintf(want, sizeof want, "import: --out %s already exists; give --force to replace what it holds", out);
     assert_captured("err", want);
     ASSERT_KEPT();
 
     /* 2. forced, but a NaN row: the old bundle stays */
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --force", bad, q, out);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2 --force", bad, q, out);
     assert_int_equal(run(args), 1);
     assert_captured("err", "e-nan.fvecs: row 399, component 1 is NaN");
     ASSERT_KEPT();
@@ -329,7 +329,7 @@ static void test_import_over_an_existing_bundle(void **state)
      * limit of 64 KiB: writes beyond it fail with EFBIG, SIGXFSZ ignored) */
     snprintf(args, sizeof args,
              "sh -c \"trap '' XFSZ; ulimit -f 128; exec '%s' dataset import '%s' '%s' --out '%s' "
-             "--force\"",
+             "--metric l2 --force\"",
              bin, big, q, out);
     assert_int_equal(run_sh(args), 1);
     assert_captured("err", "File too large");
@@ -338,7 +338,7 @@ static void test_import_over_an_existing_bundle(void **state)
     assert_int_equal(run(args), 0);
 
     /* 4. forced and good: replaced whole */
-    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --force", big, q, out);
+    snprintf(args, sizeof args, "dataset import '%s' '%s' --out '%s' --metric l2 --force", big, q, out);
     assert_int_equal(run(args), 0);
     char mp[4200];
     snprintf(mp, sizeof mp, "%s/manifest.json", out);
@@ -354,7 +354,7 @@ static void test_import_over_an_existing_bundle(void **state)
     char fresh[4096];
     path_of(fresh, "from-dev-zero");
     snprintf(args, sizeof args,
-             "timeout 60 '%s' dataset import --base /dev/zero --query '%s' --out '%s'", bin, q,
+             "timeout 60 '%s' dataset import --base /dev/zero --query '%s' --out '%s' --metric l2", bin, q,
              fresh);
     assert_int_equal(run_sh(args), 1);
     assert_captured("err", "/dev/zero: not a regular file (a character device)");
