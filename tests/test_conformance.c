@@ -89,6 +89,16 @@ static int build(const ann_engine_ops *ops, const conf_case *c, const float *dat
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     snprintf(path, 4096, "%s/%s", dir, name);
     json_t *bp = js(c->build);
+    /* FAISS's PQ needs pq_bytes to divide the dimension (ANNLAB_CONFORMANCE_DIM
+     * 100, 101): the smallest divisor of DIM from the table's value up */
+    json_t *pq = json_object_get(bp, "pq_bytes");
+    if (!strncmp(ops->name, "ref-faiss", 9) && json_is_integer(pq) &&
+        DIM % json_integer_value(pq) != 0) {
+        json_int_t m = json_integer_value(pq);
+        while (m < DIM && DIM % m != 0)
+            m++;
+        json_object_set_new(bp, "pq_bytes", json_integer(m));
+    }
     int rc = ann_engine_build(ops, src, bp, path, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
