@@ -166,13 +166,15 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h build-fuzz/liban
 
 fuzz: $(FUZZ_TARGETS)
 
-# Each target for FUZZ_SECONDS from an empty corpus (the targets seed
-# themselves with a valid file); a crash leaves crash-* and fails.
+# Each target for FUZZ_SECONDS (fuzz_config starts from configs/*.json,
+# fuzz_sector from its valid index file, FUZZ_SECTOR_SEED); a crash
+# leaves build-fuzz/crash-* and fails the target.
 fuzz-smoke: fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  n=$$(basename $$t); echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
 	  mkdir -p build-fuzz/corpus-$$n; \
-	  $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  if [ $$n = fuzz_config ]; then cp configs/*.json build-fuzz/corpus-$$n/; fi; \
+	  FUZZ_SECTOR_SEED=build-fuzz/corpus-$$n $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
 	  tail -4 build-fuzz/$$n.log; \
 	  if [ $$rc -ne 0 ]; then echo "fuzz $$n: exit $$rc (log build-fuzz/$$n.log)"; exit 1; fi; \
