@@ -332,7 +332,8 @@ def main():
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(bundle, target)
         before = open(os.path.join(target, "manifest.json"), "rb").read()
-        imp = subprocess.Popen([annlab, "dataset", "import", big, q, "--out", target, "--force"],
+        imp = subprocess.Popen([annlab, "dataset", "import", big, q, "--out", target, "--metric", "l2",
+                                "--force"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.05 + random.Random(s).random() * 1.0)
         imp.send_signal(signal.SIGKILL)
@@ -347,7 +348,7 @@ def main():
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(bundle, target)
         rc, _, err, hung = sh(["sh", "-c", f"trap '' XFSZ; ulimit -f {256 * (s + 1)}; exec "
-                               f"'{annlab}' dataset import '{big}' '{q}' --out '{target}' --force"],
+                               f"'{annlab}' dataset import '{big}' '{q}' --out '{target}' --metric l2 --force"],
                               timeout=300)
         o = classify_exit(rc, err, hung)
         rc2, _, _, _ = sh([annlab, "dataset", "verify", target], timeout=120)
