@@ -1,10 +1,12 @@
 /*
  * dsutil.c: seeded row samples (splitmix64 + Floyd's sampling algorithm),
- * streamed sha256 (OpenSSL EVP), and the one loop that copies a vector
+ * streamed sha256 (engines/core/digest.h), and the one loop that copies a vector
  * source into a bundle member, chunk by chunk, so no reader ever needs a
  * whole dataset in memory.
  */
 #include "datasets/dsutil.h"
+
+#include "engines/core/digest.h"
 
 #include "engines/core/distance.h"
 #include "engines/core/fileio.h"
@@ -15,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,60 +77,8 @@ int ds_sample_rows(uint64_t n, uint64_t count, uint64_t seed, uint64_t *out)
 
 int ds_sha256_file(const char *path, char *out, uint64_t *bytes)
 {
-    int rc = 0;
-    int fd = -1;
-    unsigned char *buf = NULL;
-    EVP_MD_CTX *ctx = NULL;
-    uint64_t total = 0;
-    const size_t buf_bytes = 1u << 20;
-
-    struct stat st;
-    /* a regular file only: /dev/zero would be hashed forever, a FIFO block */
-    if ((rc = ann_open_stat(path, &fd, &st)))
-        goto out;
-    buf = malloc(buf_bytes);
-    ctx = EVP_MD_CTX_new();
-    if (!buf || !ctx) {
-        rc = ann_fail(-ENOMEM, "%s: no memory for sha256", path);
-        goto out;
-    }
-    if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-        rc = ann_fail(ANN_EINTERNAL, "%s: sha256 init failed in libcrypto", path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t r = read(fd, buf, buf_bytes);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = ann_fail_errno("%s: read", path);
-            goto out;
-        }
-        if (r == 0)
-            break;
-        if (EVP_DigestUpdate(ctx, buf, (size_t)r) != 1) {
-            rc = ann_fail(ANN_EINTERNAL, "%s: sha256 update failed in libcrypto", path);
-            goto out;
-        }
-        total += (uint64_t)r;
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int md_len = 0;
-    if (EVP_DigestFinal_ex(ctx, md, &md_len) != 1 || md_len != 32) {
-        rc = ann_fail(ANN_EINTERNAL, "%s: sha256 final failed in libcrypto", path);
-        goto out;
-    }
-    memcpy(out, "sha256:", 7);
-    for (unsigned i = 0; i < md_len; i++)
-        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-    if (bytes)
-        *bytes = total;
-out:
-    EVP_MD_CTX_free(ctx);
-    free(buf);
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    /* a regular file only (ann_open_stat): /dev/zero would be hashed forever */
+    return ann_sha256_file(path, out, bytes);
 }
 
 int ds_source_entry(json_t *list, const char *role, const char *path)
