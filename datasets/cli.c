@@ -247,20 +247,6 @@ static int cmd_prepare(int argc, char **argv)
     return 0;
 }
 
-/* Whether path exists as anything but an empty directory. */
-static int exists_nonempty(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return access(path, F_OK) == 0;
-    struct dirent *e;
-    int any = 0;
-    while (!any && (e = readdir(d)) != NULL)
-        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return any;
-}
-
 static int cmd_import(int argc, char **argv)
 {
     ds_import_files f = { 0 };
@@ -327,7 +313,7 @@ static int cmd_import(int argc, char **argv)
     if (!f.out_dir)
         return usage_error("import: --out DIR is required%s", "");
     /* an import replaces what --out holds: never a bundle by accident */
-    if (!force && exists_nonempty(f.out_dir)) {
+    if (!force && ann_exists_nonempty(f.out_dir)) {
         fprintf(stderr, "annlab dataset: import: --out %s already exists; give --force to replace "
                         "what it holds\n",
                 f.out_dir);

@@ -757,20 +757,6 @@ int harness_export(const char *run_dir, harness_export_format fmt, const char *o
     return rc;
 }
 
-/* Whether path exists as anything but an empty directory. */
-static int exists_nonempty(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return access(path, F_OK) == 0;
-    struct dirent *e;
-    int any = 0;
-    while (!any && (e = readdir(d)) != NULL)
-        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return any;
-}
-
 static void usage(FILE *fp)
 {
     fprintf(fp,
@@ -823,7 +809,7 @@ int harness_export_main(int argc, char **argv)
         snprintf(def, sizeof def, "%s/export/%s", run, format);
         out = def;
     }
-    if (!force && exists_nonempty(out)) {
+    if (!force && ann_exists_nonempty(out)) {
         fprintf(stderr, "annlab export: --out %s already exists; give --force to write into it\n", out);
         return 2;
     }

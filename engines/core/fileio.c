@@ -241,3 +241,16 @@ int ann_fsync_parent(const char *path)
         *slash = '\0';
     return fsync_one(parent, 1);
 }
+
+int ann_exists_nonempty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return access(path, F_OK) == 0;
+    struct dirent *e;
+    int any = 0;
+    while (!any && (e = readdir(d)) != NULL)
+        any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return any;
+}

@@ -91,6 +91,10 @@ int ann_mkdir_p(const char *path, unsigned mode, const char *what);
  */
 int ann_tree_remove(const char *path);
 
+/* 1 when path exists as anything but an empty directory (an --out that
+ * holds something), else 0. */
+int ann_exists_nonempty(const char *path);
+
 /*
  * fsync every regular file under dir, each directory below it, then dir
  * itself, so that a rename of dir afterwards publishes durable contents.
