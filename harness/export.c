@@ -68,21 +68,6 @@ int harness_export_format_parse(const char *name, harness_export_format *fmt)
     return 0;
 }
 
-static const char *sget(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-/* A number at "a" or "a.b" (NAN when absent or null). */
-static double nget(const json_t *o, const char *k1, const char *k2)
-{
-    const json_t *v = json_object_get(o, k1);
-    if (k2)
-        v = json_object_get(v, k2);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* "R=64 L_build=100" from a parameter object ("" when empty). */
 static void params_text(const json_t *obj, char *buf, size_t len)
 {
@@ -112,7 +97,7 @@ static void cell_name(const json_t *c, char *buf, size_t len)
     const json_t *used = json_object_get(c, "search_used");
     params_text(json_is_object(used) ? used : json_object_get(c, "search"), s, sizeof s);
     const char *parts[3] = { b, o, s };
-    size_t w = (size_t)snprintf(buf, len, "%s (", sget(c, "label"));
+    size_t w = (size_t)snprintf(buf, len, "%s (", harness_jstr(c, "label"));
     int any = 0;
     for (int i = 0; i < 3 && w < len; i++)
         if (parts[i][0]) {
@@ -127,7 +112,7 @@ static void cell_name(const json_t *c, char *buf, size_t len)
  * and big-ann compare algorithms, and a cold curve is another one). */
 static void algo_name(const json_t *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s%s", sget(c, "label"), !strcmp(sget(c, "mode"), "cold") ? "-cold" : "");
+    snprintf(buf, len, "%s%s", harness_jstr(c, "label"), !strcmp(harness_jstr(c, "mode"), "cold") ? "-cold" : "");
     for (char *p = buf; *p; p++)
         if (*p == '/')
             *p = '_';
@@ -175,7 +160,7 @@ static int ex_load(ex_ctx *x, const char *run_dir)
     size_t i;
     json_t *c;
     json_array_foreach(x->cells, i, c) {
-        if (strcmp(sget(c, "status"), "ok") || !json_is_null(json_object_get(c, "memory_cap_bytes")))
+        if (strcmp(harness_jstr(c, "status"), "ok") || !json_is_null(json_object_get(c, "memory_cap_bytes")))
             continue;
         json_t *k = json_pack("[O?, O?, O?, O?, O?]", json_object_get(c, "label"), json_object_get(c, "build"),
                               json_object_get(c, "open"), json_object_get(c, "search"),
@@ -200,7 +185,7 @@ static int ex_load(ex_ctx *x, const char *run_dir)
         json_int_t t = json_integer_value(json_object_get(c, "threads"));
         if (!e->cell || t < json_integer_value(json_object_get(e->cell, "threads")))
             e->cell = c;
-        double q = nget(c, "qps", NULL);
+        double q = harness_jnum(c, "qps", NULL);
         json_array_append_new(e->threads, json_integer(t));
         json_array_append_new(e->qps, json_real(isfinite(q) ? q : 0));
         if (isfinite(q) && q > e->qps_best)
@@ -218,7 +203,7 @@ static int ex_bundle(ex_ctx *x)
 {
     if (x->ds_open)
         return 0;
-    const char *dir = sget(json_object_get(x->machine, "dataset"), "dir");
+    const char *dir = harness_jstr(json_object_get(x->machine, "dataset"), "dir");
     if (!dir[0])
         return ann_fail(ANN_ENOTFOUND, "%s/machine.json: names no dataset directory", x->run_dir);
     int rc = ann_bundle_open(dir, &x->ds);
@@ -237,13 +222,13 @@ static int ex_bundle(ex_ctx *x)
 /* The ids each query of the cell returned (neighbors/<id>.ibin). */
 static int ex_neighbors(const ex_ctx *x, const json_t *c, ann_gt *g)
 {
-    const char *rel = sget(c, "neighbors_file");
+    const char *rel = harness_jstr(c, "neighbors_file");
     memset(g, 0, sizeof *g);
     if (!rel[0])
         return ann_fail(ANN_EDATA,
                         "%s: cell %s has no per-query results (runs before 2026-12-02 did not keep "
                         "them): run it again to export it",
-                        x->run_dir, sget(c, "id"));
+                        x->run_dir, harness_jstr(c, "id"));
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", x->run_dir, rel);
     return ann_gt_load(path, 0, g);
@@ -259,10 +244,10 @@ static int ex_times(const ex_ctx *x, const json_t *c, float **times, uint32_t *n
 {
     *times = NULL;
     char path[4400];
-    snprintf(path, sizeof path, "%s/%s", x->run_dir, sget(c, "latency_file"));
-    FILE *f = sget(c, "latency_file")[0] ? fopen(path, "re") : NULL;
+    snprintf(path, sizeof path, "%s/%s", x->run_dir, harness_jstr(c, "latency_file"));
+    FILE *f = harness_jstr(c, "latency_file")[0] ? fopen(path, "re") : NULL;
     if (!f)
-        return ann_fail(ANN_EDATA, "%s: cell %s: no latency file %s", x->run_dir, sget(c, "id"), path);
+        return ann_fail(ANN_EDATA, "%s: cell %s: no latency file %s", x->run_dir, harness_jstr(c, "id"), path);
     uint32_t n = (uint32_t)json_integer_value(json_object_get(c, "queries"));
     uint32_t reps = (uint32_t)json_integer_value(json_object_get(c, "repeats"));
     if (reps == 0)
@@ -438,7 +423,7 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
         goto out;
     if (g.nq != nq || nq > x->ds.nq) {
         rc = ann_fail(ANN_ECORRUPT, "%s: cell %s: %u per-query results for %u queries (dataset: %u)",
-                      x->run_dir, sget(c, "id"), g.nq, nq, x->ds.nq);
+                      x->run_dir, harness_jstr(c, "id"), g.nq, nq, x->ds.nq);
         goto out;
     }
     uint32_t k = g.k, dim = x->ds.dim;
@@ -461,7 +446,7 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
             if ((uint64_t)id >= x->ds.n) {
                 rc = ann_fail(ANN_ECORRUPT, "%s: cell %s: query %u rank %u: id %d beyond the %llu base "
                                             "vectors",
-                              x->run_dir, sget(c, "id"), q, r, id, (unsigned long long)x->ds.n);
+                              x->run_dir, harness_jstr(c, "id"), q, r, id, (unsigned long long)x->ds.n);
                 goto out;
             }
             if ((rc = ann_vecsrc_read(x->base, (uint64_t)id, 1, row)))
@@ -485,8 +470,8 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
     const char *distance = x->ds.metric == ANN_METRIC_L2       ? "euclidean"
                            : x->ds.metric == ANN_METRIC_COSINE ? "angular"
                                                                : "ip";
-    double per_query_comps = nget(c, "engine_stats", "full_dists") + nget(c, "engine_stats", "code_dists");
-    double rss = nget(c, "memory", "peak_rss_bytes"), build = nget(c, "index", "build_seconds");
+    double per_query_comps = harness_jnum(c, "engine_stats", "full_dists") + harness_jnum(c, "engine_stats", "code_dists");
+    double rss = harness_jnum(c, "memory", "peak_rss_bytes"), build = harness_jnum(c, "index", "build_seconds");
     hsize_t d1[1] = { nq }, d2[2] = { nq, k };
     if (f < 0 || h5_attr_bool(f, "batch_mode", 0) || h5_attr_f64(f, "best_search_time", best_s) ||
         h5_attr_f64(f, "candidates", returned / (nq ? nq : 1)) || h5_attr_bool(f, "expect_extra", 0) ||
@@ -496,8 +481,8 @@ static int write_ann_benchmarks(ex_ctx *x, const ex_entry *e, const char *out_di
         h5_attr_f64(f, "index_size", isfinite(rss) ? rss / 1024.0 : 0) ||
         h5_attr_str(f, "algo", algo) || h5_attr_str(f, "dataset", x->ds.name) ||
         h5_attr_f64(f, "dist_comps", isfinite(per_query_comps) ? per_query_comps * nq * runs : 0) ||
-        h5_attr_str(f, "annlab_cell", sget(c, "id")) || h5_attr_str(f, "annlab_mode", sget(c, "mode")) ||
-        h5_attr_f64(f, "annlab_recall", nget(c, "recall", NULL)) ||
+        h5_attr_str(f, "annlab_cell", harness_jstr(c, "id")) || h5_attr_str(f, "annlab_mode", harness_jstr(c, "mode")) ||
+        h5_attr_f64(f, "annlab_recall", harness_jnum(c, "recall", NULL)) ||
         h5_dataset(f, "times", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, d1, times) ||
         h5_dataset(f, "neighbors", H5T_STD_I32LE, H5T_NATIVE_INT32, 2, d2, ids) ||
         h5_dataset(f, "distances", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, d2, dists)) {
@@ -558,7 +543,7 @@ static void csv_num(FILE *f, double v, int last)
 static int write_big_ann(ex_ctx *x, const char *out_dir, FILE *log)
 {
     char path[4400], tmp[4500];
-    const char *run = x->cfg ? sget(x->cfg, "name") : "";
+    const char *run = x->cfg ? harness_jstr(x->cfg, "name") : "";
     snprintf(path, sizeof path, "%s/%s.csv", out_dir, run[0] ? run : "run");
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
     FILE *f = fopen(tmp, "we");
@@ -574,20 +559,20 @@ static int write_big_ann(ex_ctx *x, const char *out_dir, FILE *log)
         cell_name(c, name, sizeof name);
         /* SSD reads: the cell's own cgroup's device reads when recorded,
          * else what the engine counted */
-        double ios = nget(json_object_get(c, "device"), "cgroup", "reads_per_query");
+        double ios = harness_jnum(json_object_get(c, "device"), "cgroup", "reads_per_query");
         if (!isfinite(ios))
-            ios = nget(c, "engine_stats", "reads");
+            ios = harness_jnum(c, "engine_stats", "reads");
         csv_field(f, algo, 0);
         csv_field(f, name, 0);
-        csv_field(f, sget(json_object_get(c, "dataset"), "name"), 0);
-        csv_num(f, nget(c, "k", NULL), 0);
+        csv_field(f, harness_jstr(json_object_get(c, "dataset"), "name"), 0);
+        csv_num(f, harness_jnum(c, "k", NULL), 0);
         csv_num(f, x->e[i].qps_best, 0);
-        csv_num(f, nget(c, "engine_stats", "full_dists") + nget(c, "engine_stats", "code_dists"), 0);
-        csv_num(f, nget(c, "index", "build_seconds"), 0);
-        csv_num(f, nget(c, "memory", "peak_rss_bytes") / 1024.0, 0);
+        csv_num(f, harness_jnum(c, "engine_stats", "full_dists") + harness_jnum(c, "engine_stats", "code_dists"), 0);
+        csv_num(f, harness_jnum(c, "index", "build_seconds"), 0);
+        csv_num(f, harness_jnum(c, "memory", "peak_rss_bytes") / 1024.0, 0);
         csv_num(f, ios, 0);
-        csv_num(f, nget(c, "latency_us", "mean"), 0);
-        csv_num(f, nget(c, "recall", NULL), 1);
+        csv_num(f, harness_jnum(c, "latency_us", "mean"), 0);
+        csv_num(f, harness_jnum(c, "recall", NULL), 1);
     }
     int bad = ferror(f);
     if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
@@ -640,10 +625,10 @@ static int write_vectordbbench(ex_ctx *x, const char *out_dir, FILE *log)
     int rc = ex_bundle(x);
     if (rc)
         return rc;
-    const char *run = x->cfg ? sget(x->cfg, "name") : "";
+    const char *run = x->cfg ? harness_jstr(x->cfg, "name") : "";
     if (!run[0])
         run = "run";
-    const char *commit = sget(x->machine, "git_commit");
+    const char *commit = harness_jstr(x->machine, "git_commit");
     json_t *results = json_array(), *top = NULL;
     double last = 0;
     for (size_t i = 0; i < x->n && !rc; i++) {
@@ -651,10 +636,10 @@ static int write_vectordbbench(ex_ctx *x, const char *out_dir, FILE *log)
         ann_gt g;
         if ((rc = ex_neighbors(x, c, &g)))
             break;
-        uint32_t k = (uint32_t)nget(c, "k", NULL);
+        uint32_t k = (uint32_t)harness_jnum(c, "k", NULL);
         if (g.nq > x->gt.nq || k > x->gt.k || k == 0) {
             rc = ann_fail(ANN_ECORRUPT, "%s: cell %s: %u queries at k=%u, ground truth %u x %u",
-                          x->run_dir, sget(c, "id"), g.nq, k, x->gt.nq, x->gt.k);
+                          x->run_dir, harness_jstr(c, "id"), g.nq, k, x->gt.nq, x->gt.k);
             ann_gt_free(&g);
             break;
         }
@@ -662,13 +647,13 @@ static int write_vectordbbench(ex_ctx *x, const char *out_dir, FILE *log)
         ann_gt_free(&g);
         char label[256];
         algo_name(c, label, sizeof label);
-        double build = nget(c, "index", "build_seconds"), p99 = nget(c, "latency_us", "p99"),
-               p95 = nget(c, "latency_us", "p95");
-        double fin = nget(c, "finished_at", NULL);
+        double build = harness_jnum(c, "index", "build_seconds"), p99 = harness_jnum(c, "latency_us", "p99"),
+               p95 = harness_jnum(c, "latency_us", "p95");
+        double fin = harness_jnum(c, "finished_at", NULL);
         if (isfinite(fin) && fin > last)
             last = fin;
         json_t *case_cfg = json_pack(
-            "{s:s, s:s, s:O?, s:O?, s:O?}", "index", sget(c, "engine"), "metric_type",
+            "{s:s, s:s, s:O?, s:O?, s:O?}", "index", harness_jstr(c, "engine"), "metric_type",
             vdb_metric(x->ds.metric), "annlab_build", json_object_get(c, "build"), "annlab_open",
             json_object_get(c, "open"), "annlab_search", json_object_get(c, "search"));
         json_t *metrics = json_pack(
@@ -677,12 +662,12 @@ static int write_vectordbbench(ex_ctx *x, const char *out_dir, FILE *log)
             "optimize_duration", 0.0, "load_duration", isfinite(build) ? build : 0.0, "qps",
             x->e[i].qps_best, "serial_latency_p99", isfinite(p99) ? p99 / 1e6 : 0.0,
             "serial_latency_p95", isfinite(p95) ? p95 / 1e6 : 0.0, "recall",
-            nget(c, "recall_plain", NULL), "ndcg", ndcg, "mrr", 0.0, "conc_num_list",
+            harness_jnum(c, "recall_plain", NULL), "ndcg", ndcg, "mrr", 0.0, "conc_num_list",
             x->e[i].threads, "conc_qps_list", x->e[i].qps, "conc_latency_p99_list",
             "conc_latency_avg_list");
         char note[600];
         snprintf(note, sizeof note, "annlab run %s, %s cell %s; load_duration is the index build",
-                 x->run_dir, sget(c, "mode"), sget(c, "id"));
+                 x->run_dir, harness_jstr(c, "mode"), harness_jstr(c, "id"));
         json_t *task = json_pack(
             "{s:s, s:{s:s, s:s, s:s}, s:o, s:{s:i, s:{s:s, s:s, s:i, s:i, s:{s:s, s:s, s:I, s:i, "
             "s:s, s:i, s:b, s:b}}, s:i, s:{s:O, s:i}}, s:[s, s, s]}",

@@ -342,20 +342,6 @@ static int write_figure(const char *dir, const plot_spec *ps, figure *f, recall_
     return run_gnuplot(gp);
 }
 
-static const char *sget(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-static double nget(const json_t *o, const char *k1, const char *k2)
-{
-    const json_t *v = json_object_get(o, k1);
-    if (k2)
-        v = json_object_get(v, k2);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* "R=32 L=50" from a parameter object; "" for an empty or absent one. */
 static void params_text(const json_t *obj, char *buf, size_t len)
 {
@@ -425,25 +411,25 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
     size_t i;
     json_t *c;
     json_array_foreach(cells, i, c)
-        if (!strcmp(sget(c, "status"), "ok") && json_integer_value(json_object_get(c, "threads")) > tmax)
+        if (!strcmp(harness_jstr(c, "status"), "ok") && json_integer_value(json_object_get(c, "threads")) > tmax)
             tmax = json_integer_value(json_object_get(c, "threads"));
     /* builds per engine label: the build is named in a variant only when it varies */
     json_t *builds = json_object(), *colors = json_object(), *variants = json_object();
     json_array_foreach(cells, i, c) {
         char btext[96];
         params_text(json_object_get(c, "build"), btext, sizeof btext);
-        json_t *set = json_object_get(builds, sget(c, "label"));
+        json_t *set = json_object_get(builds, harness_jstr(c, "label"));
         if (!set) {
             set = json_object();
-            json_object_set_new(builds, sget(c, "label"), set);
+            json_object_set_new(builds, harness_jstr(c, "label"), set);
         }
         json_object_set_new(set, btext, json_true());
     }
     json_array_foreach(cells, i, c) {
-        if (strcmp(sget(c, "status"), "ok"))
+        if (strcmp(harness_jstr(c, "status"), "ok"))
             continue;
         k = json_integer_value(json_object_get(c, "k"));
-        const char *label = sget(c, "label"), *mode = sget(c, "mode");
+        const char *label = harness_jstr(c, "label"), *mode = harness_jstr(c, "mode");
         int cold = !strcmp(mode, "cold");
         /* the variant: build (when the engine has several), open parameters, mode */
         char btext[96], otext[160], stext[160], variant[320], name[400];
@@ -464,35 +450,35 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         int var = index_of(vs, variant);
         int capped = !json_is_null(json_object_get(c, "memory_cap_bytes"));
         json_int_t t = json_integer_value(json_object_get(c, "threads"));
-        double recall = nget(c, "recall", NULL);
+        double recall = harness_jnum(c, "recall", NULL);
         snprintf(name, sizeof name, "%s %s", label, variant);
         if (!capped) {
             if (t == tmax)
-                series_add(fig_series(&fq, name, color, var, cold, 0), recall, nget(c, "qps", NULL));
+                series_add(fig_series(&fq, name, color, var, cold, 0), recall, harness_jnum(c, "qps", NULL));
             if (t == 1 || tmax == 0)
-                series_add(fig_series(&fl, name, color, var, cold, 0), recall, nget(c, "latency_us", "p99"));
+                series_add(fig_series(&fl, name, color, var, cold, 0), recall, harness_jnum(c, "latency_us", "p99"));
             const json_t *L = json_object_get(search, "L");
             if (json_is_number(L) && t == 1) {
                 char rn[480];
-                snprintf(rn, sizeof rn, "%s: %s (engine)", name, reads_noun(sget(c, "engine")));
+                snprintf(rn, sizeof rn, "%s: %s (engine)", name, reads_noun(harness_jstr(c, "engine")));
                 series_add(fig_series(&fr, rn, color, var, cold, 0), json_number_value(L),
-                           nget(c, "engine_stats", "reads"));
+                           harness_jnum(c, "engine_stats", "reads"));
                 /* the device reads this cell's own cgroup counted, else the disk's */
-                double dev = nget(json_object_get(c, "device"), "cgroup", "reads_per_query");
+                double dev = harness_jnum(json_object_get(c, "device"), "cgroup", "reads_per_query");
                 const char *src = "cgroup";
                 if (!isfinite(dev)) {
-                    dev = nget(c, "device", "reads_per_query");
+                    dev = harness_jnum(c, "device", "reads_per_query");
                     src = "whole disk";
                 }
                 snprintf(rn, sizeof rn, "%s: device reads (%s)", name, src);
                 series_add(fig_series(&fr, rn, color, var, cold, 1), json_number_value(L), dev);
             }
         } else {
-            double cap_mib = nget(c, "memory_cap_bytes", NULL) / 1048576.0;
+            double cap_mib = harness_jnum(c, "memory_cap_bytes", NULL) / 1048576.0;
             char cn[600];
             snprintf(cn, sizeof cn, "%s%s%s T=%lld", name, stext[0] ? " " : "", stext, (long long)t);
-            series_add(fig_series(&fcq, cn, color, var, cold, 0), cap_mib, nget(c, "qps", NULL));
-            series_add(fig_series(&fcl, cn, color, var, cold, 0), cap_mib, nget(c, "latency_us", "p50"));
+            series_add(fig_series(&fcq, cn, color, var, cold, 0), cap_mib, harness_jnum(c, "qps", NULL));
+            series_add(fig_series(&fcl, cn, color, var, cold, 0), cap_mib, harness_jnum(c, "latency_us", "p50"));
         }
     }
     char xl[64], title[200];

@@ -16,6 +16,7 @@
 #define ANNLAB_HARNESS_RUN_H
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 
 /*
@@ -45,6 +46,22 @@ int harness_plot_main(int argc, char **argv);
  * recorded more than once (a transient failure retried by --resume) is
  * given by its last record, in the place of its first.
  */
+/* Readers of cells.jsonl records: the string at key k ("" when absent), and
+ * the number at "k1" or "k1.k2" (NAN when absent or null). */
+static inline const char *harness_jstr(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static inline double harness_jnum(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 int harness_cells_load(const char *run_dir, json_t **cells);
 
 /* Keep the last record of each cell id in cells, in the place of its

@@ -9,6 +9,7 @@
  * target outside the frontier is never extrapolated: below it the lowest-
  * recall point's own figures are given and marked, above it nothing.
  */
+#include "harness/run.h"
 #include "harness/summary.h"
 
 #include <math.h>
@@ -94,20 +95,6 @@ void harness_fmt_bytes(double bytes, char *buf, size_t len)
         snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
 }
 
-static const char *sget(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
-static double nget(const json_t *o, const char *k1, const char *k2)
-{
-    const json_t *v = json_object_get(o, k1);
-    if (k2)
-        v = json_object_get(v, k2);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* One engine (label) in one mode: its points, one per parameter setting. */
 typedef struct sm_engine {
     const char *label, *mode;
@@ -125,9 +112,9 @@ static int sm_collect(const json_t *cells, sm_engine **out, size_t *nout)
     size_t i;
     const json_t *c;
     json_array_foreach(cells, i, c) {
-        if (strcmp(sget(c, "status"), "ok") || !json_is_null(json_object_get(c, "memory_cap_bytes")))
+        if (strcmp(harness_jstr(c, "status"), "ok") || !json_is_null(json_object_get(c, "memory_cap_bytes")))
             continue;
-        const char *label = sget(c, "label"), *mode = sget(c, "mode");
+        const char *label = harness_jstr(c, "label"), *mode = harness_jstr(c, "mode");
         sm_engine *g = NULL;
         for (size_t j = 0; j < n && !g; j++)
             if (!strcmp(e[j].label, label) && !strcmp(e[j].mode, mode))
@@ -154,8 +141,8 @@ static int sm_collect(const json_t *cells, sm_engine **out, size_t *nout)
         if (!lat || json_integer_value(json_object_get(c, "threads")) <
                         json_integer_value(json_object_get(lat, "threads")))
             json_object_set(p, "cell_lat", (json_t *)c);
-        double q = nget(c, "qps", NULL);
-        if (isfinite(q) && !(nget(p, "qps", NULL) >= q))
+        double q = harness_jnum(c, "qps", NULL);
+        if (isfinite(q) && !(harness_jnum(p, "qps", NULL) >= q))
             json_object_set_new(p, "qps", json_real(q));
     }
     for (size_t j = 0; j < n; j++) {
@@ -166,12 +153,12 @@ static int sm_collect(const json_t *cells, sm_engine **out, size_t *nout)
             const json_t *l = json_object_get(p, "cell_lat");
             if (e[j].pts)
                 e[j].pts[e[j].n++] = (harness_point){
-                    .recall = nget(l, "recall", NULL),
-                    .qps = nget(p, "qps", NULL),
-                    .p50_us = nget(l, "latency_us", "p50"),
-                    .p99_us = nget(l, "latency_us", "p99"),
-                    .reads = nget(l, "engine_stats", "reads"),
-                    .rss_bytes = nget(l, "memory", "peak_rss_bytes"),
+                    .recall = harness_jnum(l, "recall", NULL),
+                    .qps = harness_jnum(p, "qps", NULL),
+                    .p50_us = harness_jnum(l, "latency_us", "p50"),
+                    .p99_us = harness_jnum(l, "latency_us", "p99"),
+                    .reads = harness_jnum(l, "engine_stats", "reads"),
+                    .rss_bytes = harness_jnum(l, "memory", "peak_rss_bytes"),
                 };
         }
     }

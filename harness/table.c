@@ -53,12 +53,6 @@ static char *compact(const json_t *v)
     return s;
 }
 
-static const char *sget(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
 /* A number at a path "a.b", or NULL when absent or null. */
 static const json_t *num(const json_t *o, const char *k1, const char *k2)
 {
@@ -87,7 +81,7 @@ static char *row_key(const json_t *c, int with_mode, int with_cap)
     size_t len = strlen(b) + strlen(o) + strlen(s) + 256;
     char *k = malloc(len);
     if (k)
-        snprintf(k, len, "%s|%s|%s|%s|%s|%s", sget(c, "label"), b, o, s, with_mode ? sget(c, "mode") : "", cap);
+        snprintf(k, len, "%s|%s|%s|%s|%s|%s", harness_jstr(c, "label"), b, o, s, with_mode ? harness_jstr(c, "mode") : "", cap);
     free(b);
     free(o);
     free(s);
@@ -116,7 +110,7 @@ static json_t *rows(const json_t *cells, int with_mode, int with_cap, int (*want
 
 static int is_ok(const json_t *c)
 {
-    return !strcmp(sget(c, "status"), "ok");
+    return !strcmp(harness_jstr(c, "status"), "ok");
 }
 static int is_uncapped_ok(const json_t *c)
 {
@@ -135,7 +129,7 @@ static const json_t *find(const json_t *cells, const char *key, int with_mode, i
     size_t i;
     json_t *c;
     json_array_foreach(cells, i, c) {
-        if (!want(c) || (mode && strcmp(sget(c, "mode"), mode)))
+        if (!want(c) || (mode && strcmp(harness_jstr(c, "mode"), mode)))
             continue;
         char *k = row_key(c, with_mode, with_cap);
         int match = k && !strcmp(k, key);
@@ -179,7 +173,7 @@ static void engine_cols(FILE *fp, const json_t *c)
 {
     char *b = compact(json_object_get(c, "build")), *o = compact(json_object_get(c, "open")),
          *s = search_text(c);
-    fprintf(fp, "| %s | %s | %s | %s ", sget(c, "label"), b, o, s);
+    fprintf(fp, "| %s | %s | %s | %s ", harness_jstr(c, "label"), b, o, s);
     free(b);
     free(o);
     free(s);
@@ -212,17 +206,17 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
                           const char *run_dir, long long k)
 {
     const json_t *first = json_array_get(cells, 0);
-    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells\n\n", cfg ? sget(cfg, "name") : "run",
-            run_dir, sget(json_object_get(first, "dataset"), "name"),
-            sget(json_object_get(first, "dataset"), "checksum"), json_array_size(cells));
+    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells\n\n", cfg ? harness_jstr(cfg, "name") : "run",
+            run_dir, harness_jstr(json_object_get(first, "dataset"), "name"),
+            harness_jstr(json_object_get(first, "dataset"), "checksum"), json_array_size(cells));
     if (machine) {
         const json_t *topo = json_object_get(machine, "topology"), *disk = json_object_get(machine, "disk");
         char mem[32];
         harness_fmt_bytes(json_number_value(json_object_get(machine, "memory_bytes")), mem, sizeof mem);
-        const char *rot = sget(disk, "rotational");
+        const char *rot = harness_jstr(disk, "rotational");
         /* /proc/cpuinfo pads some model names with blanks */
         char cpu[256];
-        snprintf(cpu, sizeof cpu, "%s", sget(machine, "cpu_model"));
+        snprintf(cpu, sizeof cpu, "%s", harness_jstr(machine, "cpu_model"));
         for (size_t n = strlen(cpu); n > 0 && (cpu[n - 1] == ' ' || cpu[n - 1] == '\t'); n--)
             cpu[n - 1] = '\0';
         fprintf(fp,
@@ -230,10 +224,10 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
                 "(%s, %s, model %s); %s\n\n",
                 cpu[0] ? cpu : "unknown CPU",
                 (long long)json_integer_value(json_object_get(topo, "cores")),
-                (long long)json_integer_value(json_object_get(topo, "pus")), sget(machine, "simd"), mem,
-                sget(disk, "device")[0] ? sget(disk, "device") : "?", sget(disk, "filesystem"),
+                (long long)json_integer_value(json_object_get(topo, "pus")), harness_jstr(machine, "simd"), mem,
+                harness_jstr(disk, "device")[0] ? harness_jstr(disk, "device") : "?", harness_jstr(disk, "filesystem"),
                 !strcmp(rot, "1") ? "rotational" : !strcmp(rot, "0") ? "non-rotational" : "rotation unknown",
-                sget(disk, "model"), sget(machine, "kernel"));
+                harness_jstr(disk, "model"), harness_jstr(machine, "kernel"));
     } else {
         fprintf(fp, "machine: unknown (no machine.json)\n\n");
     }
@@ -247,7 +241,7 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
             reps = (long long)json_integer_value(json_object_get(c, "repeats"));
             break;
         }
-    const char *commit = machine ? sget(machine, "git_commit") : "";
+    const char *commit = machine ? harness_jstr(machine, "git_commit") : "";
     fprintf(fp, "commit %.12s%s; ", commit[0] ? commit : "unknown",
             json_is_true(json_object_get(machine, "git_dirty")) ? " (with uncommitted changes)" : "");
     if (nq >= 0)
@@ -315,8 +309,8 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
     json_array_foreach(cells, i, c) {
         if (!is_uncapped_ok(c))
             continue;
-        has_cold |= !strcmp(sget(c, "mode"), "cold");
-        has_warm |= !strcmp(sget(c, "mode"), "warm");
+        has_cold |= !strcmp(harness_jstr(c, "mode"), "cold");
+        has_warm |= !strcmp(harness_jstr(c, "mode"), "warm");
     }
     fprintf(fp, "## (a) Engines x effort\n\nLatency: one thread, median over repeats of each "
                 "percentile. QPS: %s, the largest thread count run. Dev reads: read requests this "
@@ -355,7 +349,7 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
         const json_t *q = find(cells, key, 0, 0, "warm", is_uncapped_ok, 1);
         if (!q)
             q = find(cells, key, 0, 0, "cold", is_uncapped_ok, 1);
-        json_object_set_new(engines_seen, sget(any, "engine"), json_true());
+        json_object_set_new(engines_seen, harness_jstr(any, "engine"), json_true());
         char r[32], c50[32], c99[32], w50[32], w99[32], qps[32], dc[48], dw[48], er[32], bc[32], bw[32];
         fmt(r, sizeof r, num(any, "recall", NULL), "%.3f", 1);
         fmt(c50, sizeof c50, num(cold, "latency_us", "p50"), "%.0f", 1);
@@ -429,8 +423,8 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
             fmt(cr, sizeof cr, num(json_object_get(cc, "device"), "cgroup", "reads_per_query"), "%.2f", 1);
             fmt(cap, sizeof cap, num(cc, "memory_cap_bytes", NULL), "%.0f", 1.0 / 1048576);
             engine_cols(fp, cc);
-            fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sget(cc, "mode"), cap,
-                    sget(cc, "status"), r, p50, qps, dr, cr);
+            fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", harness_jstr(cc, "mode"), cap,
+                    harness_jstr(cc, "status"), r, p50, qps, dr, cr);
         }
     }
     json_decref(keys);
@@ -447,7 +441,7 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
         fmt(a, sizeof a, num(cc, "memory", "peak_anon_bytes"), "%.1f", 1.0 / 1048576);
         fmt(f, sizeof f, num(cc, "memory", "peak_file_bytes"), "%.1f", 1.0 / 1048576);
         engine_cols(fp, cc);
-        fprintf(fp, "| %s | %s | %s | %s |\n", sget(cc, "mode"), p, a, f);
+        fprintf(fp, "| %s | %s | %s | %s |\n", harness_jstr(cc, "mode"), p, a, f);
     }
     json_decref(keys);
 
@@ -461,7 +455,7 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
         const json_t *ix = json_object_get(c, "index");
         if (!json_is_object(ix))
             continue;
-        const char *dir = sget(ix, "dir");
+        const char *dir = harness_jstr(ix, "dir");
         if (json_object_get(seen, dir))
             continue;
         json_object_set_new(seen, dir, json_true());
@@ -484,7 +478,7 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
             any_cached = 1;
         }
         char *b = compact(json_object_get(c, "build"));
-        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s |\n", sget(c, "label"), b, w, cpu, rss, disk,
+        fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s |\n", harness_jstr(c, "label"), b, w, cpu, rss, disk,
                 used ? reused : "-");
         free(b);
     }
@@ -508,9 +502,9 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
             header = 1;
         }
         char *s = compact(json_object_get(c, "search"));
-        fprintf(fp, "| %s | %s | %s | %lld | %s | %s |\n", sget(c, "label"), s, sget(c, "mode"),
-                (long long)json_integer_value(json_object_get(c, "threads")), sget(c, "status"),
-                sget(c, "reason"));
+        fprintf(fp, "| %s | %s | %s | %lld | %s | %s |\n", harness_jstr(c, "label"), s, harness_jstr(c, "mode"),
+                (long long)json_integer_value(json_object_get(c, "threads")), harness_jstr(c, "status"),
+                harness_jstr(c, "reason"));
         free(s);
     }
     json_decref(cfg);
