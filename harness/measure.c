@@ -193,7 +193,7 @@ int harness_source_commit(char *commit, size_t len, int *dirty)
     return 0;
 }
 
-int harness_cpu_busy_s(double *busy_s)
+int harness_cpu_busy_take(harness_cpu_busy *out)
 {
     FILE *f = fopen("/proc/stat", "re");
     if (!f)
@@ -206,7 +206,10 @@ int harness_cpu_busy_s(double *busy_s)
     if (n < 7)
         return ann_fail(ANN_EFORMAT, "/proc/stat: first line is not the \"cpu\" totals");
     long hz = sysconf(_SC_CLK_TCK);
-    *busy_s = (double)(user + nice + sys + irq + softirq + steal) / (double)(hz > 0 ? hz : 100);
+    double tick = 1.0 / (double)(hz > 0 ? hz : 100);
+    out->tasks_s = (double)(user + nice + sys) * tick;
+    out->irq_s = (double)(irq + softirq) * tick;
+    out->steal_s = (double)steal * tick; /* 0 when the line has no steal column */
     return 0;
 }
 

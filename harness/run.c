@@ -795,20 +795,29 @@ static void set_index_fields(json_t *rec, const json_t *build)
                                   reused_artifacts(info)));
 }
 
-/* How busy the machine was while a cell ran, beside the cell's own CPU time:
- * others_cores is the average number of cores other processes kept busy, so a
- * reader can tell a quiet-machine figure from one taken under load.  Null
- * figures when /proc/stat could not be read. */
-static json_t *machine_cpu_json(const child_result *res, double busy0, double busy1)
+/* How busy the machine was while a cell ran, beside the cell's own CPU time
+ * (harness_cpu_busy_take): others_cores is the average number of cores other
+ * processes kept busy, so a reader can tell a quiet-machine figure from one
+ * taken under load; irq_cores the cores interrupt work took (mostly the
+ * cell's own device reads completing: an I/O-bound cell shows 0.1-0.6 on
+ * an otherwise idle machine here, an in-memory one about 0.03) and
+ * steal_cores what the hypervisor took.  busy_s is the sum of all three
+ * parts.  Null figures when /proc/stat could not be read.  Until this split
+ * (2026-12-02) others_cores included the interrupt and steal parts. */
+static json_t *machine_cpu_json(const child_result *res, const harness_cpu_busy *b0,
+                                const harness_cpu_busy *b1)
 {
-    if (busy0 < 0 || busy1 < 0 || res->seconds <= 0)
-        return json_pack("{s:n, s:f, s:n, s:s}", "busy_s", "cell_cpu_s", res->cpu_s, "others_cores",
-                         "reason", "/proc/stat unreadable");
-    double busy = busy1 - busy0, others = busy - res->cpu_s;
+    if (!b0 || !b1 || res->seconds <= 0)
+        return json_pack("{s:n, s:f, s:n, s:n, s:n, s:s}", "busy_s", "cell_cpu_s", res->cpu_s,
+                         "others_cores", "irq_cores", "steal_cores", "reason",
+                         "/proc/stat unreadable");
+    double tasks = b1->tasks_s - b0->tasks_s, irq = b1->irq_s - b0->irq_s,
+           steal = b1->steal_s - b0->steal_s, others = tasks - res->cpu_s;
     if (others < 0)
-        others = 0; /* clock-tick rounding */
-    return json_pack("{s:f, s:f, s:f}", "busy_s", busy, "cell_cpu_s", res->cpu_s, "others_cores",
-                     others / res->seconds);
+        others = 0; /* clock-tick rounding, or interrupt ticks charged to the cell */
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "busy_s", tasks + irq + steal, "cell_cpu_s",
+                     res->cpu_s, "others_cores", others / res->seconds, "irq_cores",
+                     irq / res->seconds, "steal_cores", steal / res->seconds);
 }
 
 /* Run one cell; *rec receives its record, or NULL when interrupted. */
@@ -880,15 +889,13 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         snprintf(cg.name, sizeof cg.name, "annlab-%s-%s", id, x->owner_tag);
     }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
-    double busy0 = -1, busy1 = -1;
-    if (harness_cpu_busy_s(&busy0))
-        busy0 = -1;
+    harness_cpu_busy busy0, busy1;
+    int have_busy = harness_cpu_busy_take(&busy0) == 0;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
                    in_cg ? &cg : NULL, -1, NULL, &res);
     if (rc)
         return rc;
-    if (busy0 < 0 || harness_cpu_busy_s(&busy1))
-        busy1 = -1;
+    have_busy = have_busy && harness_cpu_busy_take(&busy1) == 0;
     if (res.interrupted)
         return 0;
     r = record_empty(cell);
@@ -926,7 +933,9 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(r, "status", json_string(status));
     json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(r, "cell_seconds", json_real(res.seconds));
-    json_object_set_new(r, "machine_cpu", machine_cpu_json(&res, busy0, busy1));
+    json_object_set_new(
+        r, "machine_cpu",
+        machine_cpu_json(&res, have_busy ? &busy0 : NULL, have_busy ? &busy1 : NULL));
     if (in_cg && !cg.setup_failed)
         json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
     set_index_fields(r, b);
