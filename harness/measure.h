@@ -26,7 +26,8 @@ int harness_mem_read(harness_mem *m);
 
 /*
  * Describe this machine: hwloc topology counts and CPU model, SIMD kernels
- * in use, kernel, the disk and filesystem holding index_dir, the git commit
+ * in use, kernel, memory, proactive reclaim (DAMON schemes that drop idle
+ * pages; null without DAMON), the disk and filesystem holding index_dir, the git commit
  * of the source tree (when git is available).  New object; NULL on ENOMEM.
  */
 json_t *harness_machine_describe(const char *index_dir);

@@ -254,6 +254,13 @@ static void test_schema_and_flat_recall(void **state)
     assert_non_null(json_object_get(m, "simd"));
     assert_non_null(json_object_get(m, "kernel"));
     assert_non_null(json_object_get(m, "topology"));
+    /* DAMON's reclaim schemes as the kernel lists them (null without DAMON) */
+    const json_t *pr = json_object_get(m, "proactive_reclaim");
+    assert_non_null(pr);
+    if (access("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", R_OK) == 0)
+        assert_true(json_is_array(json_object_get(pr, "kdamonds")));
+    else
+        assert_true(json_is_null(pr));
     json_decref(m);
     json_decref(cells);
     json_decref(cfg);
