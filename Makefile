@@ -64,7 +64,7 @@ TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz fuzz-smoke
+.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz fuzz-bins fuzz-smoke
 .DEFAULT_GOAL := all
 # Keep intermediate objects of tests and benchmarks (no rebuild on every run).
 .PRECIOUS: $(BUILD)/obj/%.o
@@ -164,17 +164,23 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h build-fuzz/liban
 	@$(if $(Q),echo "  FUZZLD  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer $(FUZZ_WARN) -pthread $< build-fuzz/libannlab.a $(FUZZ_LIBS) -o $@
 
-fuzz: $(FUZZ_TARGETS)
+# clang and libFuzzer's runtime first (scripts/deps.sh fuzz), then the targets
+fuzz:
+	@./scripts/deps.sh fuzz
+	@$(MAKE) --no-print-directory fuzz-bins
+
+fuzz-bins: $(FUZZ_TARGETS)
 
 # Each target for FUZZ_SECONDS (fuzz_config starts from configs/*.json,
-# fuzz_sector from its valid index file, FUZZ_SECTOR_SEED); a crash
+# fuzz_sector, fuzz_files and fuzz_buildjson from the valid files they
+# write at start-up into FUZZ_*_SEED); a crash
 # leaves build-fuzz/crash-* and fails the target.
 fuzz-smoke: fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  n=$$(basename $$t); echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
 	  mkdir -p build-fuzz/corpus-$$n; \
 	  if [ $$n = fuzz_config ]; then cp configs/*.json build-fuzz/corpus-$$n/; fi; \
-	  FUZZ_SECTOR_SEED=build-fuzz/corpus-$$n $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  FUZZ_SECTOR_SEED=build-fuzz/corpus-$$n FUZZ_FILES_SEED=build-fuzz/corpus-$$n FUZZ_BUILDJSON_SEED=build-fuzz/corpus-$$n $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
 	  tail -4 build-fuzz/$$n.log; \
 	  if [ $$rc -ne 0 ]; then echo "fuzz $$n: exit $$rc (log build-fuzz/$$n.log)"; exit 1; fi; \

@@ -100,11 +100,81 @@ int harness_pin_thread(unsigned i)
     }
     int rc = 0;
     int npu = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    hwloc_obj_t pu = npu > 0 ? hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(i % (unsigned)npu)) : NULL;
+    hwloc_obj_t pu =
+        npu > 0 ? hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(i % (unsigned)npu)) : NULL;
     if (!pu || hwloc_set_cpubind(topo, pu->cpuset, HWLOC_CPUBIND_THREAD) != 0)
         rc = ANN_EUNSUPPORTED;
     hwloc_topology_destroy(topo);
     return rc;
+}
+
+/* A number read from a one-line sysfs file; -1 when absent or not a number. */
+static double read_num(const char *path)
+{
+    char buf[64], *end = NULL;
+    read_line(path, buf, sizeof buf);
+    double v = strtod(buf, &end);
+    return buf[0] && end && *end == '\0' ? v : -1;
+}
+
+/*
+ * Proactive reclaim by DAMON (the kernel's data access monitor), which some
+ * VMs run: a "pageout" scheme drops page-cache pages idle for min_idle_s,
+ * so a warm cell's index can go cold between its preload and its queries,
+ * or while a long build does not touch its source file.  Described from
+ * /sys/kernel/mm/damon/admin: every kdamond's state and, per context, its
+ * address space and schemes (action, minimum idle time, quota).  Null
+ * when the kernel has no DAMON sysfs interface.
+ */
+static json_t *damon_describe(void)
+{
+    const char *root = "/sys/kernel/mm/damon/admin/kdamonds";
+    char path[512], buf[64];
+    double nk = 0;
+    snprintf(path, sizeof path, "%s/nr_kdamonds", root);
+    if ((nk = read_num(path)) < 0)
+        return json_null();
+    json_t *ks = json_array();
+    for (int k = 0; k < (int)nk && k < 16; k++) {
+        snprintf(path, sizeof path, "%s/%d/state", root, k);
+        read_line(path, buf, sizeof buf);
+        json_t *kd = json_pack("{s:s, s:[]}", "state", buf, "schemes");
+        snprintf(path, sizeof path, "%s/%d/contexts/nr_contexts", root, k);
+        double nc = read_num(path);
+        for (int c = 0; c < (int)nc && c < 16; c++) {
+            char ctx[400];
+            snprintf(ctx, sizeof ctx, "%s/%d/contexts/%d", root, k, c);
+            snprintf(path, sizeof path, "%s/operations", ctx);
+            read_line(path, buf, sizeof buf);
+            snprintf(path, sizeof path, "%s/monitoring_attrs/intervals/aggr_us", ctx);
+            double aggr_us = read_num(path);
+            snprintf(path, sizeof path, "%s/schemes/nr_schemes", ctx);
+            double ns = read_num(path);
+            for (int i = 0; i < (int)ns && i < 16; i++) {
+                char sch[480], action[64];
+                snprintf(sch, sizeof sch, "%s/schemes/%d", ctx, i);
+                snprintf(path, sizeof path, "%s/action", sch);
+                read_line(path, action, sizeof action);
+                snprintf(path, sizeof path, "%s/access_pattern/age/min", sch);
+                double age = read_num(path);
+                snprintf(path, sizeof path, "%s/quotas/bytes", sch);
+                double qb = read_num(path);
+                snprintf(path, sizeof path, "%s/quotas/reset_interval_ms", sch);
+                double qms = read_num(path);
+                json_t *o = json_pack("{s:s, s:s}", "operations", buf, "action", action);
+                json_object_set_new(o, "min_idle_s",
+                                    age >= 0 && aggr_us > 0 ? json_real(age * aggr_us / 1e6)
+                                                            : json_null());
+                json_object_set_new(o, "quota_bytes", qb >= 0 ? json_integer((json_int_t)qb)
+                                                               : json_null());
+                json_object_set_new(o, "quota_interval_ms",
+                                    qms >= 0 ? json_integer((json_int_t)qms) : json_null());
+                json_array_append_new(json_object_get(kd, "schemes"), o);
+            }
+        }
+        json_array_append_new(ks, kd);
+    }
+    return json_pack("{s:o}", "kdamonds", ks);
 }
 
 json_t *harness_machine_describe(const char *index_dir)
@@ -140,6 +210,7 @@ json_t *harness_machine_describe(const char *index_dir)
     }
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     json_object_set_new(m, "memory_bytes", json_integer((json_int_t)pages * page));
+    json_object_set_new(m, "proactive_reclaim", damon_describe());
     if (index_dir) {
         devstat_dev dev;
         int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
@@ -193,7 +264,7 @@ int harness_source_commit(char *commit, size_t len, int *dirty)
     return 0;
 }
 
-int harness_cpu_busy_s(double *busy_s)
+int harness_cpu_busy_take(harness_cpu_busy *out)
 {
     FILE *f = fopen("/proc/stat", "re");
     if (!f)
@@ -206,7 +277,10 @@ int harness_cpu_busy_s(double *busy_s)
     if (n < 7)
         return ann_fail(ANN_EFORMAT, "/proc/stat: first line is not the \"cpu\" totals");
     long hz = sysconf(_SC_CLK_TCK);
-    *busy_s = (double)(user + nice + sys + irq + softirq + steal) / (double)(hz > 0 ? hz : 100);
+    double tick = 1.0 / (double)(hz > 0 ? hz : 100);
+    out->tasks_s = (double)(user + nice + sys) * tick;
+    out->irq_s = (double)(irq + softirq) * tick;
+    out->steal_s = (double)steal * tick; /* 0 when the line has no steal column */
     return 0;
 }
 

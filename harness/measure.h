@@ -26,7 +26,8 @@ int harness_mem_read(harness_mem *m);
 
 /*
  * Describe this machine: hwloc topology counts and CPU model, SIMD kernels
- * in use, kernel, the disk and filesystem holding index_dir, the git commit
+ * in use, kernel, memory, proactive reclaim (DAMON schemes that drop idle
+ * pages; null without DAMON), the disk and filesystem holding index_dir, the git commit
  * of the source tree (when git is available).  New object; NULL on ENOMEM.
  */
 json_t *harness_machine_describe(const char *index_dir);
@@ -40,13 +41,20 @@ json_t *harness_machine_describe(const char *index_dir);
 int harness_source_commit(char *commit, size_t len, int *dirty);
 
 /*
- * CPU time the whole machine has spent busy since boot, in seconds: the
- * "cpu" line of /proc/stat (user, nice, system, irq, softirq, steal; idle
- * and iowait left out).  The harness reads it around a cell and subtracts
- * the cell's own CPU time, so a figure taken while other processes ran says
- * how much they ran.  Returns 0, or a negative code naming /proc/stat.
+ * CPU time the whole machine has spent busy since boot, in seconds, from
+ * the "cpu" line of /proc/stat (idle and iowait left out), in three parts:
+ * tasks_s (user, nice, system: processes, the cell's included), irq_s
+ * (irq and softirq: interrupt work, which includes completing the cell's
+ * own device reads, on whichever CPU the disk interrupts; Linux charges it
+ * to no process) and steal_s (time the hypervisor ran something else).
+ * The harness reads it around a cell and subtracts the cell's own CPU time
+ * from tasks_s, so a figure taken while other processes ran says how much
+ * they ran.  Returns 0, or a negative code naming /proc/stat.
  */
-int harness_cpu_busy_s(double *busy_s);
+typedef struct {
+    double tasks_s, irq_s, steal_s;
+} harness_cpu_busy;
+int harness_cpu_busy_take(harness_cpu_busy *out);
 
 /* Cores other processes may keep busy during a cell before its timings are
  * flagged as taken on a machine that was not quiet (run progress lines,

@@ -23,6 +23,7 @@
 #include "engines/core/owner.h"
 #include "engines/core/status.h"
 #include "engines/engine.h"
+#include "harness/buildinfo.h"
 #include "harness/child.h"
 #include "harness/config.h"
 #include "datasets/bundle.h"
@@ -546,22 +547,6 @@ static const char *signame(int sig)
     return s ? s : "?";
 }
 
-/*
- * The on-disk format of the index whose build.json is info: its
- * "engine_format"; 1 when build.json has none (written before
- * ann_engine_build recorded it, when every engine's format was 1 but
- * ivfpq-record's, whose later formats live in -f<N> directories) or null
- * (an engine that declared none, counted as format 1 as below); -1 when the
- * field is anything else.
- */
-static long long recorded_format(const json_t *info)
-{
-    const json_t *f = json_object_get(info, "engine_format");
-    if (!f || json_is_null(f))
-        return 1;
-    return json_is_integer(f) && json_integer_value(f) > 0 ? json_integer_value(f) : -1;
-}
-
 /* Set a build entry's status and reason. */
 static json_t *build_status(json_t *b, const char *status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -575,53 +560,6 @@ static json_t *build_status(json_t *b, const char *status, const char *fmt, ...)
     json_object_set_new(b, "status", json_string(status));
     json_object_set_new(b, "reason", json_string(reason));
     return b;
-}
-
-/*
- * Load and check an index's build.json: the file ann_engine_build writes
- * last into a complete build.  Returns the object (new reference), or
- * NULL with why[] saying what is wrong: unreadable or truncated JSON, or a
- * field that does not describe this index (engine, build parameters,
- * dataset checksum, metric, n, dim).  An empty {} is not a build.json.
- */
-static json_t *load_build_info(const run_ctx *x, const json_t *cell, const char *path, char *why,
-                               size_t len)
-{
-    json_error_t jerr;
-    json_t *info = json_load_file(path, 0, &jerr);
-    if (!info) {
-        snprintf(why, len, "%s: unreadable (%s at line %d, byte %d): truncated or corrupt", path,
-                 jerr.text, jerr.line, jerr.position);
-        return NULL;
-    }
-    const char *engine = json_string_value(json_object_get(cell, "engine"));
-    const json_t *params = json_object_get(cell, "build");
-    const char *bad = NULL;
-    if (!json_is_object(info))
-        bad = "not a JSON object";
-    else if (!json_is_string(json_object_get(info, "engine")) ||
-             strcmp(json_string_value(json_object_get(info, "engine")), engine))
-        bad = "\"engine\" is missing or names another engine";
-    else if (!json_is_object(json_object_get(info, "params")) ||
-             !json_equal(json_object_get(info, "params"), params ? params : json_object()))
-        bad = "\"params\" is missing or differs from the cell's build parameters";
-    else if (!json_is_string(json_object_get(info, "source")) ||
-             strcmp(json_string_value(json_object_get(info, "source")), x->ds.checksum))
-        bad = "\"source\" is missing or is not the dataset's checksum";
-    else if (!json_is_string(json_object_get(info, "metric")) ||
-             strcmp(json_string_value(json_object_get(info, "metric")),
-                    ann_metric_name(x->ds.metric)))
-        bad = "\"metric\" is missing or is not the dataset's metric";
-    else if (json_integer_value(json_object_get(info, "n")) != (json_int_t)x->ds.n ||
-             json_integer_value(json_object_get(info, "dim")) != (json_int_t)x->ds.dim)
-        bad = "\"n\" and \"dim\" are missing or are not the dataset's";
-    if (bad) {
-        snprintf(why, len, "%s: %s; not an index ann_engine_build finished for this cell", path,
-                 bad);
-        json_decref(info);
-        return NULL;
-    }
-    return info;
 }
 
 /*
@@ -691,12 +629,13 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     int rc = 0;
     for (int locked = 0;; locked = 1) {
         if (access(path, F_OK) == 0) {
-            info = load_build_info(rc_, cell, path, why, sizeof why);
+            info = harness_build_info_load(path, engine, json_object_get(cell, "build"), &rc_->ds,
+                                           why, sizeof why);
             if (!info) {
                 build_status(b, "error", "%s; remove %s to rebuild it", why, index_dir);
                 goto out;
             }
-            long long have = recorded_format(info);
+            long long have = harness_build_info_format(info);
             if (have != (long long)format) {
                 char what[256];
                 if (have < 0)
@@ -803,7 +742,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         char tail[1400];
         child_reason(&res, log_path, tail, sizeof tail);
         build_status(b, child_transient(&res) ? "transient" : "error", "build failed: %s", tail);
-    } else if (!(info = load_build_info(rc_, cell, path, why, sizeof why))) {
+    } else if (!(info = harness_build_info_load(path, engine, json_object_get(cell, "build"),
+                                                &rc_->ds, why, sizeof why))) {
         build_status(b, "error", "%s", why);
     } else {
         json_object_set_new(b, "status", json_string("ok"));
@@ -855,20 +795,29 @@ static void set_index_fields(json_t *rec, const json_t *build)
                                   reused_artifacts(info)));
 }
 
-/* How busy the machine was while a cell ran, beside the cell's own CPU time:
- * others_cores is the average number of cores other processes kept busy, so a
- * reader can tell a quiet-machine figure from one taken under load.  Null
- * figures when /proc/stat could not be read. */
-static json_t *machine_cpu_json(const child_result *res, double busy0, double busy1)
+/* How busy the machine was while a cell ran, beside the cell's own CPU time
+ * (harness_cpu_busy_take): others_cores is the average number of cores other
+ * processes kept busy, so a reader can tell a quiet-machine figure from one
+ * taken under load; irq_cores the cores interrupt work took (mostly the
+ * cell's own device reads completing: an I/O-bound cell shows 0.1-0.6 on
+ * an otherwise idle machine here, an in-memory one about 0.03) and
+ * steal_cores what the hypervisor took.  busy_s is the sum of all three
+ * parts.  Null figures when /proc/stat could not be read.  Until this split
+ * (2026-12-02) others_cores included the interrupt and steal parts. */
+static json_t *machine_cpu_json(const child_result *res, const harness_cpu_busy *b0,
+                                const harness_cpu_busy *b1)
 {
-    if (busy0 < 0 || busy1 < 0 || res->seconds <= 0)
-        return json_pack("{s:n, s:f, s:n, s:s}", "busy_s", "cell_cpu_s", res->cpu_s, "others_cores",
-                         "reason", "/proc/stat unreadable");
-    double busy = busy1 - busy0, others = busy - res->cpu_s;
+    if (!b0 || !b1 || res->seconds <= 0)
+        return json_pack("{s:n, s:f, s:n, s:n, s:n, s:s}", "busy_s", "cell_cpu_s", res->cpu_s,
+                         "others_cores", "irq_cores", "steal_cores", "reason",
+                         "/proc/stat unreadable");
+    double tasks = b1->tasks_s - b0->tasks_s, irq = b1->irq_s - b0->irq_s,
+           steal = b1->steal_s - b0->steal_s, others = tasks - res->cpu_s;
     if (others < 0)
-        others = 0; /* clock-tick rounding */
-    return json_pack("{s:f, s:f, s:f}", "busy_s", busy, "cell_cpu_s", res->cpu_s, "others_cores",
-                     others / res->seconds);
+        others = 0; /* clock-tick rounding, or interrupt ticks charged to the cell */
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "busy_s", tasks + irq + steal, "cell_cpu_s",
+                     res->cpu_s, "others_cores", others / res->seconds, "irq_cores",
+                     irq / res->seconds, "steal_cores", steal / res->seconds);
 }
 
 /* Run one cell; *rec receives its record, or NULL when interrupted. */
@@ -940,15 +889,13 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         snprintf(cg.name, sizeof cg.name, "annlab-%s-%s", id, x->owner_tag);
     }
     double timeout_s = harness_cfg_real(x->cfg, "timeout_s");
-    double busy0 = -1, busy1 = -1;
-    if (harness_cpu_busy_s(&busy0))
-        busy0 = -1;
+    harness_cpu_busy busy0, busy1;
+    int have_busy = harness_cpu_busy_take(&busy0) == 0;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
                    in_cg ? &cg : NULL, -1, NULL, &res);
     if (rc)
         return rc;
-    if (busy0 < 0 || harness_cpu_busy_s(&busy1))
-        busy1 = -1;
+    have_busy = have_busy && harness_cpu_busy_take(&busy1) == 0;
     if (res.interrupted)
         return 0;
     r = record_empty(cell);
@@ -986,7 +933,9 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(r, "status", json_string(status));
     json_object_set_new(r, "reason", reason[0] ? json_string(reason) : json_null());
     json_object_set_new(r, "cell_seconds", json_real(res.seconds));
-    json_object_set_new(r, "machine_cpu", machine_cpu_json(&res, busy0, busy1));
+    json_object_set_new(
+        r, "machine_cpu",
+        machine_cpu_json(&res, have_busy ? &busy0 : NULL, have_busy ? &busy1 : NULL));
     if (in_cg && !cg.setup_failed)
         json_object_set_new(r, "cgroup", cg_counters_json(&cg.counters));
     set_index_fields(r, b);
@@ -1098,7 +1047,7 @@ static void dry_run_report(run_ctx *x, const char *name, const char *only, const
             char *b = json_dumps(json_object_get(c, "build"), JSON_COMPACT | JSON_SORT_KEYS);
             snprintf(path, sizeof path, "%s/build.json", index_dir);
             json_t *info = json_load_file(path, 0, NULL);
-            if (info && recorded_format(info) == (long long)format) {
+            if (info && harness_build_info_format(info) == (long long)format) {
                 cached++;
                 printf("  %s build=%s: cached in %s\n", engine, b ? b : "{}", index_dir);
             } else {

@@ -15,6 +15,8 @@ DEB_PACKAGES=(
   dataset-fashion-mnist
   jq time
 )
+# `scripts/deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too.
+if [ "${1:-}" = fuzz ]; then DEB_PACKAGES+=(clang libclang-rt-14-dev); fi
 # Node.js with npm (the image may carry its own build; Debian's otherwise).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
 

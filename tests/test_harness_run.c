@@ -190,6 +190,9 @@ static void test_schema_and_flat_recall(void **state)
         assert_true(json_number_value(json_object_get(mc, "busy_s")) >= cell_cpu - 0.05);
         assert_true(json_is_number(json_object_get(mc, "others_cores")));
         assert_true(json_number_value(json_object_get(mc, "others_cores")) >= 0);
+        /* interrupt and hypervisor time apart from other processes' */
+        assert_true(json_number_value(json_object_get(mc, "irq_cores")) >= 0);
+        assert_true(json_number_value(json_object_get(mc, "steal_cores")) >= 0);
         /* pin_threads defaults to false: nothing pinned, and the cell says so */
         const json_t *qd = json_object_get(c, "qps_detail");
         assert_true(json_is_false(json_object_get(qd, "latency_thread_pinned")));
@@ -251,6 +254,13 @@ static void test_schema_and_flat_recall(void **state)
     assert_non_null(json_object_get(m, "simd"));
     assert_non_null(json_object_get(m, "kernel"));
     assert_non_null(json_object_get(m, "topology"));
+    /* DAMON's reclaim schemes as the kernel lists them (null without DAMON) */
+    const json_t *pr = json_object_get(m, "proactive_reclaim");
+    assert_non_null(pr);
+    if (access("/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds", R_OK) == 0)
+        assert_true(json_is_array(json_object_get(pr, "kdamonds")));
+    else
+        assert_true(json_is_null(pr));
     json_decref(m);
     json_decref(cells);
     json_decref(cfg);
