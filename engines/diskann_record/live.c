@@ -49,7 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DREC_MERGE_CHUNK 1024u  /* pending vectors linked per write batch */
+#define DREC_MERGE_CHUNK 256u   /* pending vectors linked per write batch */
 #define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
 
 /* ---- open / close ------------------------------------------------------ */
