@@ -11,7 +11,11 @@
  * Parameters.  Build: R, L_build, alpha, pq_bytes (as diskann-sector, so
  * both share one graph through the artifact cache), kv = which stores to
  * write (both by default, so `kv` can be swept at open without a rebuild).
- * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb.
+ * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb;
+ * for live updates (live.c) updates (open the store writable: insert,
+ * remove and merge work), merge_every (background merge once that many
+ * inserts are pending; 0 = on demand only) and sync (LMDB: sync every
+ * commit; by default a commit survives kill -9, as RocksDB's does).
  * Search: L (candidate list size) and rerank: how many of the best
  * candidates by PQ distance get a full-vector read and an exact distance.
  * The default, 0, means all of the final list (L candidates), which is what

@@ -290,10 +290,15 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     kv_txn *t = NULL;
     uint8_t key[KV_KEY_U32_BYTES];
     rc = id_state(e, id, &has_vec, &has_tomb, NULL);
-    if (!rc && has_vec)
-        rc = has_tomb ? ann_fail(ANN_EDATA, "%s: insert id %u: the id is deleted but not merged "
-                                 "yet: merge before inserting it again", e->store_dir, id)
-                      : ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", e->store_dir, id);
+    if (!rc && has_vec && !has_tomb)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", e->store_dir, id);
+    else if (!rc && has_vec && id == e->meta.medoid)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is the graph's entry node, deleted "
+                      "and kept as a frozen navigation point: it cannot be inserted again",
+                      e->store_dir, id);
+    else if (!rc && has_vec)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is deleted but not merged yet: "
+                      "merge before inserting it again", e->store_dir, id);
     if (!rc)
         rc = kv_txn_begin(e->kv, &t);
     if (!rc)

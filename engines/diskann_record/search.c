@@ -19,12 +19,19 @@
  * re-rank depth is a search parameter rather than "all of L".  Indexes
  * below DREC_SCAN_BELOW vectors are an exact scan of the vector records.
  *
+ * Live updates (live.c): after the walk, every pending insert's PQ code
+ * (table 0x04, read with an iterator in the query's snapshot) is offered
+ * to the candidate list, so the re-rank ranks pending and graph
+ * candidates together; deleted ids are walked through but never re-ranked
+ * or returned, and the re-rank depth counts live candidates only.
+ *
  * Statistics of one query (added to *stats):
  *   reads       kv gets: node records + vector records
  *   hops        node records read (= nodes expanded); vector-record reads
  *               are reads - hops
  *   bytes_read  value bytes of all those gets
- *   code_dists  PQ distances computed (one per newly seen neighbour)
+ *   code_dists  PQ distances computed (one per newly seen neighbour and
+ *               one per pending code; pending code bytes are in bytes_read)
  *   full_dists  full-vector distances (re-rank, or scan)
  *   cache_hits  RocksDB block-cache hits (0 for LMDB, which has no cache)
  *   io_wait_ns  wall time spent inside kv_get
