@@ -533,6 +533,46 @@ static void test_bad_input(void **state)
     check_graph(path, "lmdb", 0, &c);
     assert_int_equal(c.pending, 0);
     assert_int_equal(c.tombstones, 0);
+
+    /* the entry node deleted: never returned, kept through merges as a
+     * frozen navigation point, and it cannot be inserted again */
+    uint32_t medoid = 0;
+    {
+        char dir[4300];
+        snprintf(dir, sizeof dir, "%s/lmdb", path);
+        kv_options ko = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+        kv_store *ks = NULL;
+        kv_reader *rd = NULL;
+        kv_val mv = { 0 };
+        uint8_t key[KV_KEY_U32_BYTES];
+        drec_meta meta;
+        assert_int_equal(kv_open(dir, &ko, &ks), 0);
+        assert_int_equal(kv_reader_create(ks, &rd), 0);
+        assert_int_equal(kv_reader_begin(rd), 0);
+        assert_int_equal(kv_get(rd, key, kv_key_u32(key, DREC_TABLE_META, 0), &mv), 0);
+        assert_int_equal(drec_meta_decode(mv.data, mv.len, dir, &meta), 0);
+        kv_val_release(&mv);
+        kv_reader_destroy(rd);
+        kv_close(ks);
+        medoid = meta.medoid;
+    }
+    snprintf(store, sizeof store, "%s/lmdb", path);
+    assert_int_equal(open_idx(0, path, "lmdb", 1, 0, 100, &o), 0);
+    assert_int_equal(o.ops->remove(o.eng, medoid), 0);
+    assert_never_returned(&o, &medoid, 1);
+    assert_int_equal(o.ops->merge(o.eng), 0);
+    assert_never_returned(&o, &medoid, 1);
+    snprintf(msg, sizeof msg, "%s: insert id %u: the id is the graph's entry node, deleted and "
+             "kept as a frozen navigation point: it cannot be inserted again", store, medoid);
+    expect_error(o.ops->insert(o.eng, medoid, vec(medoid), DIM), ANN_EDATA, msg);
+    assert_int_equal(o.ops->size(o.eng), NBASE - 1);
+    for (uint32_t id = 1; id < NBASE; id += 101)
+        if (id != medoid)
+            assert_int_equal(top1(&o, id), id);
+    close_idx(&o);
+    check_graph(path, "lmdb", 1, &c);
+    assert_int_equal(c.nodes, NBASE);
+    assert_int_equal(c.tombstones, 1);
 }
 
 /* ---- background merges while a thread searches ------------------------- */
