@@ -147,12 +147,15 @@ typedef struct {
     ann_ctx *ctx;
 } opened;
 
+static double cache_mb = 64; /* pending_cache_mb of the next opens */
+
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
 {
     char op[256], sp[64];
-    snprintf(op, sizeof op, "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u}", backend,
-             updates ? "true" : "false", merge_every);
+    snprintf(op, sizeof op,
+             "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g}",
+             backend, updates ? "true" : "false", merge_every, cache_mb);
     snprintf(sp, sizeof sp, "{\"L\": %u}", L);
     o->ops = ann_engine_find(engines[e]);
     o->eng = NULL;
@@ -383,6 +386,37 @@ static void insert_merge_case(int e, const char *backend, double *rec_out)
         assert_int_equal(top1(&o, id), id);
     assert_true(fabs(recall(&o) - *rec_out) < 1e-9);
     close_idx(&o);
+}
+
+/* The shared in-memory copy of the pending codes off (0: every search
+ * scans the pending records), and too small for the stream (0.01 MiB =
+ * 524 codes of 20 bytes: the copy overflows, searches fall back to the
+ * store, and the merge reloads it): the same answers. */
+static void test_pending_copy_sizes(void **state)
+{
+    (void)state;
+    double sizes[2] = { 0, 0.01 };
+    for (int i = 0; i < 2; i++) {
+        cache_mb = sizes[i];
+        double live;
+        insert_merge_case(i, backends[i], &live);
+        /* a second round after the merge: the copy is in use again */
+        char path[4096];
+        copy_base(i, path, sizeof path);
+        opened o;
+        assert_int_equal(open_idx(i, path, backends[i], 1, 0, 100, &o), 0);
+        for (uint32_t id = NBASE; id < NBASE + 700; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        for (uint32_t id = NBASE; id < NBASE + 700; id += 3)
+            assert_int_equal(top1(&o, id), id);
+        assert_int_equal(o.ops->merge(o.eng), 0);
+        for (uint32_t id = NBASE + 700; id < NALL; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        for (uint32_t id = NBASE; id < NALL; id += 3)
+            assert_int_equal(top1(&o, id), id);
+        close_idx(&o);
+    }
+    cache_mb = 64;
 }
 
 static void test_insert_merge(void **state)
@@ -809,6 +843,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_insert_merge),
+        cmocka_unit_test(test_pending_copy_sizes),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_background_merge),
         cmocka_unit_test(test_crash),

@@ -45,6 +45,20 @@ typedef struct drec_live {
     _Atomic uint64_t pending, deleted, graph_nodes, merges;
     ann_idbits dead;       /* ids with a tombstone, or consolidated */
     ann_idrows codes;      /* resident: PQ codes of merged nodes, by id */
+    /* The shared in-memory copy of the pending codes: slot s (a sequence
+     * number, rows by s mod 2^32) holds a u32 id and the id's m code
+     * bytes; slots [pc_head, pc_tail) are the pending inserts when
+     * pc_complete (an insert appends after its commit, a merge advances
+     * pc_head past what it linked).  Past pending_cache_mb, or without
+     * it, pc_complete is 0 and searches scan the pending records of the
+     * store instead, until a merge leaves room to reload them.  Pages
+     * below pc_head are freed only while no search is in flight
+     * (pc_active). */
+    ann_idrows pc_rows;
+    uint64_t pc_cap;        /* slots pending_cache_mb allows */
+    _Atomic uint64_t pc_head, pc_tail;
+    _Atomic int pc_complete, pc_active;
+    uint64_t pc_freed;      /* pages of pc_rows below this one are freed */
     /* the background merger */
     pthread_t thread;
     int thread_started, stop, kick;

@@ -88,6 +88,77 @@ static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn)
     return rc;
 }
 
+/* ---- the shared pending-code copy (writers: under wlock, or at open) ---- */
+
+/* Add a row at the tail; 0, or -1 when the cap (or memory) is reached. */
+static int pc_push(ann_engine *e, uint32_t id, const uint8_t *code)
+{
+    drec_live *L = &e->live;
+    uint64_t tail = atomic_load(&L->pc_tail);
+    uint8_t *row = tail - atomic_load(&L->pc_head) < L->pc_cap
+                       ? ann_idrows_put(&L->pc_rows, (uint32_t)tail)
+                       : NULL;
+    if (!row)
+        return -1;
+    ann_put_u32(row, id);
+    memcpy(row + 4, code, e->meta.pq_bytes);
+    atomic_store(&L->pc_tail, tail + 1); /* publishes the row */
+    return 0;
+}
+
+/* Append (id, code) after its commit; past the cap the copy stops being
+ * complete and searches fall back to the store. */
+static void pc_append(ann_engine *e, uint32_t id, const uint8_t *code)
+{
+    drec_live *L = &e->live;
+    if (atomic_load(&L->pc_complete) && pc_push(e, id, code) != 0)
+        atomic_store(&L->pc_complete, 0);
+}
+
+/*
+ * Move pc_head to head.  The pages wholly below it are freed at once when
+ * no search is in flight (pc_active, counted from before a search reads
+ * pc_head and takes its snapshot to its end: a search that starts later
+ * reads the new head); otherwise at a later advance.
+ */
+static void pc_advance(drec_live *L, uint64_t head)
+{
+    if (head > atomic_load(&L->pc_head))
+        atomic_store(&L->pc_head, head);
+    if (atomic_load(&L->pc_active) != 0)
+        return;
+    uint64_t upto = atomic_load(&L->pc_head) >> ANN_PAGE_BITS;
+    for (; L->pc_freed < upto; L->pc_freed++)
+        free(atomic_exchange(&L->pc_rows.dir[L->pc_freed % ANN_PAGE_COUNT], NULL));
+}
+
+static int pc_reload_one(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    if (v->len != e->meta.pq_bytes)
+        return ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
+                        e->store_dir, id, v->len, e->meta.pq_bytes);
+    return pc_push(e, id, v->data) == 0 ? 0 : 1;
+}
+
+/* Rebuild the copy from the store's pending records (under wlock, so no
+ * insert commits meanwhile) when they fit; complete only once it holds
+ * them all. */
+static int pc_reload(ann_engine *e)
+{
+    drec_live *L = &e->live;
+    if (L->pc_cap == 0 || atomic_load(&L->pending) > L->pc_cap)
+        return 0;
+    pc_advance(L, atomic_load(&L->pc_tail));
+    int rc = kv_reader_begin(L->wrd);
+    if (!rc) {
+        rc = each_record(e, L->wrd, DREC_TABLE_PENDING, pc_reload_one);
+        kv_reader_end(L->wrd);
+    }
+    if (rc == 0)
+        atomic_store(&L->pc_complete, 1);
+    return rc < 0 ? rc : 0;
+}
+
 static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v)
 {
     if (v->len != DREC_TOMBSTONE_BYTES)
@@ -107,6 +178,7 @@ static int load_pending(ann_engine *e, uint32_t id, const kv_val *v)
     atomic_fetch_add(&e->live.pending, 1);
     if (id != UINT32_MAX)
         atomic_max_u32(&e->live.id_bound, id + 1);
+    pc_append(e, id, v->data);
     return 0;
 }
 
@@ -138,8 +210,12 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     pthread_mutex_init(&L->mlock, NULL);
     pthread_cond_init(&L->cond, NULL);
     L->inited = 1;
-    if (ann_idbits_init(&L->dead) || ann_idrows_init(&L->codes, e->meta.pq_bytes))
+    if (ann_idbits_init(&L->dead) || ann_idrows_init(&L->codes, e->meta.pq_bytes) ||
+        ann_idrows_init(&L->pc_rows, 4 + (size_t)e->meta.pq_bytes))
         return ann_fail(-ENOMEM, "%s: no memory for the live-update state", e->store_dir);
+    double mb = ann_param_real(open_params, drec_open_params, "pending_cache_mb");
+    L->pc_cap = (uint64_t)(mb * 1048576.0) / (4 + (uint64_t)e->meta.pq_bytes);
+    atomic_store(&L->pc_complete, L->pc_cap > 0);
     atomic_store(&L->id_bound, (uint32_t)e->meta.n);
     atomic_store(&L->graph_nodes, e->meta.mode == DREC_MODE_GRAPH ? e->meta.n : 0);
 
@@ -200,6 +276,7 @@ void drec_live_close(ann_engine *e)
     L->wrd = NULL;
     ann_paged_fini(&L->dead);
     ann_paged_fini(&L->codes);
+    ann_paged_fini(&L->pc_rows);
     pthread_cond_destroy(&L->cond);
     pthread_mutex_destroy(&L->mlock);
     pthread_mutex_destroy(&L->wlock);
@@ -317,6 +394,7 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     kv_txn_abort(t);
     if (!rc) {
         ann_idbits_set(&L->dead, id, 0); /* an id consolidated before, live again */
+        pc_append(e, id, code);
         maybe_kick(e);
     }
     pthread_mutex_unlock(&L->wlock);
@@ -1089,9 +1167,18 @@ static int merge_locked(ann_engine *e)
     merger g;
     id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
+    uint64_t tail0 = 0;
+    int complete0 = 0;
     int rc = mg_init(&g, e);
-    if (!rc)
+    if (!rc) {
+        /* the snapshot and the copy's tail at one moment: slots below
+         * tail0 are what this merge will have linked or dropped */
+        pthread_mutex_lock(&e->live.wlock);
         rc = kv_reader_begin(g.rd);
+        tail0 = atomic_load(&e->live.pc_tail);
+        complete0 = atomic_load(&e->live.pc_complete);
+        pthread_mutex_unlock(&e->live.wlock);
+    }
     if (rc)
         goto out;
     /* what to do, from one snapshot: later updates wait for the next merge */
@@ -1159,6 +1246,15 @@ static int merge_locked(ann_engine *e)
     else
         kv_reader_end(g.rd);
     ann_u32map_fini(&pset);
+    if (!rc) {
+        drec_live *L = &e->live;
+        pthread_mutex_lock(&L->wlock);
+        if (complete0 && atomic_load(&L->pc_complete))
+            pc_advance(L, tail0);
+        else
+            rc = pc_reload(e);
+        pthread_mutex_unlock(&L->wlock);
+    }
 out:
     mg_fini(&g);
     free(tombs.ids);

@@ -61,6 +61,11 @@ typedef struct drec_query {
     ann_ctx *ctx;
     const float *query;
     uint32_t bound; /* every id this query's snapshot holds is below it */
+    /* the shared pending copy as it stood before the snapshot: complete,
+     * and its slots (mapped while the query is counted in pc_active; every
+     * row below pc_tail was committed before the snapshot) */
+    int pc_complete;
+    uint64_t pc_head, pc_tail;
     ann_stats local;
 } drec_query;
 
@@ -183,11 +188,40 @@ out:
  * one a merge linked meanwhile (snapshots make that impossible; the
  * visited map makes it harmless).  Deleted ids are not offered.
  */
+static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    if (id >= q->bound || ann_idbits_test(&e->live.dead, id) ||
+        ann_visited_test_and_set(&c->visited, id))
+        return;
+    ann_candlist_insert(&c->cand, pq_adc_distance(c->table, code, e->meta.pq_bytes), id);
+    q->local.code_dists++;
+}
+
+/* The shared in-memory copy (drec.h), when it holds every pending insert;
+ * 1 when it did, 0 to scan the store instead. */
+static int score_pending_copy(drec_query *q)
+{
+    ann_engine *e = q->ctx->eng;
+    drec_live *L = &e->live;
+    if (!q->pc_complete)
+        return 0;
+    for (uint64_t s = q->pc_head; s < q->pc_tail; s++) {
+        const uint8_t *row = ann_idrows_get(&L->pc_rows, (uint32_t)s);
+        if (row)
+            offer_pending(q, ann_get_u32(row), row + 4);
+    }
+    return 1;
+}
+
 static int score_pending(drec_query *q)
 {
     ann_ctx *c = q->ctx;
     const ann_engine *e = c->eng;
     const uint32_t m = e->meta.pq_bytes;
+    if (score_pending_copy(q))
+        return 0;
     uint8_t prefix = DREC_TABLE_PENDING;
     kv_iter *it = NULL;
     kv_val k, v;
@@ -202,10 +236,7 @@ static int score_pending(drec_query *q)
             break;
         }
         q->local.bytes_read += v.len;
-        if (ann_idbits_test(&e->live.dead, id) || ann_visited_test_and_set(&c->visited, id))
-            continue;
-        ann_candlist_insert(&c->cand, pq_adc_distance(c->table, v.data, m), id);
-        q->local.code_dists++;
+        offer_pending(q, id, v.data);
     }
     if (step < 0)
         rc = step;
@@ -273,13 +304,19 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
     drec_query q = { .ctx = ctx, .query = query };
     kv_stats kv0, kv1;
     ann_topk top;
-    int rc = 0, began = 0;
+    int rc = 0, began = 0, counted = 0;
+    drec_live *L = &ctx->eng->live;
     if (k > ctx->k_max)
         k = ctx->k_max;
     ann_topk_init(&top, ctx->top_dist, ctx->top_id, k);
     if (e->meta.n == 0 || k == 0)
         goto out;
     kv_reader_stats(ctx->rd, &kv0);
+    atomic_fetch_add(&L->pc_active, 1);
+    counted = 1;
+    q.pc_complete = atomic_load(&L->pc_complete);
+    q.pc_head = atomic_load(&L->pc_head);
+    q.pc_tail = atomic_load(&L->pc_tail); /* rows appended after their commits */
     rc = kv_reader_begin(ctx->rd);
     if (rc)
         goto out;
@@ -298,6 +335,8 @@ out:
         kv_reader_stats(ctx->rd, &kv1);
         q.local.cache_hits += kv1.cache_hits - kv0.cache_hits;
     }
+    if (counted)
+        atomic_fetch_sub(&L->pc_active, 1);
     uint32_t got = ann_topk_sorted(&top, ids, dists);
     q.local.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     stats->reads += q.local.reads;
