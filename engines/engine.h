@@ -120,9 +120,24 @@ typedef struct ann_engine_ops {
     int (*search)(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
                   ann_stats *stats);
 
-    /* Optional live updates; NULL when unsupported. */
-    int (*insert)(ann_engine *eng, uint32_t id, const float *vec);
+    /*
+     * Optional live updates; NULL when unsupported.  insert adds vector
+     * vec (dim floats, normalised for cosine as the build's source is)
+     * under id; remove deletes id.  Both are durable when they return and
+     * visible to every search that starts afterwards (remove: id is never
+     * returned again).  An id that exists (insert), one that does not
+     * (remove), a dim other than the index's, or a NaN/Inf component are
+     * ANN_EDATA / ANN_ENOTFOUND naming the id, and nothing is written.
+     * An engine opened without updates enabled returns ANN_ESTATE.
+     * Thread-safe against searches and each other.
+     * merge folds what the updates left aside into the index (the
+     * FreshDiskANN merge: pending vectors into the graph, deleted nodes
+     * out of it); searches running meanwhile see every record either
+     * before or after it.  NULL when the engine has nothing to merge.
+     */
+    int (*insert)(ann_engine *eng, uint32_t id, const float *vec, uint32_t dim);
     int (*remove)(ann_engine *eng, uint32_t id);
+    int (*merge)(ann_engine *eng);
 
     /* Optional: a caveat a reader of the results must know (e.g. a generic
      * build of a reference library), recorded in each run's machine.json

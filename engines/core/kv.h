@@ -114,6 +114,14 @@ typedef struct kv_options {
     /* Writable opens only: create the directory and an empty store when
      * absent.  Without it a missing store is ANN_ENOTFOUND. */
     int create;
+    /* Writable opens only.  RocksDB's kv_txn_commit returns once the batch
+     * is in its write-ahead log, written but not synced: it survives a
+     * crash of the process (kill -9), not necessarily of the machine.
+     * LMDB's syncs the batch to the device, unless relaxed_sync is 1
+     * (MDB_NOSYNC), which gives it RocksDB's guarantee: the last batches
+     * may be lost to a machine crash, half a batch is never applied.
+     * kv_close syncs either way.  Ignored by RocksDB. */
+    int relaxed_sync;
 } kv_options;
 
 /* ---- keys --------------------------------------------------------------- */
@@ -208,8 +216,11 @@ void kv_reader_destroy(kv_reader *r); /* accepts NULL; must not be inside begin/
 
 /*
  * Start a read snapshot (LMDB: renew the transaction; RocksDB: start the
- * reader's per-query counters).  Allocates nothing.  ANN_ESTATE when
- * already begun.
+ * reader's per-query counters, and on a writable store take a RocksDB
+ * snapshot that every get and iterator until kv_reader_end reads, so a
+ * reader never sees half of a batch committed meanwhile; a read-only
+ * store cannot change and needs none).  Allocates nothing of ours.
+ * ANN_ESTATE when already begun.
  */
 int kv_reader_begin(kv_reader *r);
 /* End it: every value from this snapshot becomes invalid.  Accepts a

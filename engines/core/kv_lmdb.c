@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #define KV_LMDB_MIN_MAP_BYTES (64ull << 20)
+#define KV_LMDB_WRITE_HEADROOM_BYTES (1ull << 30) /* map beyond the data, writable opens */
 #define KV_LMDB_BULK_TXN_BYTES (64ull << 20)
 #define KV_LMDB_MAX_READERS 1024
 
@@ -120,12 +121,16 @@ static int lmdb_open(kv_store *s)
     }
     mdb_env_set_maxreaders(d->env, KV_LMDB_MAX_READERS);
     if (!s->opt.read_only) {
-        /* Room for what is there plus as much again; grown on demand. */
+        /* Room for what is there plus as much again and 1 GiB (address
+         * space only: the file grows as pages are used), grown on demand;
+         * growing needs no reader inside begin/end, which a store updated
+         * while it is searched rarely has, hence the headroom. */
         uint64_t have = file_bytes(s->dir);
-        uint64_t want = 2 * have > KV_LMDB_MIN_MAP_BYTES ? 2 * have : KV_LMDB_MIN_MAP_BYTES;
+        uint64_t want = 2 * have + KV_LMDB_WRITE_HEADROOM_BYTES;
         mdb_env_set_mapsize(d->env, (size_t)want);
     }
-    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | (s->opt.read_only ? MDB_RDONLY : 0);
+    unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | (s->opt.read_only ? MDB_RDONLY : 0) |
+                     (!s->opt.read_only && s->opt.relaxed_sync ? MDB_NOSYNC : 0);
     mrc = mdb_env_open(d->env, s->dir, flags, 0644);
     if (mrc) {
         rc = lmdb_fail(s, "open", mrc);
@@ -491,7 +496,7 @@ static void lmdb_bulk_free(kv_bulk *b)
     lmdb_bulk *x = b->impl;
     if (x->txn)
         mdb_txn_abort(x->txn);
-    mdb_env_set_flags(d->env, MDB_NOSYNC, 0);
+    mdb_env_set_flags(d->env, MDB_NOSYNC, b->s->opt.relaxed_sync);
     free(x);
     b->impl = NULL;
 }

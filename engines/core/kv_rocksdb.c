@@ -45,6 +45,7 @@ typedef struct rdb_store {
 
 typedef struct rdb_reader {
     rocksdb_readoptions_t *ropts;
+    const rocksdb_snapshot_t *snap; /* writable stores, between begin and end */
     rocksdb_perfcontext_t *perf; /* this thread's perf context at begin */
     uint64_t hits0, reads0, bytes0;
 } rdb_reader;
@@ -238,6 +239,13 @@ static void rdb_reader_fini(kv_reader *r)
 static int rdb_reader_begin(kv_reader *r)
 {
     rdb_reader *x = r->impl;
+    if (!r->s->opt.read_only) {
+        /* a store that can change under the reader: every get and
+         * iterator of this begin/end reads one snapshot, as LMDB's do */
+        rdb_store *d = r->s->impl;
+        x->snap = rocksdb_create_snapshot(d->db);
+        rocksdb_readoptions_set_snapshot(x->ropts, x->snap);
+    }
     rocksdb_set_perf_level(rocksdb_enable_count);
     x->perf = thread_perf();
     if (x->perf) {
@@ -251,6 +259,12 @@ static int rdb_reader_begin(kv_reader *r)
 static void rdb_reader_end(kv_reader *r)
 {
     rdb_reader *x = r->impl;
+    if (x->snap) {
+        rdb_store *d = r->s->impl;
+        rocksdb_readoptions_set_snapshot(x->ropts, NULL);
+        rocksdb_release_snapshot(d->db, x->snap);
+        x->snap = NULL;
+    }
     if (!x->perf)
         return;
     r->st.cache_hits += rocksdb_perfcontext_metric(x->perf, rocksdb_block_cache_hit_count) - x->hits0;
@@ -326,6 +340,9 @@ static int rdb_iter_init(kv_iter *it)
         x->upper[n - 1]++;
         rocksdb_readoptions_set_iterate_upper_bound(x->ropts, (const char *)x->upper, n);
     }
+    const rdb_reader *rx = it->r->impl;
+    if (rx->snap)
+        rocksdb_readoptions_set_snapshot(x->ropts, rx->snap);
     x->it = rocksdb_create_iterator(d->db, x->ropts);
     if (!x->it) {
         rdb_iter_fini(it);

@@ -74,7 +74,7 @@ static const ann_binfmt vamana_binfmt = {
 void vamana_params_default(vamana_params *p)
 {
     *p = (vamana_params){ .R = 64, .L_build = 100, .alpha = 1.2f, .passes = 1,
-                          .slack = 1.3f, .seed = 1, .threads = 0, .build_f16 = 1 };
+                          .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = 1 };
 }
 
 static double now_s(void)
@@ -392,6 +392,34 @@ static void vm_pool_l2(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t np
     for (uint32_t i = 0; i < np; i++)
         pool[i].dist = vm_l2(d, p, pool[i].id);
     *evals += np;
+}
+
+uint32_t vamana_slack_degree(uint32_t R, float slack)
+{
+    return (uint32_t)ceil((double)slack * R - 1e-6);
+}
+
+int vamana_prune_rows(const float *rows, uint32_t dim, const float *dist, uint32_t np,
+                      float alpha, uint32_t R, uint32_t *out)
+{
+    if (np == 0 || R == 0)
+        return 0;
+    ann_cand *pool = malloc((size_t)np * sizeof *pool);
+    float *occl = malloc((size_t)np * sizeof *occl);
+    if (!pool || !occl) {
+        free(pool);
+        free(occl);
+        return ann_fail(-ENOMEM, "vamana: no memory to prune a pool of %u", np);
+    }
+    vm_data d;
+    vm_data_init(&d, rows, NULL, dim, ANN_METRIC_L2);
+    for (uint32_t i = 0; i < np; i++)
+        pool[i] = (ann_cand){ dist[i], i, 0 };
+    uint64_t evals = 0;
+    uint32_t cnt = vm_prune(&d, VAMANA_NO_ID, pool, np, alpha, R, occl, out, &evals);
+    free(pool);
+    free(occl);
+    return (int)cnt;
 }
 
 /* ---- build -------------------------------------------------------------- */

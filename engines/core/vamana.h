@@ -35,6 +35,7 @@
 
 #define VAMANA_FILE_VERSION 1u
 #define VAMANA_NO_ID 0xFFFFFFFFu
+#define VAMANA_DEFAULT_SLACK 1.3f /* back-edge slack of Microsoft DiskANN */
 
 typedef struct vamana_params {
     uint32_t R;        /* max out-degree (default 64) */
@@ -141,6 +142,24 @@ uint32_t vamana_medoid(const float *vectors, uint64_t n, uint32_t dim, ann_metri
  * Errors also: -ENOMEM (BFS queue).  Thread-safe on a graph not being built.
  */
 int vamana_check(const vamana_graph *g, uint32_t max_degree, const char *label);
+
+/* Slots a node may fill with back-edges before it is re-pruned to R:
+ * ceil(slack * R) (the 1.3 R rule with VAMANA_DEFAULT_SLACK). */
+uint32_t vamana_slack_degree(uint32_t R, float slack);
+
+/*
+ * RobustPrune (Algorithm 2) over a pool the caller holds, for indexes
+ * whose vectors are not one array in memory (diskann-record's merge reads
+ * them from records): candidate i has its vector at rows + i*dim and its
+ * squared L2 distance to the point being pruned in dist[i]; candidates
+ * must be distinct and exclude the point itself.  Writes up to R chosen
+ * candidate positions (indices into the pool, nearest first) to out and
+ * returns how many (only the 750 nearest are considered, the build's
+ * cap).  The same rule and code as the build.
+ * Allocates scratch; -ENOMEM on failure.  Thread-safe.
+ */
+int vamana_prune_rows(const float *rows, uint32_t dim, const float *dist, uint32_t np,
+                      float alpha, uint32_t R, uint32_t *out);
 
 /* Per-thread search scratch: a candidate list and a visited map. */
 typedef struct vamana_searcher vamana_searcher;

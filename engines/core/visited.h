@@ -35,6 +35,25 @@ static inline int ann_visited_init(ann_visited *v, uint64_t n)
     return v->stamp ? 0 : -12;
 }
 
+/*
+ * Cover ids in [0, n) when the map covers fewer (ids of an index that
+ * grows while it is searched); stamps already set are kept.  Returns 0 or
+ * -ENOMEM (-12), leaving the map as it was.
+ */
+static inline int ann_visited_grow(ann_visited *v, uint64_t n)
+{
+    if (n <= v->n)
+        return 0;
+    uint64_t cap = n + n / 4;
+    uint32_t *s = realloc(v->stamp, cap * sizeof *s);
+    if (!s)
+        return -12;
+    memset(s + v->n, 0, (cap - v->n) * sizeof *s);
+    v->stamp = s;
+    v->n = cap;
+    return 0;
+}
+
 /* Free the stamps (NULL and a zeroed struct are fine). */
 static inline void ann_visited_fini(ann_visited *v)
 {

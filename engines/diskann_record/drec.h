@@ -13,12 +13,58 @@
 
 #include "engines/core/candlist.h"
 #include "engines/core/kv.h"
+#include "engines/core/paged.h"
 #include "engines/core/pq.h"
 #include "engines/core/visited.h"
 #include "engines/diskann_record/layout.h"
 #include "engines/engine.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+
+/*
+ * Live updates (live.c).  Writers (insert, remove, each merge batch) are
+ * serialised by wlock, around their one kv_txn each; one merge runs at a
+ * time (mlock), reading the store through its own reader and committing
+ * in batches.  What searches share with writers, all lock-free: id_bound
+ * (every id a search can meet is below it; raised before the commit that
+ * publishes a larger id, read after a search takes its snapshot), the
+ * deleted-id set (set after the tombstone commits, before remove returns)
+ * and, resident layout, the codes of merged nodes (written before the
+ * commit that links the node).
+ */
+typedef struct drec_live {
+    int inited;            /* drec_live_open ran: locks and sets exist */
+    int enabled;           /* opened with "updates": true (store writable) */
+    uint32_t merge_every;  /* background merge after this many pending (0: never) */
+    pthread_mutex_t wlock; /* one kv_txn at a time */
+    pthread_mutex_t mlock; /* one merge at a time */
+    kv_reader *wrd;        /* the writers' reader (existence checks), under wlock */
+    _Atomic uint32_t id_bound;
+    _Atomic uint64_t pending, deleted, graph_nodes, merges;
+    ann_idbits dead;       /* ids with a tombstone, or consolidated */
+    ann_idrows codes;      /* resident: PQ codes of merged nodes, by id */
+    /* The shared in-memory copy of the pending codes: slot s (a sequence
+     * number, rows by s mod 2^32) holds a u32 id and the id's m code
+     * bytes; slots [pc_head, pc_tail) are the pending inserts when
+     * pc_complete (an insert appends after its commit, a merge advances
+     * pc_head past what it linked).  Past pending_cache_mb, or without
+     * it, pc_complete is 0 and searches scan the pending records of the
+     * store instead, until a merge leaves room to reload them.  Pages
+     * below pc_head are freed only while no search is in flight
+     * (pc_active). */
+    ann_idrows pc_rows;
+    uint64_t pc_cap;        /* slots pending_cache_mb allows */
+    _Atomic uint64_t pc_head, pc_tail;
+    _Atomic int pc_complete, pc_active;
+    uint64_t pc_freed;      /* pages of pc_rows below this one are freed */
+    /* the background merger */
+    pthread_t thread;
+    int thread_started, stop, kick;
+    pthread_cond_t cond;   /* under wlock: kick or stop */
+    int bg_error;          /* the last background merge's error code (0: none) */
+} drec_live;
 
 struct ann_engine {
     char store_dir[4200]; /* <index>/<backend>, named in messages */
@@ -26,7 +72,18 @@ struct ann_engine {
     kv_store *kv;
     pq_codebook *pq; /* graph mode only */
     uint8_t *codes;  /* resident layout: n * m bytes, node v at codes + v*m */
+    drec_live live;
 };
+
+/* The resident PQ code of node v: ids below the build's n in the loaded
+ * array (a merge that links such an id again, after it was deleted and
+ * consolidated, overwrites its row), larger ones in live.codes. */
+static inline const uint8_t *drec_resident_code(const ann_engine *e, uint32_t v)
+{
+    if (v < e->meta.n)
+        return e->codes + (size_t)v * e->meta.pq_bytes;
+    return ann_idrows_get(&e->live.codes, v);
+}
 
 struct ann_ctx {
     ann_engine *eng;
@@ -58,6 +115,19 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
 int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const char *name,
               ann_engine **out);
 void drec_close(ann_engine *e);
+
+/* Live updates (live.c).  drec_live_open: after the metadata is read,
+ * with opts the open parameters: loads tombstones, pending count, the
+ * live state and (resident) merged codes, and starts the background
+ * merger when merge_every > 0.  drec_live_close stops it; both accept an
+ * engine without updates. */
+int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params);
+void drec_live_close(ann_engine *e);
+int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim);
+int drec_remove(ann_engine *e, uint32_t id);
+int drec_merge(ann_engine *e);
+/* Live vectors: graph nodes + pending - deleted. */
+uint64_t drec_live_size(const ann_engine *e);
 
 /* The search of both engines (search.c); see engine.h for the contract. */
 int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,

@@ -11,7 +11,13 @@
  * Parameters.  Build: R, L_build, alpha, pq_bytes (as diskann-sector, so
  * both share one graph through the artifact cache), kv = which stores to
  * write (both by default, so `kv` can be swept at open without a rebuild).
- * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb.
+ * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb;
+ * for live updates (live.c) updates (open the store writable: insert,
+ * remove and merge work), merge_every (background merge once that many
+ * inserts are pending; 0 = on demand only), sync (LMDB: sync every
+ * commit; by default a commit survives kill -9, as RocksDB's does) and
+ * pending_cache_mb (the in-memory copy of the pending codes searches
+ * share, default 64 MiB; past it they scan the pending records).
  * Search: L (candidate list size) and rerank: how many of the best
  * candidates by PQ distance get a full-vector read and an exact distance.
  * The default, 0, means all of the final list (L candidates), which is what
@@ -57,6 +63,16 @@ const ann_param_spec drec_open_params[] = {
       .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
     { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 20,
       .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
+    { .name = "updates", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "open the store writable for insert/remove/merge (one process at a time)" },
+    { .name = "sync", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "updates: LMDB syncs every commit (default: a commit survives kill -9, as "
+              "RocksDB's unsynced WAL does)" },
+    { .name = "pending_cache_mb", .type = ANN_PARAM_REAL, .min = 0, .max = 1 << 20, .def = 64,
+      .help = "in-memory copy of the pending PQ codes shared by searches, MiB (past it, or 0: "
+              "searches scan the pending records)" },
+    { .name = "merge_every", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 30, .def = 0,
+      .help = "merge in the background once this many inserts are pending (0: only on demand)" },
     ANN_PARAM_END,
 };
 
@@ -72,6 +88,7 @@ void drec_close(ann_engine *e)
 {
     if (!e)
         return;
+    drec_live_close(e);
     kv_close(e->kv);
     pq_codebook_destroy(e->pq);
     free(e->codes);
@@ -135,7 +152,7 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
     kv_val mv = { 0 };
     char path[4300];
     struct stat st;
-    kv_options o = { .read_only = 1 };
+    kv_options o = { .read_only = !ann_param_bool(open_params, drec_open_params, "updates") };
 
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return ann_fail(ANN_ENOTFOUND, "%s: no index directory", dir);
@@ -143,6 +160,7 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
     if (rc)
         return rc;
     o.block_cache_mb = (uint32_t)ann_param_int(open_params, drec_open_params, "block_cache_mb");
+    o.relaxed_sync = !ann_param_bool(open_params, drec_open_params, "sync");
     if (ann_param_is_set(open_params, "kv")) {
         rc = kv_backend_parse(ann_param_enum(open_params, drec_open_params, "kv"), &o.backend);
         if (rc)
@@ -205,6 +223,9 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
                 goto out;
         }
     }
+    rc = drec_live_open(e, rd, open_params);
+    if (rc)
+        goto out;
     *out = e;
     e = NULL;
 out:
@@ -216,7 +237,7 @@ out:
 
 static uint64_t drec_size(const ann_engine *e)
 {
-    return e->meta.n;
+    return drec_live_size(e);
 }
 
 static void drec_ctx_free(ann_ctx *c)
@@ -260,7 +281,7 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     if (!rc && e->meta.mode == DREC_MODE_GRAPH) {
         c->table = malloc(pq_table_floats(e->pq) * sizeof(float));
         if (!c->table || ann_candlist_create(&c->cand, cap) != 0 ||
-            ann_visited_init(&c->visited, e->meta.n) != 0)
+            ann_visited_init(&c->visited, atomic_load(&e->live.id_bound)) != 0)
             rc = -ENOMEM;
     }
     if (rc == -ENOMEM)
@@ -300,6 +321,9 @@ const ann_engine_ops diskann_record_engine_ops = {
     .ctx_new = drec_ctx_new,
     .ctx_free = drec_ctx_free,
     .search = drec_search,
+    .insert = drec_insert,
+    .remove = drec_remove,
+    .merge = drec_merge,
     .format_version = DREC_VERSION,
 };
 
@@ -329,5 +353,8 @@ const ann_engine_ops diskann_resident_engine_ops = {
     .ctx_new = drec_ctx_new,
     .ctx_free = drec_ctx_free,
     .search = drec_search,
+    .insert = drec_insert,
+    .remove = drec_remove,
+    .merge = drec_merge,
     .format_version = DREC_VERSION,
 };

@@ -113,3 +113,31 @@ void drec_node_encode(uint32_t layout, uint32_t m, uint32_t v, const uint32_t *n
         for (uint32_t i = 0; i < d; i++, p += m)
             memcpy(p, codes + (size_t)nbrs[i] * m, m);
 }
+
+void drec_state_encode(const drec_state *st, uint8_t *out)
+{
+    ann_put_u32(out, st->id_bound);
+    ann_put_u64(out + 4, st->graph_nodes);
+    ann_put_u64(out + 12, st->merges);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, out, 20);
+    ann_put_u32(out + 20, (uint32_t)crc);
+}
+
+int drec_state_decode(const uint8_t *rec, size_t len, const char *where, drec_state *out)
+{
+    if (len != DREC_STATE_BYTES)
+        return ann_fail(ANN_ECORRUPT, "%s: live-state record: length %zu, expected %d", where,
+                        len, DREC_STATE_BYTES);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, rec, 20);
+    if ((uint32_t)crc != ann_get_u32(rec + 20))
+        return ann_fail(ANN_ECORRUPT, "%s: live-state record: crc mismatch", where);
+    out->id_bound = ann_get_u32(rec);
+    out->graph_nodes = ann_get_u64(rec + 4);
+    out->merges = ann_get_u64(rec + 12);
+    if (out->graph_nodes > out->id_bound)
+        return ann_fail(ANN_ECORRUPT, "%s: live-state record: field graph_nodes out of range",
+                        where);
+    return 0;
+}

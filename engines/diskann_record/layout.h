@@ -57,6 +57,54 @@
  * m bytes per node in id order; all chunks are read into one array at
  * open, indexed by node id.
  *
+ * Live updates (FreshDiskANN, Singh et al. 2021; engine.h insert/remove/
+ * merge).  Four more tables, written only by an index opened with
+ * "updates": true; a freshly built index has none of them, and reads as
+ * "nothing pending, nothing deleted":
+ *
+ * Table 0x04, id v: v is pending (inserted, not yet in the graph).  Value:
+ * v's PQ code, m bytes exactly.  The insert writes it and v's vector
+ * record (table 0x02) in one batch.  Searches score every pending code
+ * and re-rank pending and graph candidates together.  The merge batch that
+ * links v into the graph deletes it.
+ *
+ *     0  u8[m]  v's PQ code
+ *
+ * Table 0x05, id v: v is deleted (a tombstone), written by remove; never
+ * returned by a search from then on.  The merge that consolidates v
+ * deletes v's node, vector, pending, live-code and tombstone records in
+ * one batch, after every node that pointed at v has been re-linked.  The
+ * entry node (the medoid) is never removed: deleted, it stays in the
+ * graph as a frozen navigation point with its tombstone.
+ *
+ *     0  u8  1 when v was pending at the delete, 0 when a graph node
+ *
+ * Table 0x06, id v (resident layout only): the PQ code of node v linked
+ * into the graph by a merge (m bytes exactly); read into memory at open
+ * beside the code chunks (it takes precedence over a chunk's row for an
+ * id deleted and inserted again).  The full layout keeps codes in node
+ * records as before.
+ *
+ * Table 0x07, id 0: the live state, rewritten by every merge batch
+ * (absent: id_bound = n, graph_nodes = n, merges = 0):
+ *
+ *     0  u32  id_bound: one past the largest id ever linked into the graph
+ *     4  u64  graph_nodes: node records in the graph
+ *    12  u64  merge batches committed
+ *    20  u32  crc32 (zlib) of bytes 0..19
+ *
+ * Node records of merged nodes have the layout above (degree <= R; the
+ * 1.3 R back-edge slack lives only inside a merge, which re-prunes every
+ * node it touched to R before writing it), and neighbour ids may be >= n.
+ *
+ * The format version stays 2: no existing record changes layout or
+ * meaning, a built index is byte-identical to before (and cached ones are
+ * reused), and a version-2 index without the new tables is exactly an
+ * index with nothing pending or deleted.  The one cost is that a binary
+ * older than live updates, opening an index that received them, would
+ * ignore the new tables; such indexes are made only by runs that insert
+ * into their own copy, never by a build.
+ *
  * Version history:
  *   1  initial.
  *   2  the same records; the record store checksums every value and carries
@@ -79,6 +127,13 @@
 #define DREC_TABLE_NODE 0x01
 #define DREC_TABLE_VECTOR 0x02
 #define DREC_TABLE_CODES 0x03
+#define DREC_TABLE_PENDING 0x04
+#define DREC_TABLE_TOMBSTONE 0x05
+#define DREC_TABLE_LIVE_CODE 0x06
+#define DREC_TABLE_STATE 0x07
+
+#define DREC_STATE_BYTES 24
+#define DREC_TOMBSTONE_BYTES 1
 
 #define DREC_LAYOUT_FULL 0u
 #define DREC_LAYOUT_RESIDENT 1u
@@ -100,6 +155,19 @@ typedef struct drec_meta {
     uint32_t pq_bytes, chunk_rows;
     uint8_t medoid_code[DREC_MAX_PQ_BYTES]; /* first pq_bytes used */
 } drec_meta;
+
+/* The decoded live-state record (table 0x07). */
+typedef struct drec_state {
+    uint32_t id_bound;
+    uint64_t graph_nodes;
+    uint64_t merges;
+} drec_state;
+
+/* Encode the live-state record into out (DREC_STATE_BYTES). */
+void drec_state_encode(const drec_state *st, uint8_t *out);
+
+/* Decode and verify it; ANN_ECORRUPT naming where and the field. */
+int drec_state_decode(const uint8_t *rec, size_t len, const char *where, drec_state *out);
 
 /* Bytes of the metadata record for code length m. */
 static inline size_t drec_meta_bytes(uint32_t m)

@@ -19,12 +19,19 @@
  * re-rank depth is a search parameter rather than "all of L".  Indexes
  * below DREC_SCAN_BELOW vectors are an exact scan of the vector records.
  *
+ * Live updates (live.c): after the walk, every pending insert's PQ code
+ * (table 0x04, read with an iterator in the query's snapshot) is offered
+ * to the candidate list, so the re-rank ranks pending and graph
+ * candidates together; deleted ids are walked through but never re-ranked
+ * or returned, and the re-rank depth counts live candidates only.
+ *
  * Statistics of one query (added to *stats):
  *   reads       kv gets: node records + vector records
  *   hops        node records read (= nodes expanded); vector-record reads
  *               are reads - hops
  *   bytes_read  value bytes of all those gets
- *   code_dists  PQ distances computed (one per newly seen neighbour)
+ *   code_dists  PQ distances computed (one per newly seen neighbour and
+ *               one per pending code; pending code bytes are in bytes_read)
  *   full_dists  full-vector distances (re-rank, or scan)
  *   cache_hits  RocksDB block-cache hits (0 for LMDB, which has no cache)
  *   io_wait_ns  wall time spent inside kv_get
@@ -39,6 +46,7 @@
 #include "engines/core/status.h"
 #include "engines/core/topk.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -52,6 +60,12 @@ static inline uint64_t now_ns(clockid_t clk)
 typedef struct drec_query {
     ann_ctx *ctx;
     const float *query;
+    uint32_t bound; /* every id this query's snapshot holds is below it */
+    /* the shared pending copy as it stood before the snapshot: complete,
+     * and its slots (mapped while the query is counted in pc_active; every
+     * row below pc_tail was committed before the snapshot) */
+    int pc_complete;
+    uint64_t pc_head, pc_tail;
     ann_stats local;
 } drec_query;
 
@@ -143,21 +157,90 @@ static int expand(drec_query *q, uint32_t id)
     const uint8_t *rec_codes = ids + 4 * (size_t)d;
     for (uint32_t i = 0; i < d; i++) {
         uint32_t u = ann_get_u32(ids + 4 * (size_t)i);
-        if (u >= e->meta.n || u == id) {
+        if (u >= q->bound || u == id) {
             rc = ann_fail(ANN_ECORRUPT, "%s: node %u: neighbour %u invalid (n %llu)",
-                          e->store_dir, id, u, (unsigned long long)e->meta.n);
+                          e->store_dir, id, u, (unsigned long long)q->bound);
             goto out;
         }
         if (ann_visited_test_and_set(&c->visited, u))
             continue;
         const uint8_t *code =
-            layout == DREC_LAYOUT_FULL ? rec_codes + (size_t)i * m : e->codes + (size_t)u * m;
+            layout == DREC_LAYOUT_FULL ? rec_codes + (size_t)i * m : drec_resident_code(e, u);
+        if (!code) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: node %u: neighbour %u has no PQ code in memory",
+                          e->store_dir, id, u);
+            goto out;
+        }
         float dist = pq_adc_distance(c->table, code, m);
         q->local.code_dists++;
         ann_candlist_insert(&c->cand, dist, u);
     }
 out:
     kv_val_release(&v);
+    return rc;
+}
+
+/*
+ * Score every pending insert (table 0x04 of this query's snapshot) by its
+ * PQ code and offer it to the candidate list, so the re-rank ranks
+ * pending and graph candidates together.  ADC sums in four independent
+ * accumulators (pq_adc_distance).  A pending id already in the list is
+ * one a merge linked meanwhile (snapshots make that impossible; the
+ * visited map makes it harmless).  Deleted ids are not offered.
+ */
+static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    if (id >= q->bound || ann_idbits_test(&e->live.dead, id) ||
+        ann_visited_test_and_set(&c->visited, id))
+        return;
+    ann_candlist_insert(&c->cand, pq_adc_distance(c->table, code, e->meta.pq_bytes), id);
+    q->local.code_dists++;
+}
+
+/* The shared in-memory copy (drec.h), when it holds every pending insert;
+ * 1 when it did, 0 to scan the store instead. */
+static int score_pending_copy(drec_query *q)
+{
+    ann_engine *e = q->ctx->eng;
+    drec_live *L = &e->live;
+    if (!q->pc_complete)
+        return 0;
+    for (uint64_t s = q->pc_head; s < q->pc_tail; s++) {
+        const uint8_t *row = ann_idrows_get(&L->pc_rows, (uint32_t)s);
+        if (row)
+            offer_pending(q, ann_get_u32(row), row + 4);
+    }
+    return 1;
+}
+
+static int score_pending(drec_query *q)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    const uint32_t m = e->meta.pq_bytes;
+    if (score_pending_copy(q))
+        return 0;
+    uint8_t prefix = DREC_TABLE_PENDING;
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = kv_iter_create(c->rd, &prefix, 1, &it), step;
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint32_t id;
+        if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0 || v.len != m || id >= q->bound) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: pending record %u: key length %zu, value %zu bytes "
+                          "(expected %u)", e->store_dir, id, k.len, v.len, m);
+            break;
+        }
+        q->local.bytes_read += v.len;
+        offer_pending(q, id, v.data);
+    }
+    if (step < 0)
+        rc = step;
+    kv_iter_destroy(it);
     return rc;
 }
 
@@ -174,7 +257,7 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     ann_candlist_reset_cap(&c->cand, L);
     uint32_t entry = e->meta.medoid;
     const uint8_t *entry_code =
-        e->meta.layout == DREC_LAYOUT_FULL ? e->meta.medoid_code : e->codes + (size_t)entry * m;
+        e->meta.layout == DREC_LAYOUT_FULL ? e->meta.medoid_code : drec_resident_code(e, entry);
     ann_visited_test_and_set(&c->visited, entry);
     ann_candlist_insert(&c->cand, pq_adc_distance(c->table, entry_code, m), entry);
     q->local.code_dists++;
@@ -188,16 +271,27 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
             return rc;
     }
 
-    uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
-    if (depth > c->cand.n)
-        depth = c->cand.n;
-    for (uint32_t i = 0; i < depth; i++) {
-        float d;
-        int rc = full_distance(q, c->cand.c[i].id, &d);
+    if (atomic_load(&e->live.pending) > 0) {
+        int rc = score_pending(q);
         if (rc)
             return rc;
+    }
+
+    /* re-rank the best `depth` live candidates, graph and pending alike;
+     * deleted ones (still walked through until a merge) are skipped */
+    uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
+    const int any_dead = atomic_load(&e->live.deleted) > 0;
+    for (uint32_t i = 0, done = 0; i < c->cand.n && done < depth; i++) {
+        uint32_t id = c->cand.c[i].id;
+        if (any_dead && ann_idbits_test(&e->live.dead, id))
+            continue;
+        float d;
+        int rc = full_distance(q, id, &d);
+        if (rc)
+            return rc;
+        done++;
         if (d < ann_topk_bound(top))
-            ann_topk_push(top, d, c->cand.c[i].id);
+            ann_topk_push(top, d, id);
     }
     return 0;
 }
@@ -210,17 +304,30 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
     drec_query q = { .ctx = ctx, .query = query };
     kv_stats kv0, kv1;
     ann_topk top;
-    int rc = 0, began = 0;
+    int rc = 0, began = 0, counted = 0;
+    drec_live *L = &ctx->eng->live;
     if (k > ctx->k_max)
         k = ctx->k_max;
     ann_topk_init(&top, ctx->top_dist, ctx->top_id, k);
     if (e->meta.n == 0 || k == 0)
         goto out;
     kv_reader_stats(ctx->rd, &kv0);
+    atomic_fetch_add(&L->pc_active, 1);
+    counted = 1;
+    q.pc_complete = atomic_load(&L->pc_complete);
+    q.pc_head = atomic_load(&L->pc_head);
+    q.pc_tail = atomic_load(&L->pc_tail); /* rows appended after their commits */
     rc = kv_reader_begin(ctx->rd);
     if (rc)
         goto out;
     began = 1;
+    /* after the snapshot: it holds no id at or above this bound */
+    q.bound = atomic_load(&e->live.id_bound);
+    if (e->meta.mode == DREC_MODE_GRAPH && ann_visited_grow(&ctx->visited, q.bound) != 0) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for a visited map of %u ids", e->store_dir,
+                      q.bound);
+        goto out;
+    }
     rc = e->meta.mode == DREC_MODE_SCAN ? scan(&q, &top) : walk_and_rerank(&q, k, &top);
 out:
     if (began) {
@@ -228,6 +335,8 @@ out:
         kv_reader_stats(ctx->rd, &kv1);
         q.local.cache_hits += kv1.cache_hits - kv0.cache_hits;
     }
+    if (counted)
+        atomic_fetch_sub(&L->pc_active, 1);
     uint32_t got = ann_topk_sorted(&top, ids, dists);
     q.local.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     stats->reads += q.local.reads;

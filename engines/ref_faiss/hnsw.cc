@@ -281,6 +281,7 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .search = rfh_search,
     .insert = nullptr,
     .remove = nullptr,
+    .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
     .open_report = nullptr,
     .format_version = RFH_VERSION,

@@ -347,6 +347,7 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .search = rfi_search,
     .insert = nullptr,
     .remove = nullptr,
+    .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
     .open_report = nullptr,
     .format_version = RFI_VERSION,

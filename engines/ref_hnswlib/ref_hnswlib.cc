@@ -358,6 +358,7 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .search = rh_search,
     .insert = nullptr,
     .remove = nullptr,
+    .merge = nullptr,
     .machine_note = rh_machine_note,
     .open_report = nullptr,
     .format_version = RH_VERSION,

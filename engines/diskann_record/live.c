@@ -1,0 +1,1299 @@
+/*
+ * live.c: live updates of diskann-record and diskann-resident, after
+ * FreshDiskANN (Singh et al., "FreshDiskANN: A Fast and Accurate
+ * Graph-Based ANN Index for Streaming Similarity Search", 2021), with the
+ * index kept as records (layout.h, tables 0x04 to 0x07).
+ *
+ * insert(id, x): x's vector record and its PQ code as a pending record,
+ *   in one write batch: durable and atomic when the call returns, and the
+ *   graph is not touched, so writers never conflict over it.
+ * remove(id): a tombstone record; the id joins the in-memory deleted set
+ *   before the call returns, and searches skip it from then on.
+ * Searches (search.c) walk the graph, score every pending code and
+ *   re-rank both kinds of candidate together with full vectors.
+ * merge(): first consolidates deletes (Algorithm 4 of the paper: every
+ *   node with a deleted out-neighbour d takes d's neighbours as
+ *   candidates and is re-pruned to R when they exceed it; then the deleted
+ *   nodes' records go, in the batch after every edge into them is gone),
+ *   then links the pending vectors into the graph in chunks, each as the
+ *   build does it (engines/core/vamana.h): a greedy search from the
+ *   medoid with list size L_build (ranked by PQ distance, as the search
+ *   of a graph on storage is), RobustPrune(alpha, R) of the expanded
+ *   nodes by exact distances, back-edges to each chosen neighbour, which
+ *   is re-pruned to R only when it would exceed the 1.3 R slack; at the
+ *   end of a chunk every node above R is re-pruned to R, and the chunk's
+ *   node records, the removal of its pending records and the live state
+ *   are one write batch.  A chunk's later points see its earlier ones
+ *   (the chunk's nodes are held in memory until its batch commits).
+ *   Readers take a snapshot per query (LMDB read transactions, RocksDB
+ *   snapshots on writable stores), and every batch leaves a consistent
+ *   graph, so a search during a merge sees each node's record either
+ *   before or after it, and a kill at any moment leaves the last batch
+ *   committed: the merge resumes from what is still pending or deleted.
+ *   The background merger runs merge() whenever merge_every inserts are
+ *   pending.
+ *
+ * Errors name the store and the id.  Bad input writes nothing.
+ */
+#include "engines/diskann_record/drec.h"
+
+#include "engines/core/binio.h"
+#include "engines/core/distance.h"
+#include "engines/core/status.h"
+#include "engines/core/u32map.h"
+#include "engines/core/vamana.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DREC_MERGE_CHUNK 256u   /* pending vectors linked per write batch */
+#define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
+
+/* ---- open / close ------------------------------------------------------ */
+
+static void atomic_max_u32(_Atomic uint32_t *a, uint32_t v)
+{
+    uint32_t cur = atomic_load(a);
+    while (cur < v && !atomic_compare_exchange_weak(a, &cur, v))
+        ;
+}
+
+/* Step through every record of one table; fn returns 0 to go on. */
+typedef int (*table_fn)(ann_engine *e, uint32_t id, const kv_val *v);
+
+static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn)
+{
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = kv_iter_create(rd, &table, 1, &it), step;
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint32_t id = 0;
+        if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: table 0x%02x: a key of %zu bytes", e->store_dir,
+                          table, k.len);
+            break;
+        }
+        rc = fn(e, id, &v);
+        if (rc)
+            break;
+    }
+    if (!rc && step < 0)
+        rc = step;
+    kv_iter_destroy(it);
+    return rc;
+}
+
+/* ---- the shared pending-code copy (writers: under wlock, or at open) ---- */
+
+/* Add a row at the tail; 0, or -1 when the cap (or memory) is reached. */
+static int pc_push(ann_engine *e, uint32_t id, const uint8_t *code)
+{
+    drec_live *L = &e->live;
+    uint64_t tail = atomic_load(&L->pc_tail);
+    uint8_t *row = tail - atomic_load(&L->pc_head) < L->pc_cap
+                       ? ann_idrows_put(&L->pc_rows, (uint32_t)tail)
+                       : NULL;
+    if (!row)
+        return -1;
+    ann_put_u32(row, id);
+    memcpy(row + 4, code, e->meta.pq_bytes);
+    atomic_store(&L->pc_tail, tail + 1); /* publishes the row */
+    return 0;
+}
+
+/* Append (id, code) after its commit; past the cap the copy stops being
+ * complete and searches fall back to the store. */
+static void pc_append(ann_engine *e, uint32_t id, const uint8_t *code)
+{
+    drec_live *L = &e->live;
+    if (atomic_load(&L->pc_complete) && pc_push(e, id, code) != 0)
+        atomic_store(&L->pc_complete, 0);
+}
+
+/*
+ * Move pc_head to head.  The pages wholly below it are freed at once when
+ * no search is in flight (pc_active, counted from before a search reads
+ * pc_head and takes its snapshot to its end: a search that starts later
+ * reads the new head); otherwise at a later advance.
+ */
+static void pc_advance(drec_live *L, uint64_t head)
+{
+    if (head > atomic_load(&L->pc_head))
+        atomic_store(&L->pc_head, head);
+    if (atomic_load(&L->pc_active) != 0)
+        return;
+    uint64_t upto = atomic_load(&L->pc_head) >> ANN_PAGE_BITS;
+    for (; L->pc_freed < upto; L->pc_freed++)
+        free(atomic_exchange(&L->pc_rows.dir[L->pc_freed % ANN_PAGE_COUNT], NULL));
+}
+
+static int pc_reload_one(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    if (v->len != e->meta.pq_bytes)
+        return ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
+                        e->store_dir, id, v->len, e->meta.pq_bytes);
+    return pc_push(e, id, v->data) == 0 ? 0 : 1;
+}
+
+/* Rebuild the copy from the store's pending records (under wlock, so no
+ * insert commits meanwhile) when they fit; complete only once it holds
+ * them all. */
+static int pc_reload(ann_engine *e)
+{
+    drec_live *L = &e->live;
+    if (L->pc_cap == 0 || atomic_load(&L->pending) > L->pc_cap)
+        return 0;
+    pc_advance(L, atomic_load(&L->pc_tail));
+    int rc = kv_reader_begin(L->wrd);
+    if (!rc) {
+        rc = each_record(e, L->wrd, DREC_TABLE_PENDING, pc_reload_one);
+        kv_reader_end(L->wrd);
+    }
+    if (rc == 0)
+        atomic_store(&L->pc_complete, 1);
+    return rc < 0 ? rc : 0;
+}
+
+static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    if (v->len != DREC_TOMBSTONE_BYTES)
+        return ann_fail(ANN_ECORRUPT, "%s: tombstone %u: length %zu, expected %d", e->store_dir,
+                        id, v->len, DREC_TOMBSTONE_BYTES);
+    if (ann_idbits_set(&e->live.dead, id, 1))
+        return ann_fail(-ENOMEM, "%s: no memory for the deleted-id set", e->store_dir);
+    atomic_fetch_add(&e->live.deleted, 1);
+    return 0;
+}
+
+static int load_pending(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    if (v->len != e->meta.pq_bytes)
+        return ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
+                        e->store_dir, id, v->len, e->meta.pq_bytes);
+    atomic_fetch_add(&e->live.pending, 1);
+    if (id != UINT32_MAX)
+        atomic_max_u32(&e->live.id_bound, id + 1);
+    pc_append(e, id, v->data);
+    return 0;
+}
+
+static int load_live_code(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    const uint32_t m = e->meta.pq_bytes;
+    if (v->len != m || id >= atomic_load(&e->live.id_bound))
+        return ann_fail(ANN_ECORRUPT, "%s: live code record %u: length %zu (expected %u) or id "
+                        "beyond the live state's id_bound", e->store_dir, id, v->len, m);
+    uint8_t *row = id < e->meta.n ? e->codes + (size_t)id * m : ann_idrows_put(&e->live.codes, id);
+    if (!row)
+        return ann_fail(-ENOMEM, "%s: no memory for live codes", e->store_dir);
+    memcpy(row, v->data, m);
+    return 0;
+}
+
+static void *merger_main(void *arg);
+
+int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
+{
+    drec_live *L = &e->live;
+    int rc;
+    L->enabled = ann_param_bool(open_params, drec_open_params, "updates");
+    L->merge_every = (uint32_t)ann_param_int(open_params, drec_open_params, "merge_every");
+    if (L->merge_every && !L->enabled)
+        return ann_fail(ANN_EPARAM, "open: merge_every %u needs \"updates\": true",
+                        L->merge_every);
+    pthread_mutex_init(&L->wlock, NULL);
+    pthread_mutex_init(&L->mlock, NULL);
+    pthread_cond_init(&L->cond, NULL);
+    L->inited = 1;
+    if (ann_idbits_init(&L->dead) || ann_idrows_init(&L->codes, e->meta.pq_bytes) ||
+        ann_idrows_init(&L->pc_rows, 4 + (size_t)e->meta.pq_bytes))
+        return ann_fail(-ENOMEM, "%s: no memory for the live-update state", e->store_dir);
+    double mb = ann_param_real(open_params, drec_open_params, "pending_cache_mb");
+    L->pc_cap = (uint64_t)(mb * 1048576.0) / (4 + (uint64_t)e->meta.pq_bytes);
+    atomic_store(&L->pc_complete, L->pc_cap > 0);
+    atomic_store(&L->id_bound, (uint32_t)e->meta.n);
+    atomic_store(&L->graph_nodes, e->meta.mode == DREC_MODE_GRAPH ? e->meta.n : 0);
+
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_val sv = { 0 };
+    rc = kv_get(rd, key, kv_key_u32(key, DREC_TABLE_STATE, 0), &sv);
+    if (rc == 0) {
+        drec_state st;
+        rc = drec_state_decode(sv.data, sv.len, e->store_dir, &st);
+        kv_val_release(&sv);
+        if (rc)
+            return rc;
+        if (st.id_bound < e->meta.n)
+            return ann_fail(ANN_ECORRUPT, "%s: live-state record: field id_bound out of range",
+                            e->store_dir);
+        atomic_store(&L->id_bound, st.id_bound);
+        atomic_store(&L->graph_nodes, st.graph_nodes);
+        atomic_store(&L->merges, st.merges);
+    } else if (rc != ANN_ENOTFOUND) {
+        return rc;
+    }
+    if (e->meta.mode == DREC_MODE_GRAPH) {
+        rc = each_record(e, rd, DREC_TABLE_PENDING, load_pending);
+        if (!rc)
+            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone);
+        if (!rc && e->meta.layout == DREC_LAYOUT_RESIDENT)
+            rc = each_record(e, rd, DREC_TABLE_LIVE_CODE, load_live_code);
+        if (rc)
+            return rc;
+    }
+    if (!L->enabled)
+        return 0;
+    rc = kv_reader_create(e->kv, &L->wrd);
+    if (rc)
+        return rc;
+    if (L->merge_every && e->meta.mode == DREC_MODE_GRAPH) {
+        if (pthread_create(&L->thread, NULL, merger_main, e) != 0)
+            return ann_fail(-EAGAIN, "%s: cannot start the background merger", e->store_dir);
+        L->thread_started = 1;
+    }
+    return 0;
+}
+
+void drec_live_close(ann_engine *e)
+{
+    drec_live *L = &e->live;
+    if (!L->inited)
+        return;
+    if (L->thread_started) {
+        pthread_mutex_lock(&L->wlock);
+        L->stop = 1;
+        pthread_cond_signal(&L->cond);
+        pthread_mutex_unlock(&L->wlock);
+        pthread_join(L->thread, NULL);
+        L->thread_started = 0;
+    }
+    kv_reader_destroy(L->wrd);
+    L->wrd = NULL;
+    ann_paged_fini(&L->dead);
+    ann_paged_fini(&L->codes);
+    ann_paged_fini(&L->pc_rows);
+    pthread_cond_destroy(&L->cond);
+    pthread_mutex_destroy(&L->mlock);
+    pthread_mutex_destroy(&L->wlock);
+    L->inited = 0;
+}
+
+uint64_t drec_live_size(const ann_engine *e)
+{
+    const drec_live *L = &e->live;
+    return atomic_load(&L->graph_nodes) + atomic_load(&L->pending) - atomic_load(&L->deleted);
+}
+
+/* ---- insert / remove --------------------------------------------------- */
+
+static int writable(ann_engine *e, const char *op)
+{
+    if (!e->live.enabled)
+        return ann_fail(ANN_ESTATE, "%s: %s: the index was opened without updates (open "
+                        "parameter \"updates\": true)", e->store_dir, op);
+    if (e->meta.mode != DREC_MODE_GRAPH)
+        return ann_fail(ANN_EUNSUPPORTED, "%s: %s: the index is an exact scan (fewer than %u "
+                        "vectors); updates need a graph index", e->store_dir, op,
+                        DREC_SCAN_BELOW);
+    return 0;
+}
+
+/* Which records id has (under wlock, through the writers' reader). */
+static int id_state(ann_engine *e, uint32_t id, int *has_vector, int *has_tomb, int *has_pending)
+{
+    kv_reader *rd = e->live.wrd;
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_val v = { 0 };
+    int rc = kv_reader_begin(rd);
+    if (rc)
+        return rc;
+    int *out[3] = { has_vector, has_tomb, has_pending };
+    const uint8_t tables[3] = { DREC_TABLE_VECTOR, DREC_TABLE_TOMBSTONE, DREC_TABLE_PENDING };
+    for (int i = 0; i < 3 && !rc; i++) {
+        if (!out[i])
+            continue;
+        rc = kv_get(rd, key, kv_key_u32(key, tables[i], id), &v);
+        *out[i] = rc == 0;
+        kv_val_release(&v);
+        if (rc == ANN_ENOTFOUND)
+            rc = 0;
+    }
+    kv_reader_end(rd);
+    return rc;
+}
+
+static void maybe_kick(ann_engine *e)
+{
+    drec_live *L = &e->live;
+    if (L->thread_started && atomic_load(&L->pending) >= L->merge_every) {
+        L->kick = 1;
+        pthread_cond_signal(&L->cond);
+    }
+}
+
+int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
+{
+    drec_live *L = &e->live;
+    const uint32_t m = e->meta.pq_bytes;
+    int rc = writable(e, "insert");
+    if (rc)
+        return rc;
+    if (dim != e->meta.dim)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
+                        e->store_dir, id, dim, e->meta.dim);
+    if (id == UINT32_MAX)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: reserved id", e->store_dir, id);
+    for (uint32_t j = 0; j < dim; j++)
+        if (!isfinite(vec[j]))
+            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", e->store_dir, id,
+                            j, isnan(vec[j]) ? "NaN" : "infinite");
+    uint8_t code[DREC_MAX_PQ_BYTES];
+    rc = pq_encode(e->pq, vec, 1, 1, code);
+    if (rc)
+        return rc;
+    uint8_t *rec = malloc((size_t)dim * 4);
+    if (!rec)
+        return ann_fail(-ENOMEM, "%s: insert id %u: no memory", e->store_dir, id);
+    for (uint32_t j = 0; j < dim; j++)
+        ann_put_f32(rec + 4 * (size_t)j, vec[j]);
+
+    pthread_mutex_lock(&L->wlock);
+    int has_vec = 0, has_tomb = 0;
+    kv_txn *t = NULL;
+    uint8_t key[KV_KEY_U32_BYTES];
+    rc = id_state(e, id, &has_vec, &has_tomb, NULL);
+    if (!rc && has_vec && !has_tomb)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", e->store_dir, id);
+    else if (!rc && has_vec && id == e->meta.medoid)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is the graph's entry node, deleted "
+                      "and kept as a frozen navigation point: it cannot be inserted again",
+                      e->store_dir, id);
+    else if (!rc && has_vec)
+        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is deleted but not merged yet: "
+                      "merge before inserting it again", e->store_dir, id);
+    if (!rc)
+        rc = kv_txn_begin(e->kv, &t);
+    if (!rc)
+        rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_VECTOR, id), rec, (size_t)dim * 4);
+    if (!rc)
+        rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_PENDING, id), code, m);
+    if (!rc) {
+        /* before the commit: a search that sees the record sees the bound */
+        atomic_max_u32(&L->id_bound, id + 1);
+        atomic_fetch_add(&L->pending, 1);
+        rc = kv_txn_commit(t);
+        t = NULL;
+        if (rc)
+            atomic_fetch_sub(&L->pending, 1);
+    }
+    kv_txn_abort(t);
+    if (!rc) {
+        ann_idbits_set(&L->dead, id, 0); /* an id consolidated before, live again */
+        pc_append(e, id, code);
+        maybe_kick(e);
+    }
+    pthread_mutex_unlock(&L->wlock);
+    free(rec);
+    return rc;
+}
+
+int drec_remove(ann_engine *e, uint32_t id)
+{
+    drec_live *L = &e->live;
+    int rc = writable(e, "remove");
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&L->wlock);
+    int has_vec = 0, has_tomb = 0, has_pending = 0;
+    kv_txn *t = NULL;
+    uint8_t key[KV_KEY_U32_BYTES];
+    rc = id_state(e, id, &has_vec, &has_tomb, &has_pending);
+    if (!rc && !has_vec)
+        rc = ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", e->store_dir, id);
+    if (!rc && has_tomb)
+        rc = ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", e->store_dir, id);
+    if (!rc && !ann_paged_page_(&L->dead, id)) /* so that marking it cannot fail */
+        rc = ann_fail(-ENOMEM, "%s: remove id %u: no memory", e->store_dir, id);
+    if (!rc)
+        rc = kv_txn_begin(e->kv, &t);
+    if (!rc) {
+        uint8_t kind = has_pending ? 1 : 0;
+        rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_TOMBSTONE, id), &kind, 1);
+    }
+    if (!rc) {
+        rc = kv_txn_commit(t);
+        t = NULL;
+    }
+    kv_txn_abort(t);
+    if (!rc) {
+        ann_idbits_set(&L->dead, id, 1); /* its page exists: cannot fail */
+        atomic_fetch_add(&L->deleted, 1);
+    }
+    pthread_mutex_unlock(&L->wlock);
+    return rc;
+}
+
+/* ---- merge: the working set -------------------------------------------- */
+
+typedef struct mg_node {
+    uint32_t id, deg;
+    uint32_t *nbrs; /* slack capacity */
+    int dirty, is_new;
+} mg_node;
+
+typedef struct merger {
+    ann_engine *e;
+    kv_reader *rd; /* begun while a chunk reads */
+    uint32_t R, cap, m, dim, L_build;
+    float alpha;
+    /* working copies of nodes, vectors and codes, by id */
+    ann_u32map node_ix, vec_ix, code_ix;
+    mg_node **nodes;
+    float **vecs;
+    uint8_t **codes;
+    uint32_t n_nodes, n_vecs, n_codes, cap_nodes, cap_vecs, cap_codes;
+    /* greedy search */
+    ann_candlist cl;
+    ann_u32map seen;
+    float *table;
+    /* prune pool */
+    uint32_t *pool_id;
+    float *pool_d, *rows;
+    uint32_t pool_cap;
+    uint32_t *out;
+    /* deleted ids being consolidated, with their neighbour lists */
+    ann_u32map del;
+} merger;
+
+static int grow_ptrs(void ***arr, uint32_t *cap, uint32_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint32_t c = *cap ? 2 * *cap : 256;
+    while (c < need)
+        c *= 2;
+    void **a = realloc(*arr, (size_t)c * sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    *arr = a;
+    *cap = c;
+    return 0;
+}
+
+static void mg_clear(merger *g)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i]->nbrs);
+        free(g->nodes[i]);
+    }
+    for (uint32_t i = 0; i < g->n_vecs; i++)
+        free(g->vecs[i]);
+    for (uint32_t i = 0; i < g->n_codes; i++)
+        free(g->codes[i]);
+    g->n_nodes = g->n_vecs = g->n_codes = 0;
+    ann_u32map_clear(&g->node_ix);
+    ann_u32map_clear(&g->vec_ix);
+    ann_u32map_clear(&g->code_ix);
+}
+
+static void mg_fini(merger *g)
+{
+    mg_clear(g);
+    free(g->nodes);
+    free(g->vecs);
+    free(g->codes);
+    ann_u32map_fini(&g->node_ix);
+    ann_u32map_fini(&g->vec_ix);
+    ann_u32map_fini(&g->code_ix);
+    ann_u32map_fini(&g->seen);
+    ann_u32map_fini(&g->del);
+    ann_candlist_fini(&g->cl);
+    free(g->table);
+    free(g->pool_id);
+    free(g->pool_d);
+    free(g->rows);
+    free(g->out);
+    kv_reader_destroy(g->rd);
+}
+
+static int mg_init(merger *g, ann_engine *e)
+{
+    memset(g, 0, sizeof *g);
+    g->e = e;
+    g->R = e->meta.R;
+    g->cap = vamana_slack_degree(g->R, VAMANA_DEFAULT_SLACK);
+    g->m = e->meta.pq_bytes;
+    g->dim = e->meta.dim;
+    g->L_build = e->meta.L_build;
+    g->alpha = e->meta.alpha;
+    g->pool_cap = 4 * g->L_build + 2 * g->cap + 64;
+    g->table = malloc(pq_table_floats(e->pq) * sizeof(float));
+    g->pool_id = malloc((size_t)g->pool_cap * sizeof *g->pool_id);
+    g->pool_d = malloc((size_t)g->pool_cap * sizeof *g->pool_d);
+    g->rows = malloc((size_t)g->pool_cap * g->dim * sizeof *g->rows);
+    g->out = malloc((size_t)g->pool_cap * sizeof *g->out);
+    if (!g->table || !g->pool_id || !g->pool_d || !g->rows || !g->out ||
+        ann_candlist_create(&g->cl, g->L_build) != 0)
+        return ann_fail(-ENOMEM, "%s: merge: no memory", e->store_dir);
+    return kv_reader_create(e->kv, &g->rd);
+}
+
+static int mg_nomem(merger *g)
+{
+    return ann_fail(-ENOMEM, "%s: merge: no memory", g->e->store_dir);
+}
+
+static int mg_get(merger *g, uint8_t table, uint32_t id, kv_val *v)
+{
+    uint8_t key[KV_KEY_U32_BYTES];
+    int rc = kv_get(g->rd, key, kv_key_u32(key, table, id), v);
+    if (rc == ANN_ENOTFOUND)
+        return ann_fail(ANN_ECORRUPT, "%s: merge: %s record %u missing", g->e->store_dir,
+                        table == DREC_TABLE_NODE ? "node" : table == DREC_TABLE_VECTOR ? "vector"
+                                                                                   : "pending",
+                        id);
+    return rc;
+}
+
+static int mg_put_code(merger *g, uint32_t id, const uint8_t *code)
+{
+    if (ann_u32map_get(&g->code_ix, id, NULL))
+        return 0;
+    if (grow_ptrs((void ***)&g->codes, &g->cap_codes, g->n_codes + 1))
+        return mg_nomem(g);
+    uint8_t *c = malloc(g->m);
+    if (!c || ann_u32map_put(&g->code_ix, id, g->n_codes)) {
+        free(c);
+        return mg_nomem(g);
+    }
+    memcpy(c, code, g->m);
+    g->codes[g->n_codes++] = c;
+    return 0;
+}
+
+/* Parse node id's record into a new working copy (codes into the cache). */
+static int mg_load_node(merger *g, uint32_t id, mg_node **out)
+{
+    uint32_t ix;
+    if (ann_u32map_get(&g->node_ix, id, &ix)) {
+        *out = g->nodes[ix];
+        return 0;
+    }
+    const ann_engine *e = g->e;
+    const uint32_t m = g->m, layout = e->meta.layout;
+    kv_val v = { 0 };
+    int rc = mg_get(g, DREC_TABLE_NODE, id, &v);
+    if (rc)
+        return rc;
+    const uint8_t *rec = v.data;
+    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
+    uint32_t d = v.len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
+    if (d > g->R || v.len != drec_node_bytes(layout, m, d)) {
+        kv_val_release(&v);
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
+                        "its degree", e->store_dir, id, v.len);
+    }
+    mg_node *n = calloc(1, sizeof *n);
+    if (n)
+        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
+    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
+        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
+        if (n)
+            free(n->nbrs);
+        free(n);
+        kv_val_release(&v);
+        return mg_nomem(g);
+    }
+    g->nodes[g->n_nodes++] = n;
+    n->id = id;
+    n->deg = d;
+    for (uint32_t i = 0; i < d; i++)
+        n->nbrs[i] = ann_get_u32(rec + head + 4 + 4 * (size_t)i);
+    if (layout == DREC_LAYOUT_FULL) {
+        rc = mg_put_code(g, id, rec);
+        const uint8_t *codes = rec + head + 4 + 4 * (size_t)d;
+        for (uint32_t i = 0; !rc && i < d; i++)
+            rc = mg_put_code(g, n->nbrs[i], codes + (size_t)i * m);
+    }
+    kv_val_release(&v);
+    *out = n;
+    return rc;
+}
+
+/* A new working node (a pending vector being linked). */
+static int mg_new_node(merger *g, uint32_t id, mg_node **out)
+{
+    mg_node *n = calloc(1, sizeof *n);
+    if (n)
+        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
+    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
+        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
+        if (n)
+            free(n->nbrs);
+        free(n);
+        return mg_nomem(g);
+    }
+    g->nodes[g->n_nodes++] = n;
+    n->id = id;
+    n->is_new = n->dirty = 1;
+    *out = n;
+    return 0;
+}
+
+static int mg_code(merger *g, uint32_t id, const uint8_t **out)
+{
+    uint32_t ix;
+    if (ann_u32map_get(&g->code_ix, id, &ix)) {
+        *out = g->codes[ix];
+        return 0;
+    }
+    if (g->e->meta.layout == DREC_LAYOUT_RESIDENT) {
+        *out = drec_resident_code(g->e, id);
+        if (*out)
+            return 0;
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code in memory",
+                        g->e->store_dir, id);
+    }
+    mg_node *n;
+    int rc = mg_load_node(g, id, &n);
+    if (rc)
+        return rc;
+    if (!ann_u32map_get(&g->code_ix, id, &ix))
+        return ann_fail(ANN_EINTERNAL, "merge: node %u loaded without its code", id);
+    *out = g->codes[ix];
+    return 0;
+}
+
+static int mg_vec(merger *g, uint32_t id, const float **out)
+{
+    uint32_t ix;
+    if (ann_u32map_get(&g->vec_ix, id, &ix)) {
+        *out = g->vecs[ix];
+        return 0;
+    }
+    kv_val v = { 0 };
+    int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
+    if (rc)
+        return rc;
+    if (v.len != (size_t)g->dim * 4) {
+        kv_val_release(&v);
+        return ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
+                        g->e->store_dir, id, v.len, (size_t)g->dim * 4);
+    }
+    float *x = malloc((size_t)g->dim * sizeof *x);
+    if (!x || grow_ptrs((void ***)&g->vecs, &g->cap_vecs, g->n_vecs + 1) ||
+        ann_u32map_put(&g->vec_ix, id, g->n_vecs)) {
+        free(x);
+        kv_val_release(&v);
+        return mg_nomem(g);
+    }
+    for (uint32_t j = 0; j < g->dim; j++)
+        x[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
+    kv_val_release(&v);
+    g->vecs[g->n_vecs++] = x;
+    *out = x;
+    return 0;
+}
+
+static int is_dead(const merger *g, uint32_t id)
+{
+    return ann_idbits_test(&g->e->live.dead, id);
+}
+
+/*
+ * Prune node n's candidates ids[0..cnt) (distinct, n excluded) to R by
+ * RobustPrune on exact vectors, into n's list.
+ */
+static int mg_prune_into(merger *g, mg_node *n, const uint32_t *ids, uint32_t cnt)
+{
+    const float *xn;
+    int rc = mg_vec(g, n->id, &xn);
+    if (rc)
+        return rc;
+    /* copy xn: mg_vec may not move it, but keep the rows self-contained */
+    if (cnt > g->pool_cap)
+        cnt = g->pool_cap;
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < cnt; i++) {
+        const float *x;
+        rc = mg_vec(g, ids[i], &x);
+        if (rc)
+            return rc;
+        g->pool_id[np] = ids[i];
+        memcpy(g->rows + (size_t)np * g->dim, x, (size_t)g->dim * sizeof *x);
+        g->pool_d[np] = ann_l2sq(xn, x, g->dim);
+        np++;
+    }
+    int got = vamana_prune_rows(g->rows, g->dim, g->pool_d, np, g->alpha, g->R, g->out);
+    if (got < 0)
+        return got;
+    for (int i = 0; i < got; i++)
+        n->nbrs[i] = g->pool_id[g->out[i]];
+    n->deg = (uint32_t)got;
+    n->dirty = 1;
+    return 0;
+}
+
+/* Re-prune n's list plus extra (when not VAMANA_NO_ID), dropping deleted ids. */
+static int mg_reprune(merger *g, mg_node *n, uint32_t extra)
+{
+    uint32_t ids[1024 + 1], cnt = 0;
+    if (n->deg + 1 > sizeof ids / sizeof ids[0])
+        return ann_fail(ANN_EINTERNAL, "merge: node %u: degree %u", n->id, n->deg);
+    for (uint32_t i = 0; i < n->deg; i++)
+        if (!is_dead(g, n->nbrs[i]))
+            ids[cnt++] = n->nbrs[i];
+    if (extra != VAMANA_NO_ID)
+        ids[cnt++] = extra;
+    return mg_prune_into(g, n, ids, cnt);
+}
+
+/* Greedy search for x (Algorithm 1, by PQ distance) from the medoid; the
+ * expanded nodes, live and not self, with exact squared L2 distances,
+ * become the prune pool (g->pool_id / pool_d / rows, *np). */
+static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
+{
+    ann_engine *e = g->e;
+    pq_table_compute(e->pq, x, g->table);
+    ann_candlist_reset_cap(&g->cl, g->L_build);
+    ann_u32map_clear(&g->seen);
+    uint32_t entry = e->meta.medoid, np = 0;
+    const uint8_t *code;
+    int rc = mg_code(g, entry, &code);
+    if (rc)
+        return rc;
+    if (ann_u32map_put(&g->seen, entry, 1))
+        return mg_nomem(g);
+    ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), entry);
+    uint32_t max_expand = 4 * g->L_build + 32;
+    for (uint32_t it = 0; it < max_expand; it++) {
+        int pos = ann_candlist_next(&g->cl);
+        if (pos < 0)
+            break;
+        uint32_t u = g->cl.c[pos].id;
+        mg_node *n;
+        rc = mg_load_node(g, u, &n);
+        if (rc)
+            return rc;
+        if (u != self && !is_dead(g, u) && np < g->pool_cap) {
+            const float *xu;
+            rc = mg_vec(g, u, &xu);
+            if (rc)
+                return rc;
+            g->pool_id[np] = u;
+            memcpy(g->rows + (size_t)np * g->dim, xu, (size_t)g->dim * sizeof *xu);
+            g->pool_d[np] = ann_l2sq(x, xu, g->dim);
+            np++;
+        }
+        for (uint32_t i = 0; i < n->deg; i++) {
+            uint32_t w = n->nbrs[i];
+            if (ann_u32map_get(&g->seen, w, NULL))
+                continue;
+            if (ann_u32map_put(&g->seen, w, 1))
+                return mg_nomem(g);
+            rc = mg_code(g, w, &code);
+            if (rc)
+                return rc;
+            ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), w);
+        }
+    }
+    *np_out = np;
+    return 0;
+}
+
+/* Link pending vector p (code in the cache) into the working graph. */
+static int mg_link(merger *g, uint32_t p)
+{
+    const float *xp;
+    uint32_t np = 0;
+    int rc = mg_vec(g, p, &xp);
+    if (!rc)
+        rc = mg_greedy(g, p, xp, &np);
+    if (rc)
+        return rc;
+    int got = vamana_prune_rows(g->rows, g->dim, g->pool_d, np, g->alpha, g->R, g->out);
+    if (got < 0)
+        return got;
+    mg_node *pn = NULL;
+    rc = mg_new_node(g, p, &pn);
+    if (rc)
+        return rc;
+    for (int i = 0; i < got; i++)
+        pn->nbrs[i] = g->pool_id[g->out[i]];
+    pn->deg = (uint32_t)got;
+    /* back-edges with the slack rule; pn's list is stable meanwhile */
+    for (uint32_t i = 0; i < pn->deg; i++) {
+        mg_node *j;
+        rc = mg_load_node(g, pn->nbrs[i], &j);
+        if (rc)
+            return rc;
+        int present = 0;
+        for (uint32_t t = 0; t < j->deg && !present; t++)
+            present = j->nbrs[t] == p;
+        if (present)
+            continue;
+        if (j->deg < g->cap) {
+            j->nbrs[j->deg++] = p;
+            j->dirty = 1;
+        } else {
+            rc = mg_reprune(g, j, p);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- merge: writing ----------------------------------------------------- */
+
+/* Add n's record to t (full layout: with its and its neighbours' codes). */
+static int mg_write_node(merger *g, kv_txn *t, const mg_node *n, uint8_t *buf)
+{
+    const uint32_t m = g->m, layout = g->e->meta.layout;
+    uint8_t *p = buf;
+    const uint8_t *code;
+    int rc;
+    if (layout == DREC_LAYOUT_FULL) {
+        rc = mg_code(g, n->id, &code);
+        if (rc)
+            return rc;
+        memcpy(p, code, m);
+        p += m;
+    }
+    ann_put_u32(p, n->deg);
+    p += 4;
+    for (uint32_t i = 0; i < n->deg; i++, p += 4)
+        ann_put_u32(p, n->nbrs[i]);
+    if (layout == DREC_LAYOUT_FULL)
+        for (uint32_t i = 0; i < n->deg; i++, p += m) {
+            rc = mg_code(g, n->nbrs[i], &code);
+            if (rc)
+                return rc;
+            memcpy(p, code, m);
+        }
+    uint8_t key[KV_KEY_U32_BYTES];
+    return kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_NODE, n->id), buf,
+                      drec_node_bytes(layout, m, n->deg));
+}
+
+static int put_state(ann_engine *e, kv_txn *t, uint64_t graph_nodes)
+{
+    drec_state st = { .id_bound = atomic_load(&e->live.id_bound), .graph_nodes = graph_nodes,
+                      .merges = atomic_load(&e->live.merges) + 1 };
+    uint8_t key[KV_KEY_U32_BYTES], rec[DREC_STATE_BYTES];
+    drec_state_encode(&st, rec);
+    return kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_STATE, 0), rec, sizeof rec);
+}
+
+/*
+ * Write the dirty working nodes (re-pruned to R first) and, for new ones,
+ * their codes (resident) and the removal of their pending records, plus
+ * extra_fn's records, as one batch; then drop the working set.
+ */
+static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn *, void *),
+                     void *arg, int64_t node_delta)
+{
+    ann_engine *e = g->e;
+    drec_live *L = &e->live;
+    const uint32_t m = g->m;
+    uint8_t *buf = malloc(drec_node_bytes(e->meta.layout, m, g->cap));
+    kv_txn *t = NULL;
+    uint8_t key[KV_KEY_U32_BYTES];
+    int rc = buf ? 0 : mg_nomem(g);
+    for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
+        mg_node *n = g->nodes[i];
+        if (n->dirty && n->deg > g->R)
+            rc = mg_reprune(g, n, VAMANA_NO_ID);
+    }
+    /* every code the records need, while the snapshot is open */
+    for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
+        const mg_node *n = g->nodes[i];
+        const uint8_t *code;
+        if (!n->dirty)
+            continue;
+        rc = mg_code(g, n->id, &code);
+        for (uint32_t j = 0; !rc && j < n->deg; j++)
+            rc = mg_code(g, n->nbrs[j], &code);
+    }
+    /* every read done: end the snapshot before writing (LMDB may have to
+     * grow its map, which it cannot do under an open reader); the store
+     * takes one batch at a time, so the writers' lock spans it */
+    kv_reader_end(g->rd);
+    pthread_mutex_lock(&L->wlock);
+    if (!rc)
+        rc = kv_txn_begin(e->kv, &t);
+    for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
+        mg_node *n = g->nodes[i];
+        if (!n->dirty)
+            continue;
+        rc = mg_write_node(g, t, n, buf);
+        if (rc || !n->is_new)
+            continue;
+        rc = kv_txn_delete(t, key, kv_key_u32(key, DREC_TABLE_PENDING, n->id));
+        if (!rc && e->meta.layout == DREC_LAYOUT_RESIDENT) {
+            const uint8_t *code;
+            rc = mg_code(g, n->id, &code);
+            uint8_t *row = NULL;
+            if (!rc) {
+                /* in memory before the commit that links the node */
+                row = n->id < e->meta.n ? e->codes + (size_t)n->id * m
+                                        : ann_idrows_put(&L->codes, n->id);
+                rc = row ? 0 : mg_nomem(g);
+            }
+            if (!rc) {
+                memcpy(row, code, m);
+                rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_LIVE_CODE, n->id), code, m);
+            }
+        }
+    }
+    if (!rc && extra_fn)
+        rc = extra_fn(g, t, arg);
+    uint64_t nodes = (uint64_t)((int64_t)atomic_load(&L->graph_nodes) + node_delta);
+    if (!rc)
+        rc = put_state(e, t, nodes);
+    if (!rc) {
+        rc = kv_txn_commit(t);
+        t = NULL;
+        if (!rc) {
+            atomic_store(&L->graph_nodes, nodes);
+            atomic_fetch_sub(&L->pending, n_new);
+            atomic_fetch_add(&L->merges, 1);
+        }
+    }
+    kv_txn_abort(t);
+    pthread_mutex_unlock(&L->wlock);
+    free(buf);
+    mg_clear(g);
+    return rc;
+}
+
+/* ---- merge: deletes ----------------------------------------------------- */
+
+typedef struct del_batch {
+    const uint32_t *ids;
+    uint32_t n;
+} del_batch;
+
+static int mg_write_removals(merger *g, kv_txn *t, void *arg)
+{
+    const del_batch *b = arg;
+    uint8_t key[KV_KEY_U32_BYTES];
+    static const uint8_t tables[] = { DREC_TABLE_NODE, DREC_TABLE_VECTOR, DREC_TABLE_PENDING,
+                                      DREC_TABLE_LIVE_CODE, DREC_TABLE_TOMBSTONE };
+    (void)g;
+    for (uint32_t i = 0; i < b->n; i++)
+        for (size_t j = 0; j < sizeof tables; j++) {
+            int rc = kv_txn_delete(t, key, kv_key_u32(key, tables[j], b->ids[i]));
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
+typedef struct id_list {
+    uint32_t *ids;
+    uint32_t n, cap;
+} id_list;
+
+static int id_list_add(id_list *l, uint32_t id)
+{
+    if (l->n == l->cap) {
+        uint32_t c = l->cap ? 2 * l->cap : 1024;
+        uint32_t *p = realloc(l->ids, (size_t)c * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        l->ids = p;
+        l->cap = c;
+    }
+    l->ids[l->n++] = id;
+    return 0;
+}
+
+/* Read every id of one table in the merger's snapshot. */
+static int list_table(merger *g, uint8_t table, id_list *out)
+{
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = kv_iter_create(g->rd, &table, 1, &it), step;
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint32_t id;
+        if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: table 0x%02x: a key of %zu bytes",
+                          g->e->store_dir, table, k.len);
+            break;
+        }
+        if (id_list_add(out, id)) {
+            rc = mg_nomem(g);
+            break;
+        }
+    }
+    if (!rc && step < 0)
+        rc = step;
+    kv_iter_destroy(it);
+    return rc;
+}
+
+/* Whether node v's stored record points at a deleted id (g->del). */
+static int record_touches(merger *g, uint32_t v, int *touches)
+{
+    const uint32_t m = g->m, layout = g->e->meta.layout;
+    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
+    kv_val val = { 0 };
+    int rc = mg_get(g, DREC_TABLE_NODE, v, &val);
+    if (rc)
+        return rc;
+    uint32_t d = val.len >= head + 4 ? ann_get_u32((const uint8_t *)val.data + head) : UINT32_MAX;
+    if (d > g->R || val.len != drec_node_bytes(layout, m, d))
+        rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match its "
+                      "degree", g->e->store_dir, v, val.len);
+    *touches = 0;
+    for (uint32_t t = 0; !rc && t < d && !*touches; t++)
+        *touches = ann_u32map_get(&g->del,
+                                  ann_get_u32((const uint8_t *)val.data + head + 4 + 4 * (size_t)t),
+                                  NULL);
+    kv_val_release(&val);
+    return rc;
+}
+
+/*
+ * Consolidate the deleted ids dels (the medoid excluded): re-link every
+ * node pointing at one (committed in batches), then remove their records
+ * in one last batch.  The reader is begun on entry and ended on return.
+ */
+static int mg_consolidate(merger *g, const id_list *dels, uint32_t graph_dels)
+{
+    ann_engine *e = g->e;
+    int rc = 0;
+    ann_u32map_clear(&g->del);
+    for (uint32_t i = 0; i < dels->n; i++)
+        if (ann_u32map_put(&g->del, dels->ids[i], 1))
+            return mg_nomem(g);
+    if (graph_dels > 0) {
+        /* every node record, in id order, from one snapshot */
+        id_list nodes = { 0 };
+        rc = list_table(g, DREC_TABLE_NODE, &nodes);
+        uint32_t *cand = malloc(((size_t)g->R * (g->R + 1) + 1) * sizeof *cand);
+        ann_u32map cset = { 0 };
+        if (!rc && !cand)
+            rc = mg_nomem(g);
+        uint32_t repaired = 0;
+        for (uint32_t i = 0; !rc && i < nodes.n; i++) {
+            uint32_t v = nodes.ids[i];
+            if (ann_u32map_get(&g->del, v, NULL))
+                continue;
+            int touches = 0;
+            if (!ann_u32map_get(&g->node_ix, v, NULL)) {
+                rc = record_touches(g, v, &touches);
+                if (rc || !touches)
+                    continue;
+            }
+            mg_node *n;
+            rc = mg_load_node(g, v, &n);
+            if (rc)
+                break;
+            touches = 0;
+            for (uint32_t t = 0; t < n->deg && !touches; t++)
+                touches = ann_u32map_get(&g->del, n->nbrs[t], NULL);
+            if (!touches)
+                continue;
+            /* candidates: live neighbours, and the live neighbours of
+             * deleted ones (FreshDiskANN Algorithm 4) */
+            uint32_t cnt = 0;
+            ann_u32map_clear(&cset);
+            uint32_t own[1024], own_deg = n->deg;
+            memcpy(own, n->nbrs, (size_t)own_deg * sizeof *own);
+            for (uint32_t t = 0; !rc && t < own_deg; t++) {
+                uint32_t w = own[t];
+                if (!ann_u32map_get(&g->del, w, NULL)) {
+                    if (!ann_u32map_get(&cset, w, NULL)) {
+                        if (ann_u32map_put(&cset, w, 1))
+                            rc = mg_nomem(g);
+                        cand[cnt++] = w;
+                    }
+                    continue;
+                }
+                mg_node *dn;
+                rc = mg_load_node(g, w, &dn);
+                for (uint32_t s = 0; !rc && s < dn->deg; s++) {
+                    uint32_t x = dn->nbrs[s];
+                    if (x == v || ann_u32map_get(&g->del, x, NULL) ||
+                        ann_u32map_get(&cset, x, NULL))
+                        continue;
+                    if (ann_u32map_put(&cset, x, 1))
+                        rc = mg_nomem(g);
+                    cand[cnt++] = x;
+                }
+            }
+            if (rc)
+                break;
+            if (cnt <= g->R) {
+                memcpy(n->nbrs, cand, (size_t)cnt * sizeof *cand);
+                n->deg = cnt;
+                n->dirty = 1;
+            } else {
+                rc = mg_prune_into(g, n, cand, cnt);
+            }
+            if (!rc && ++repaired % DREC_REPAIR_BATCH == 0) {
+                rc = mg_commit(g, 0, NULL, NULL, 0);
+                if (!rc)
+                    rc = kv_reader_begin(g->rd);
+            }
+        }
+        ann_u32map_fini(&cset);
+        free(cand);
+        free(nodes.ids);
+    }
+    del_batch b = { dels->ids, dels->n };
+    if (!rc)
+        rc = mg_commit(g, 0, mg_write_removals, &b, -(int64_t)graph_dels);
+    else
+        kv_reader_end(g->rd);
+    if (!rc)
+        atomic_fetch_sub(&e->live.deleted, dels->n);
+    return rc;
+}
+
+/* ---- merge -------------------------------------------------------------- */
+
+static int merge_locked(ann_engine *e)
+{
+    merger g;
+    id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
+    uint32_t graph_dels = 0, pend_dels = 0;
+    uint64_t tail0 = 0;
+    int complete0 = 0;
+    int rc = mg_init(&g, e);
+    if (!rc) {
+        /* the snapshot and the copy's tail at one moment: slots below
+         * tail0 are what this merge will have linked or dropped */
+        pthread_mutex_lock(&e->live.wlock);
+        rc = kv_reader_begin(g.rd);
+        tail0 = atomic_load(&e->live.pc_tail);
+        complete0 = atomic_load(&e->live.pc_complete);
+        pthread_mutex_unlock(&e->live.wlock);
+    }
+    if (rc)
+        goto out;
+    /* what to do, from one snapshot: later updates wait for the next merge */
+    rc = list_table(&g, DREC_TABLE_TOMBSTONE, &tombs);
+    if (!rc)
+        rc = list_table(&g, DREC_TABLE_PENDING, &pend);
+    ann_u32map pset = { 0 };
+    for (uint32_t i = 0; !rc && i < pend.n; i++)
+        if (ann_u32map_put(&pset, pend.ids[i], 1))
+            rc = mg_nomem(&g);
+    for (uint32_t i = 0; !rc && i < tombs.n; i++) {
+        uint32_t id = tombs.ids[i];
+        if (id == e->meta.medoid)
+            continue; /* the frozen entry point stays */
+        if (id_list_add(&dels, id)) {
+            rc = mg_nomem(&g);
+            break;
+        }
+        if (ann_u32map_get(&pset, id, NULL)) {
+            pend_dels++;
+            ann_u32map_put(&pset, id, 0);
+        } else {
+            graph_dels++;
+        }
+    }
+    if (rc) {
+        ann_u32map_fini(&pset);
+        kv_reader_end(g.rd);
+        goto out;
+    }
+    if (dels.n > 0) {
+        rc = mg_consolidate(&g, &dels, graph_dels);
+        /* the pending records of deleted pending ids went with them */
+        if (!rc)
+            atomic_fetch_sub(&e->live.pending, pend_dels);
+        if (!rc)
+            rc = kv_reader_begin(g.rd);
+    }
+    /* link the pending vectors, in chunks */
+    uint32_t in_chunk = 0;
+    for (uint32_t i = 0; !rc && i < pend.n; i++) {
+        uint32_t p = pend.ids[i], live = 0;
+        ann_u32map_get(&pset, p, &live);
+        if (!live)
+            continue;
+        kv_val v = { 0 };
+        rc = mg_get(&g, DREC_TABLE_PENDING, p, &v);
+        if (!rc && v.len != g.m)
+            rc = ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
+                          e->store_dir, p, v.len, g.m);
+        if (!rc)
+            rc = mg_put_code(&g, p, v.data);
+        kv_val_release(&v);
+        if (!rc)
+            rc = mg_link(&g, p);
+        if (!rc && ++in_chunk == DREC_MERGE_CHUNK) {
+            rc = mg_commit(&g, in_chunk, NULL, NULL, in_chunk);
+            in_chunk = 0;
+            if (!rc)
+                rc = kv_reader_begin(g.rd);
+        }
+    }
+    if (!rc && in_chunk > 0)
+        rc = mg_commit(&g, in_chunk, NULL, NULL, in_chunk);
+    else
+        kv_reader_end(g.rd);
+    ann_u32map_fini(&pset);
+    if (!rc) {
+        drec_live *L = &e->live;
+        pthread_mutex_lock(&L->wlock);
+        if (complete0 && atomic_load(&L->pc_complete))
+            pc_advance(L, tail0);
+        else
+            rc = pc_reload(e);
+        pthread_mutex_unlock(&L->wlock);
+    }
+out:
+    mg_fini(&g);
+    free(tombs.ids);
+    free(pend.ids);
+    free(dels.ids);
+    return rc;
+}
+
+int drec_merge(ann_engine *e)
+{
+    int rc = writable(e, "merge");
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&e->live.mlock);
+    rc = merge_locked(e);
+    pthread_mutex_unlock(&e->live.mlock);
+    return rc;
+}
+
+/* The background merger: merge whenever an insert leaves merge_every
+ * pending.  Errors are kept for the record (bg_error) and the merger goes
+ * on; the next merge retries what is still pending. */
+static void *merger_main(void *arg)
+{
+    ann_engine *e = arg;
+    drec_live *L = &e->live;
+    pthread_mutex_lock(&L->wlock);
+    for (;;) {
+        while (!L->stop && !L->kick)
+            pthread_cond_wait(&L->cond, &L->wlock);
+        if (L->stop)
+            break;
+        L->kick = 0;
+        pthread_mutex_unlock(&L->wlock);
+        int rc = drec_merge(e);
+        pthread_mutex_lock(&L->wlock);
+        if (rc)
+            L->bg_error = rc;
+    }
+    pthread_mutex_unlock(&L->wlock);
+    return NULL;
+}
