@@ -294,6 +294,62 @@ static void test_graph_invariants(void **state)
 }
 
 /* Pin both record layouts on a 2-vector index. */
+/* Every node record of an LMDB store, concatenated (key order), and its CRC. */
+static uint32_t store_crc(const char *index, uint64_t n)
+{
+    char store[4200];
+    snprintf(store, sizeof store, "%s/lmdb", index);
+    kv_options o = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    kv_store *kv;
+    kv_reader *rd;
+    assert_int_equal(kv_open(store, &o, &kv), 0);
+    assert_int_equal(kv_reader_create(kv, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (uint64_t v = 0; v < n; v++) {
+        uint8_t key[KV_KEY_U32_BYTES];
+        kv_val val;
+        kv_key_u32(key, HNSW_TABLE_NODE, (uint32_t)v);
+        assert_int_equal(kv_get(rd, key, sizeof key, &val), 0);
+        crc = crc32(crc, val.data, (uInt)val.len);
+        kv_val_release(&val);
+    }
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    kv_close(kv);
+    return (uint32_t)crc;
+}
+
+/* threads: one thread gives one graph per seed (two builds, the same
+ * records); four threads insert concurrently (more threads than cores
+ * interleave them the more) and their graph finds as many true neighbours
+ * at ef 10 (about 0.97: room for a race that loses edges to show) */
+static void test_threads(void **state)
+{
+    fixture *f = *state;
+    char a[4200], b[4200], c[4200];
+    snprintf(a, sizeof a, "%s/t1a", f->dir);
+    snprintf(b, sizeof b, "%s/t1b", f->dir);
+    snprintf(c, sizeof c, "%s/t4", f->dir);
+    const char *one = "{\"M\": 12, \"ef_construction\": 100, \"threads\": 1, \"kv\": \"lmdb\"}";
+    assert_int_equal(build(f->base, N, ANN_METRIC_L2, one, a), 0);
+    assert_int_equal(build(f->base, N, ANN_METRIC_L2, one, b), 0);
+    assert_int_equal(store_crc(a, N), store_crc(b, N));
+    assert_int_equal(
+        build(f->base, N, ANN_METRIC_L2,
+              "{\"M\": 12, \"ef_construction\": 100, \"threads\": 4, \"kv\": \"lmdb\"}", c),
+        0);
+    run_result serial, threaded;
+    assert_int_equal(run(f, a, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 10}", &serial), 0);
+    assert_int_equal(run(f, c, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 10}", &threaded), 0);
+    print_message("ef 10: recall %.3f with 1 thread, %.3f with 4\n", serial.recall,
+                  threaded.recall);
+    assert_true(threaded.recall >= serial.recall - 0.02);
+    tu_rmdir(strdup(a));
+    tu_rmdir(strdup(b));
+    tu_rmdir(strdup(c));
+}
+
 static void test_golden_records(void **state)
 {
     fixture *f = *state;
@@ -479,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_recall_both_stores),
         cmocka_unit_test(test_effort_sweep),
         cmocka_unit_test(test_graph_invariants),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_golden_records),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_corrupt_records),

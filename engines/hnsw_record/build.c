@@ -17,23 +17,32 @@
  * without keepPrunedConnections (as hnswlib, and as the paper recommends
  * for all but extremely clustered data); the next layer starts from the
  * closest element found (hnswlib's choice) rather than the whole set W;
- * the build is single-threaded, so a seed gives one graph; the SEARCH-LAYER
- * working set is the core's bounded candidate list (engines/core/candlist.h),
- * equivalent to the paper's C and W sets since a candidate farther than
- * the ef-th best is never expanded.  The whole base is held in memory
- * during the build (n x dim floats).
+ * the SEARCH-LAYER working set is the core's bounded candidate list
+ * (engines/core/candlist.h), equivalent to the paper's C and W sets since a
+ * candidate farther than the ef-th best is never expanded.  The whole base
+ * is held in memory during the build (n x dim floats).
+ *
+ * Threads (`threads`, default all cores) insert nodes concurrently, as
+ * hnswlib does: a node's lists are read (copied) and written under its
+ * stripe of a lock array, never two stripes at once, and the entry point
+ * under one lock, held for a whole insert only by a node that raises the
+ * top level.  With one thread nodes go in id order and a seed gives one
+ * graph; with more, the graph depends on the order threads reach the
+ * nodes (recall does not: tested).
  */
 #include "engines/hnsw_record/hnsw.h"
 
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/kv_params.h"
+#include "engines/core/parallel.h"
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,10 +55,23 @@ const ann_param_spec hnsw_build_params[] = {
       .help = "candidate list size while inserting" },
     { .name = "seed", .type = ANN_PARAM_INT, .min = 0, .max = 9007199254740991.0, .def = 1,
       .help = "seed of the level draws" },
+    { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,
+      .help = "build threads (0 = all cores; 1 gives one graph per seed)" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
       .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
     ANN_PARAM_END,
 };
+
+/* One inserting thread's scratch. */
+typedef struct hnsw_scratch {
+    ann_visited visited;
+    ann_candlist cands;
+    ann_cand *shrink; /* M0 + 1 */
+    uint32_t *chosen; /* M0 + 1 */
+    uint32_t *copy;   /* 1 + M0: a list copied out under its lock */
+} hnsw_scratch;
+
+#define HNSW_STRIPES 4096 /* node v's lists are guarded by stripe[v % HNSW_STRIPES] */
 
 /* The graph while it is built: layer 0 and upper layers as count + ids. */
 typedef struct hnsw_graph {
@@ -60,12 +82,12 @@ typedef struct hnsw_graph {
     uint8_t *level;     /* n */
     uint32_t *links0;   /* n x (1 + M0) */
     uint32_t **upper;   /* n; level[v] x (1 + M) or NULL */
-    uint32_t entry, max_level;
-    /* scratch */
-    ann_visited visited;
-    ann_candlist cands;
-    ann_cand *shrink; /* M0 + 1 */
-    uint32_t *chosen; /* M0 + 1 */
+    uint32_t entry, max_level; /* under entry_lock while threads insert */
+    pthread_mutex_t entry_lock;
+    pthread_mutex_t *stripes; /* HNSW_STRIPES */
+    int locks_ready;          /* stripes and entry_lock initialised */
+    int threads;
+    hnsw_scratch *ws; /* one per thread */
 } hnsw_graph;
 
 static inline float g_dist_vec(const hnsw_graph *g, const float *a, uint32_t b)
@@ -86,24 +108,39 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* SEARCH-LAYER (Algorithm 2) from one entry point into g->cands (cap ef). */
-static void g_search_layer(hnsw_graph *g, const float *q, uint32_t ep, float ep_d, uint32_t ef,
-                           uint32_t l)
+static inline pthread_mutex_t *g_stripe(const hnsw_graph *g, uint32_t v)
 {
-    ann_visited_reset(&g->visited);
-    ann_candlist_reset_cap(&g->cands, ef);
-    ann_visited_test_and_set(&g->visited, ep);
-    ann_candlist_insert(&g->cands, ep_d, ep);
+    return &g->stripes[v % HNSW_STRIPES];
+}
+
+/* Copy node v's list at layer l into out (count + ids) under its lock. */
+static void g_copy_list(const hnsw_graph *g, uint32_t v, uint32_t l, uint32_t *out)
+{
+    pthread_mutex_lock(g_stripe(g, v));
+    const uint32_t *list = g_list(g, v, l);
+    memcpy(out, list, (1 + (size_t)list[0]) * sizeof(uint32_t));
+    pthread_mutex_unlock(g_stripe(g, v));
+}
+
+/* SEARCH-LAYER (Algorithm 2) from one entry point into ws->cands (cap ef). */
+static void g_search_layer(const hnsw_graph *g, hnsw_scratch *ws, const float *q, uint32_t ep,
+                           float ep_d, uint32_t ef, uint32_t l)
+{
+    ann_visited_reset(&ws->visited);
+    ann_candlist_reset_cap(&ws->cands, ef);
+    ann_visited_test_and_set(&ws->visited, ep);
+    ann_candlist_insert(&ws->cands, ep_d, ep);
     int pos;
-    while ((pos = ann_candlist_next(&g->cands)) >= 0) {
-        const uint32_t *list = g_list(g, g->cands.c[pos].id, l);
+    while ((pos = ann_candlist_next(&ws->cands)) >= 0) {
+        const uint32_t *list = ws->copy;
+        g_copy_list(g, ws->cands.c[pos].id, l, ws->copy);
         for (uint32_t j = 0; j < list[0]; j++) {
             uint32_t e = list[1 + j];
-            if (ann_visited_test_and_set(&g->visited, e))
+            if (ann_visited_test_and_set(&ws->visited, e))
                 continue;
             float d = g_dist_vec(g, q, e);
-            if (d < ann_candlist_bound(&g->cands))
-                ann_candlist_insert(&g->cands, d, e);
+            if (d < ann_candlist_bound(&ws->cands))
+                ann_candlist_insert(&ws->cands, d, e);
         }
     }
 }
@@ -128,13 +165,15 @@ static uint32_t g_select(const hnsw_graph *g, const ann_cand *cand, uint32_t cou
 }
 
 /* Add v to e's list at layer l, pruning e's list with the heuristic when
- * it overflows. */
-static void g_link(hnsw_graph *g, uint32_t e, uint32_t v, uint32_t l)
+ * it overflows; under e's lock. */
+static void g_link(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v, uint32_t l)
 {
+    pthread_mutex_lock(g_stripe(g, e));
     uint32_t *list = g_list(g, e, l);
     uint32_t max = l ? g->M : g->M0;
     if (list[0] < max) {
         list[1 + list[0]++] = v;
+        pthread_mutex_unlock(g_stripe(g, e));
         return;
     }
     const float *ex = g->x + (size_t)e * g->dim;
@@ -143,47 +182,57 @@ static void g_link(hnsw_graph *g, uint32_t e, uint32_t v, uint32_t l)
         uint32_t id = j < list[0] ? list[1 + j] : v;
         ann_cand nc = { g_dist_vec(g, ex, id), id, 0 };
         uint32_t i = c++;
-        while (i > 0 && (g->shrink[i - 1].dist > nc.dist ||
-                         (g->shrink[i - 1].dist == nc.dist && g->shrink[i - 1].id > nc.id))) {
-            g->shrink[i] = g->shrink[i - 1];
+        while (i > 0 && (ws->shrink[i - 1].dist > nc.dist ||
+                         (ws->shrink[i - 1].dist == nc.dist && ws->shrink[i - 1].id > nc.id))) {
+            ws->shrink[i] = ws->shrink[i - 1];
             i--;
         }
-        g->shrink[i] = nc;
+        ws->shrink[i] = nc;
     }
-    list[0] = g_select(g, g->shrink, c, max, list + 1);
+    list[0] = g_select(g, ws->shrink, c, max, list + 1);
+    pthread_mutex_unlock(g_stripe(g, e));
 }
 
 /* INSERT (Algorithm 1) of node v, whose level is already drawn. */
-static void g_insert(hnsw_graph *g, uint32_t v)
+static void g_insert(hnsw_graph *g, hnsw_scratch *ws, uint32_t v)
 {
     const float *q = g->x + (size_t)v * g->dim;
     uint32_t lv = g->level[v];
+    pthread_mutex_lock(&g->entry_lock);
     if (g->entry == HNSW_NO_NODE) {
         g->entry = v;
         g->max_level = lv;
+        pthread_mutex_unlock(&g->entry_lock);
         return;
     }
-    uint32_t ep = g->entry;
+    uint32_t ep = g->entry, top = g->max_level;
+    int raises = lv > top; /* keeps the entry lock until v is the entry point */
+    if (!raises)
+        pthread_mutex_unlock(&g->entry_lock);
     float ep_d = g_dist_vec(g, q, ep);
-    for (uint32_t lc = g->max_level; lc > lv; lc--) {
-        g_search_layer(g, q, ep, ep_d, 1, lc);
-        ep = g->cands.c[0].id;
-        ep_d = g->cands.c[0].dist;
+    for (uint32_t lc = top; lc > lv; lc--) {
+        g_search_layer(g, ws, q, ep, ep_d, 1, lc);
+        ep = ws->cands.c[0].id;
+        ep_d = ws->cands.c[0].dist;
     }
-    for (int lc = (int)(lv < g->max_level ? lv : g->max_level); lc >= 0; lc--) {
-        g_search_layer(g, q, ep, ep_d, g->ef_construction, (uint32_t)lc);
-        uint32_t *mine = g_list(g, v, (uint32_t)lc);
+    for (int lc = (int)(lv < top ? lv : top); lc >= 0; lc--) {
+        g_search_layer(g, ws, q, ep, ep_d, g->ef_construction, (uint32_t)lc);
         /* the new node takes M neighbours at every layer (the paper's M) */
-        mine[0] = g_select(g, g->cands.c, g->cands.n, g->M, g->chosen);
-        memcpy(mine + 1, g->chosen, mine[0] * sizeof(uint32_t));
-        for (uint32_t j = 0; j < mine[0]; j++)
-            g_link(g, mine[1 + j], v, (uint32_t)lc);
-        ep = g->cands.c[0].id;
-        ep_d = g->cands.c[0].dist;
+        uint32_t got = g_select(g, ws->cands.c, ws->cands.n, g->M, ws->chosen);
+        pthread_mutex_lock(g_stripe(g, v));
+        uint32_t *mine = g_list(g, v, (uint32_t)lc);
+        mine[0] = got;
+        memcpy(mine + 1, ws->chosen, got * sizeof(uint32_t));
+        pthread_mutex_unlock(g_stripe(g, v));
+        for (uint32_t j = 0; j < got; j++)
+            g_link(g, ws, ws->chosen[j], v, (uint32_t)lc);
+        ep = ws->cands.c[0].id;
+        ep_d = ws->cands.c[0].dist;
     }
-    if (lv > g->max_level) {
+    if (raises) {
         g->entry = v;
         g->max_level = lv;
+        pthread_mutex_unlock(&g->entry_lock);
     }
 }
 
@@ -195,10 +244,40 @@ static void g_fini(hnsw_graph *g)
     free(g->upper);
     free(g->level);
     free(g->links0);
-    free(g->shrink);
-    free(g->chosen);
-    ann_visited_fini(&g->visited);
-    ann_candlist_fini(&g->cands);
+    for (int t = 0; g->ws && t < g->threads; t++) {
+        free(g->ws[t].shrink);
+        free(g->ws[t].chosen);
+        free(g->ws[t].copy);
+        ann_visited_fini(&g->ws[t].visited);
+        ann_candlist_fini(&g->ws[t].cands);
+    }
+    free(g->ws);
+    if (g->locks_ready) {
+        for (int i = 0; i < HNSW_STRIPES; i++)
+            pthread_mutex_destroy(&g->stripes[i]);
+        pthread_mutex_destroy(&g->entry_lock);
+    }
+    free(g->stripes);
+}
+
+typedef struct insert_job {
+    hnsw_graph *g;
+    ann_progress *prog;
+} insert_job;
+
+static int insert_run(void *arg, uint64_t b, uint64_t e, int worker)
+{
+    insert_job *j = arg;
+    for (uint64_t v = b; v < e; v++)
+        g_insert(j->g, &j->g->ws[worker], (uint32_t)v);
+    ann_progress_add(j->prog, e - b);
+    return 0;
+}
+
+/* insert_run over [1, n), the loop starting at 0 */
+static int insert_from_1(void *arg, uint64_t b, uint64_t e, int worker)
+{
+    return insert_run(arg, b + 1, e + 1, worker);
 }
 
 static int g_build(hnsw_graph *g, uint64_t seed)
@@ -207,13 +286,24 @@ static int g_build(hnsw_graph *g, uint64_t seed)
     g->level = calloc(g->n ? g->n : 1, 1);
     g->links0 = calloc((g->n ? g->n : 1) * (1 + (size_t)g->M0), sizeof(uint32_t));
     g->upper = calloc(g->n ? g->n : 1, sizeof *g->upper);
-    g->shrink = malloc((g->M0 + 1) * sizeof *g->shrink);
-    g->chosen = malloc((g->M0 + 1) * sizeof *g->chosen);
-    if (!g->level || !g->links0 || !g->upper || !g->shrink || !g->chosen ||
-        ann_visited_init(&g->visited, g->n) != 0 ||
-        ann_candlist_create(&g->cands, g->ef_construction) != 0)
+    g->stripes = malloc(HNSW_STRIPES * sizeof *g->stripes);
+    g->ws = calloc((size_t)g->threads, sizeof *g->ws);
+    if (!g->level || !g->links0 || !g->upper || !g->stripes || !g->ws)
         return ann_fail(-ENOMEM, "hnsw-record build: no memory for %llu nodes",
                         (unsigned long long)g->n);
+    for (int i = 0; i < HNSW_STRIPES; i++)
+        pthread_mutex_init(&g->stripes[i], NULL);
+    pthread_mutex_init(&g->entry_lock, NULL);
+    g->locks_ready = 1;
+    for (int t = 0; t < g->threads; t++) {
+        hnsw_scratch *w = &g->ws[t];
+        w->shrink = malloc((g->M0 + 1) * sizeof *w->shrink);
+        w->chosen = malloc((g->M0 + 1) * sizeof *w->chosen);
+        w->copy = malloc((g->M0 + 1) * sizeof *w->copy);
+        if (!w->shrink || !w->chosen || !w->copy || ann_visited_init(&w->visited, g->n) != 0 ||
+            ann_candlist_create(&w->cands, g->ef_construction) != 0)
+            return ann_fail(-ENOMEM, "hnsw-record build: no memory for thread %d's scratch", t);
+    }
     uint64_t s = seed;
     for (uint64_t v = 0; v < g->n; v++) {
         double u = ((double)(splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
@@ -231,13 +321,13 @@ static int g_build(hnsw_graph *g, uint64_t seed)
     char what[96];
     snprintf(what, sizeof what, "hnsw graph (M %u, ef_construction %u)", g->M, g->ef_construction);
     ann_progress_begin(&prog, what, g->n, "points");
-    for (uint64_t v = 0; v < g->n; v++) {
-        g_insert(g, (uint32_t)v);
-        if ((v & 255) == 255 || v + 1 == g->n)
-            ann_progress_add(&prog, (v & 255) + 1);
-    }
+    insert_job job = { g, &prog };
+    /* node 0 first (the entry point), then chunks of 64 in id order per thread */
+    int rc = g->n ? insert_run(&job, 0, 1, 0) : 0;
+    if (rc == 0 && g->n > 1)
+        rc = ann_parallel_for(g->threads, g->n - 1, 64, insert_from_1, &job);
     ann_progress_end(&prog);
-    return 0;
+    return rc;
 }
 
 /* Encode node v's record into buf; returns its length. */
@@ -333,6 +423,9 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
         .metric = src->metric,
     };
     g.M0 = 2 * g.M;
+    g.threads = (int)ann_param_int(params, hnsw_build_params, "threads");
+    if (g.threads <= 0)
+        g.threads = ann_ncores();
     uint64_t seed = (uint64_t)ann_param_int(params, hnsw_build_params, "seed");
     const char *which = ann_param_enum(params, hnsw_build_params, "kv");
     float *x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
@@ -372,6 +465,7 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     json_object_set_new(report, "phases",
                         json_pack("{s:f, s:f}", "graph_s", t1 - t0, "records_s", t2 - t1));
     json_object_set_new(report, "max_level", json_integer(g.max_level));
+    json_object_set_new(report, "threads", json_integer(g.threads));
     json_object_set_new(report, "mean_degree_layer0",
                         json_real(g.n ? (double)edges0 / (double)g.n : 0.0));
 out:
