@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian (and npm) packages annlab needs, only when some are missing.
-# Idempotent and quiet when everything is present; `make deps` calls it.
+# Idempotent and quiet when everything is present; `make deps` calls it,
+# `make coverage` with --coverage (gcovr too).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -15,6 +16,8 @@ DEB_PACKAGES=(
   dataset-fashion-mnist
   jq time
 )
+# `make coverage` only (scripts/deps.sh --coverage): gcovr, not a default dependency.
+if [ "${1:-}" = "--coverage" ]; then DEB_PACKAGES+=(gcovr); fi
 # Node.js with npm (the image may carry its own build; Debian's otherwise).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
 
