@@ -5,6 +5,8 @@
 #   make test SAN=address,undefined   the same under ASan/UBSan (build-san/)
 #   make experiment [CONFIG=configs/quickstart.json]
 #   make bench      benchmark programs (print figures; never run by tests)
+#   make coverage   the tests on an instrumented -O0 build (build-cov/), then
+#                   line and branch coverage per folder (gcovr)
 #
 # Sources are found by wildcard: a new .c file in an engine, core, datasets,
 # cgroups or harness folder is part of the build without editing this file.
@@ -18,7 +20,12 @@ PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz
 
-ifeq ($(SAN),)
+ifneq ($(COV),)
+  # make coverage: -O0 instrumented, its own build directory; ANNLAB_COVERAGE
+  # makes fork-then-exec children dump their counters before exec
+  BUILD   := build-cov
+  OPT     := -O0 -g --coverage -DANNLAB_COVERAGE
+else ifeq ($(SAN),)
   BUILD   := build
   OPT     := -O3 -g
 else
@@ -30,7 +37,7 @@ WARN     := -Wall -Wextra -Werror -Wno-format-truncation
 CPPFLAGS += -I. -D_GNU_SOURCE $(PKG_CFLAGS)
 CFLAGS   += -std=c11 $(OPT) $(WARN) -pthread -MMD -MP
 CXXFLAGS += -std=c++17 $(OPT) -Wall -Wextra -Werror -Wno-unused-parameter -pthread -MMD -MP
-LDFLAGS  += $(if $(SAN),-fsanitize=$(SAN)) -pthread
+LDFLAGS  += $(if $(SAN),-fsanitize=$(SAN)) $(if $(COV),--coverage) -pthread
 LDLIBS   += $(PKG_LIBS) -lm
 
 # Reference peers are C++ shims over Debian libraries; built when present.
@@ -64,7 +71,7 @@ TEST_SUPPORT := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/support/*.c))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz fuzz-bins fuzz-smoke
+.PHONY: all deps test test-bins bench experiment nightly nightly-baseline clean fuzz fuzz-bins fuzz-smoke coverage
 .DEFAULT_GOAL := all
 # Keep intermediate objects of tests and benchmarks (no rebuild on every run).
 .PRECIOUS: $(BUILD)/obj/%.o
@@ -113,6 +120,22 @@ test: deps
 	@$(MAKE) --no-print-directory test-bins
 	@ANNLAB_BIN=$(CURDIR)/$(BIN) ANNLAB_SHARED=$(CURDIR)/../shared ./tests/run.sh $(TEST_BINS)
 
+# Line and branch coverage: every test on the instrumented build (a failing
+# test still leaves its counters), then gcovr's per-file figures summed per
+# folder by scripts/coverage_summary.py (build-cov/coverage.json keeps them).
+# C++ exception edges and branches the compiler proved unreachable are not
+# counted as branches of ours.
+coverage:
+	@./scripts/deps.sh --coverage
+	@$(MAKE) --no-print-directory COV=1 test-bins
+	@find build-cov -name '*.gcda' -delete
+	@ANNLAB_BIN=$(CURDIR)/build-cov/annlab ANNLAB_SHARED=$(CURDIR)/../shared ./tests/run.sh \
+	  $(patsubst tests/%.c,build-cov/tests/%,$(TEST_SRCS)) || true
+	@gcovr --root . --object-directory build-cov --exclude 'tests/' --exclude 'bench/' \
+	  --gcov-ignore-parse-errors --exclude-throw-branches --exclude-unreachable-branches \
+	  --json-summary build-cov/coverage.json > /dev/null
+	@python3 scripts/coverage_summary.py build-cov/coverage.json
+
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCH_BINS)
 
@@ -130,7 +153,7 @@ nightly-baseline: deps
 	./scripts/nightly.sh --baseline
 
 clean:
-	rm -rf build build-san build-fuzz annlab
+	rm -rf build build-san build-fuzz build-cov annlab
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -164,9 +187,9 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h build-fuzz/liban
 	@$(if $(Q),echo "  FUZZLD  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer $(FUZZ_WARN) -pthread $< build-fuzz/libannlab.a $(FUZZ_LIBS) -o $@
 
-# clang and libFuzzer's runtime first (scripts/deps.sh fuzz), then the targets
+# clang and libFuzzer's runtime first (scripts/deps.sh --fuzz), then the targets
 fuzz:
-	@./scripts/deps.sh fuzz
+	@./scripts/deps.sh --fuzz
 	@$(MAKE) --no-print-directory fuzz-bins
 
 fuzz-bins: $(FUZZ_TARGETS)

@@ -44,6 +44,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#ifdef ANNLAB_COVERAGE
+void __gcov_dump(void); /* libgcov: write this process's counters now (make coverage) */
+#endif
+
 typedef struct pt {
     double x, y, raw; /* raw: the recall before the axis transform */
 } pt;
@@ -182,6 +186,9 @@ static int run_gnuplot(const char *script)
     if (pid < 0)
         return ann_fail_errno("fork gnuplot");
     if (pid == 0) {
+#ifdef ANNLAB_COVERAGE
+        __gcov_dump(); /* exec discards this process's counters: keep the child's lines */
+#endif
         execlp("gnuplot", "gnuplot", script, (char *)NULL);
         _exit(127);
     }

@@ -51,6 +51,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef ANNLAB_COVERAGE
+void __gcov_dump(void); /* libgcov: write this process's counters now (make coverage) */
+#endif
+
 static volatile sig_atomic_t run_interrupted;
 
 static void on_interrupt(int sig)
@@ -390,6 +394,9 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         signal(SIGPIPE, SIG_DFL);
         dup2(pipefd[1], 1);
         dup2(pipefd[1], 2);
+#ifdef ANNLAB_COVERAGE
+        __gcov_dump(); /* exec discards this process's counters: keep the child's lines */
+#endif
         execvp(argv[0], argv);
         dprintf(2, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian (and npm) packages annlab needs, only when some are missing.
-# Idempotent and quiet when everything is present; `make deps` calls it.
+# Idempotent and quiet when everything is present; `make deps` calls it,
+# `make coverage` with --coverage (gcovr too).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -15,8 +16,10 @@ DEB_PACKAGES=(
   dataset-fashion-mnist
   jq time
 )
-# `scripts/deps.sh fuzz` (make fuzz): clang and its libFuzzer runtime too.
-if [ "${1:-}" = fuzz ]; then DEB_PACKAGES+=(clang libclang-rt-14-dev); fi
+# `scripts/deps.sh --fuzz` (make fuzz): clang and its libFuzzer runtime too.
+if [ "${1:-}" = "--fuzz" ]; then DEB_PACKAGES+=(clang libclang-rt-14-dev); fi
+# `make coverage` only (scripts/deps.sh --coverage): gcovr, not a default dependency.
+if [ "${1:-}" = "--coverage" ]; then DEB_PACKAGES+=(gcovr); fi
 # Node.js with npm (the image may carry its own build; Debian's otherwise).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
 

@@ -3,13 +3,11 @@
  * (partition -> disk, single-slave device-mapper -> slave, striped dm kept,
  * a loop chain cut at its depth limit), stat parsing and errors, per-query
  * JSON; then on this machine an O_DIRECT read of a 32 MiB file written by
- * the test, evicted first, counted at the device within 5% and exactly by
- * /proc/self/io read_bytes.  The device counter is machine-wide and other
- * processes only ever add to it, so the least of fifteen short windows is the
- * figure compared (the median is printed beside it); when even the least
- * is over and equally long idle windows show others reading more than 5%
- * of the file, the check is skipped with that reason (too few bytes still
- * fails).
+ * the test, evicted first, counted at the device (at least 95% of it: the
+ * counter is machine-wide and other processes only ever add to it, so no
+ * upper bound is asserted here; test_cgroups checks both bounds on a
+ * group's own counter) and exactly by /proc/self/io read_bytes (a reported
+ * skip where the kernel keeps no such counter).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +27,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MIB ((uint64_t)1 << 20)
@@ -288,12 +285,6 @@ static void test_diff_and_json(void **state)
     json_decref(j);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void test_odirect_read_counted_at_device(void **state)
 {
     (void)state;
@@ -322,62 +313,42 @@ static void test_odirect_read_counted_at_device(void **state)
     evict_report er;
     assert_int_equal(evict_cold_files((const char *const[]){ path }, 1, &ep, &er), 0);
 
-    /* Each repeat: a window around the read, then an idle window as long,
-     * which measures what everybody else read meanwhile. */
-    enum { REPEATS = 15 };
-    uint64_t dev_bytes[REPEATS], idle_bytes[REPEATS], proc_bytes[REPEATS], ios[REPEATS];
-    for (int r = 0; r < REPEATS; r++) {
-        fd = open(path, O_RDONLY | O_DIRECT);
-        if (fd < 0 && errno == EINVAL) {
-            printf("# skipped: O_DIRECT not supported on %s\n", tmp);
-            free(buf);
-            skip();
-            return;
-        }
-        assert_true(fd >= 0);
-        devstat_sample a, b, c;
-        devstat_delta d, idle;
-        assert_int_equal(devstat_sample_take(&dev, 0, &a), 0);
-        for (uint64_t off = 0; off < file_bytes; off += chunk)
-            assert_int_equal(pread(fd, buf, chunk, (off_t)off), (ssize_t)chunk);
-        assert_int_equal(devstat_sample_take(&dev, 0, &b), 0);
-        close(fd);
-        devstat_diff(&a, &b, &d);
-        struct timespec ts = { (time_t)(d.elapsed_ns / 1000000000u), (long)(d.elapsed_ns % 1000000000u) };
-        nanosleep(&ts, NULL);
-        assert_int_equal(devstat_sample_take(&dev, 0, &c), 0);
-        devstat_diff(&b, &c, &idle);
-        assert_true(d.dev_known);
-        dev_bytes[r] = d.read_bytes;
-        idle_bytes[r] = idle.read_bytes;
-        ios[r] = d.read_ios;
-        proc_bytes[r] = d.proc_known ? d.proc_read_bytes : file_bytes;
-    }
-    qsort(dev_bytes, REPEATS, sizeof dev_bytes[0], cmp_u64);
-    qsort(idle_bytes, REPEATS, sizeof idle_bytes[0], cmp_u64);
-    qsort(ios, REPEATS, sizeof ios[0], cmp_u64);
-    qsort(proc_bytes, REPEATS, sizeof proc_bytes[0], cmp_u64);
-    uint64_t least = dev_bytes[0], med = dev_bytes[REPEATS / 2], idle_least = idle_bytes[0];
-    printf("# %s (%s): read %llu bytes with O_DIRECT; device least %llu, median %llu bytes "
-           "(median %llu requests); others' reads in as long idle windows: least %llu; "
-           "proc read_bytes median %llu\n",
-           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)least,
-           (unsigned long long)med, (unsigned long long)ios[REPEATS / 2],
-           (unsigned long long)idle_least, (unsigned long long)proc_bytes[REPEATS / 2]);
-    /* Too few bytes is always a failure: other readers cannot remove any. */
-    assert_true(least >= file_bytes - file_bytes / 20);
-    assert_true(ios[REPEATS / 2] > 0);
-    assert_int_equal(proc_bytes[REPEATS / 2], file_bytes);
-    if (least > file_bytes + file_bytes / 20 && idle_least > file_bytes / 20) {
-        printf("# skipped: the disk is busy with other readers (at least %llu bytes in every idle "
-               "window), the 5%% check cannot be made now\n",
-               (unsigned long long)idle_least);
+    fd = open(path, O_RDONLY | O_DIRECT);
+    if (fd < 0 && errno == EINVAL) {
+        printf("# skipped: O_DIRECT not supported on %s\n", tmp);
         free(buf);
         skip();
         return;
     }
-    assert_true(least <= file_bytes + file_bytes / 20);
+    assert_true(fd >= 0);
+    devstat_sample a, b;
+    devstat_delta d;
+    assert_int_equal(devstat_sample_take(&dev, 0, &a), 0);
+    for (uint64_t off = 0; off < file_bytes; off += chunk)
+        assert_int_equal(pread(fd, buf, chunk, (off_t)off), (ssize_t)chunk);
+    assert_int_equal(devstat_sample_take(&dev, 0, &b), 0);
+    close(fd);
     free(buf);
+    devstat_diff(&a, &b, &d);
+    printf("# %s (%s): read %llu bytes with O_DIRECT; device %llu bytes in %llu requests; "
+           "proc read_bytes %s %llu\n",
+           dev.name, dev.chain, (unsigned long long)file_bytes, (unsigned long long)d.read_bytes,
+           (unsigned long long)d.read_ios, d.proc_known ? "" : "(unknown)",
+           (unsigned long long)d.proc_read_bytes);
+    /* The device counter is machine-wide: other processes only ever add to
+     * it, so the lower bound is the check that cannot depend on them (the
+     * upper bound needs a counter of this process's own group:
+     * test_cgroups' test_real_group_counts_its_reads). */
+    assert_true(d.dev_known);
+    assert_true(d.read_bytes >= file_bytes - file_bytes / 20);
+    assert_true(d.read_ios > 0);
+    /* /proc/self/io counts this process alone: exact. */
+    if (!d.proc_known) {
+        printf("# skipped: /proc/self/io read_bytes unknown here (no task I/O accounting)\n");
+        skip();
+        return;
+    }
+    assert_int_equal(d.proc_read_bytes, file_bytes);
 }
 
 int main(void)

@@ -483,9 +483,11 @@ static void test_stage_times(void **state)
                       st.stage_ns[ANN_STAGE_ADC] / 1e3 / NQ,
                       st.stage_ns[ANN_STAGE_IO_SUBMIT] / 1e3 / NQ,
                       st.stage_ns[ANN_STAGE_IO_WAIT] / 1e3 / NQ);
-        /* the stages lie inside the call (one tick-conversion rounding each) */
+        /* the stages lie inside the call (one tick-conversion rounding each);
+         * how much of the call they cover depends on how often other
+         * processes preempt the thread between stages, so it is printed,
+         * not asserted */
         assert_true(sum <= wall + NQ * ANN_STAGE_COUNT);
-        assert_true(sum >= wall / 2);
         assert_true(st.stage_ns[ANN_STAGE_PQ_TABLE] > 0);
         assert_true(st.stage_ns[ANN_STAGE_ADC] > 0);
         assert_true(st.stage_ns[ANN_STAGE_FULL_DIST] > 0);

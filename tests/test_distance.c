@@ -22,7 +22,8 @@ static void check_variant(const char *name)
 {
     const ann_dist_kernels *k = ann_dist_variant(name);
     if (!k) {
-        print_message("skip: %s not supported by this CPU\n", name);
+        print_message("%s not supported by this CPU: skipping\n", name);
+        skip();
         return;
     }
     uint64_t s = 42;
