@@ -284,9 +284,10 @@ static const hard_case hard_cases[] = {
     /* measured l2 0.657, cosine 0.660 (as diskann-sector: margin 0.04) */
     { "diskann-resident", "{\"R\": 16, \"L_build\": 32, \"pq_bytes\": 16}",
       "{\"kv\": \"rocksdb\"}", "{\"L\": 10}", { 0.61, 0.62 } },
-    /* measured l2 0.867, cosine 0.891 */
+    /* measured l2 0.867, cosine 0.891 built on one thread, 0.865 / 0.886 on two
+     * (the default since the threaded build: not deterministic, margin 0.04) */
     { "hnsw-record", "{\"M\": 8, \"ef_construction\": 32}", "{\"kv\": \"lmdb\"}",
-      "{\"ef_search\": 10}", { 0.83, 0.86 } },
+      "{\"ef_search\": 10}", { 0.82, 0.84 } },
     /* measured l2 0.596, cosine 0.610 */
     { "ivfpq-record", "{\"nlist\": 32, \"pq_bytes\": 16}", "{\"kv\": \"rocksdb\"}",
       "{\"nprobe\": 2, \"rerank\": 2}", { 0.56, 0.58 } },
