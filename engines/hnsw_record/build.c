@@ -164,16 +164,18 @@ static uint32_t g_select(const hnsw_graph *g, const ann_cand *cand, uint32_t cou
     return r;
 }
 
-/* Add v to e's list at layer l, pruning e's list with the heuristic when
- * it overflows; under e's lock. */
-static void g_link(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v, uint32_t l)
+/* Add v to e's list at layer l (unless it is there), pruning e's list
+ * with the heuristic when it overflows; the caller holds e's lock. */
+static void g_add_locked(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v,
+                         uint32_t l)
 {
-    pthread_mutex_lock(g_stripe(g, e));
     uint32_t *list = g_list(g, e, l);
     uint32_t max = l ? g->M : g->M0;
+    for (uint32_t j = 0; j < list[0]; j++)
+        if (list[1 + j] == v)
+            return;
     if (list[0] < max) {
         list[1 + list[0]++] = v;
-        pthread_mutex_unlock(g_stripe(g, e));
         return;
     }
     const float *ex = g->x + (size_t)e * g->dim;
@@ -190,6 +192,13 @@ static void g_link(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v
         ws->shrink[i] = nc;
     }
     list[0] = g_select(g, ws->shrink, c, max, list + 1);
+}
+
+/* g_add_locked under e's lock. */
+static void g_link(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v, uint32_t l)
+{
+    pthread_mutex_lock(g_stripe(g, e));
+    g_add_locked(g, ws, e, v, l);
     pthread_mutex_unlock(g_stripe(g, e));
 }
 
@@ -219,10 +228,13 @@ static void g_insert(hnsw_graph *g, hnsw_scratch *ws, uint32_t v)
         g_search_layer(g, ws, q, ep, ep_d, g->ef_construction, (uint32_t)lc);
         /* the new node takes M neighbours at every layer (the paper's M) */
         uint32_t got = g_select(g, ws->cands.c, ws->cands.n, g->M, ws->chosen);
+        /* v's list at this layer may already hold links other threads made
+         * (they reached v through a layer above, where it is linked): add
+         * to them rather than overwrite, or those nodes lose their in-link
+         * (with one thread the list is empty here and becomes `chosen`) */
         pthread_mutex_lock(g_stripe(g, v));
-        uint32_t *mine = g_list(g, v, (uint32_t)lc);
-        mine[0] = got;
-        memcpy(mine + 1, ws->chosen, got * sizeof(uint32_t));
+        for (uint32_t j = 0; j < got; j++)
+            g_add_locked(g, ws, v, ws->chosen[j], (uint32_t)lc);
         pthread_mutex_unlock(g_stripe(g, v));
         for (uint32_t j = 0; j < got; j++)
             g_link(g, ws, ws->chosen[j], v, (uint32_t)lc);
