@@ -206,7 +206,7 @@ static int build_or_reuse(const bench_opts *o, const ann_bundle *b, const ann_en
                o->index, o->R, o->L_build, o->alpha, o->pq_bytes, o->threads, o->precision,
                o->seed);
         fflush(stdout);
-        rc = ann_engine_build(ops, src, bp, o->index, &report);
+        rc = ann_engine_build(ops, src, bp, o->index, NULL, &report);
         json_decref(bp);
         ann_vecsrc_destroy(src);
         if (rc)
@@ -310,7 +310,7 @@ static void *qps_worker(void *arg)
     ann_ctx *ctx = NULL;
     uint32_t ids[K];
     float d[K];
-    int rc = j->ops->ctx_new(j->eng, j->sp, K, &ctx);
+    int rc = ann_engine_ctx_new(j->ops, j->eng, j->sp, K, &ctx);
     while (rc == 0) {
         uint32_t q = atomic_fetch_add(&j->next, 1);
         if (q >= j->nq)
@@ -415,19 +415,19 @@ int main(int argc, char **argv)
     for (int c = 0; c < o.ncache; c++) {
         json_t *op = json_pack("{s:s, s:i}", "io", o.io, "cache_nodes", o.caches[c]);
         ann_engine *eng = NULL;
-        rc = ops->open(o.index, op, &eng);
+        json_t *orep = NULL;
+        rc = ann_engine_open(ops, o.index, op, &eng, &orep);
         json_decref(op);
         if (rc) {
             fprintf(stderr, "bench_sector: open: %s\n", ann_errmsg(rc));
             return 1;
         }
-        if (c == 0 && ops->open_report) {
-            json_t *orep = ops->open_report(eng);
+        if (c == 0) {
             char *txt = json_dumps(orep, JSON_COMPACT);
             printf("open_report: %s\n", txt ? txt : "?");
             free(txt);
-            json_decref(orep);
         }
+        json_decref(orep);
         for (int l = 0; l < o.nL; l++) {
             for (int w = 0; w < o.nW; w++) {
                 for (int m = 0; m < o.nmodes; m++) {
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
                                            o.Ws[w], "search_mode", o.modes[m], "adaptive_beam",
                                            o.adaptive);
                     ann_ctx *ctx = NULL;
-                    rc = ops->ctx_new(eng, sp, K, &ctx);
+                    rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
                     if (rc) {
                         fprintf(stderr, "bench_sector: ctx: %s\n", ann_errmsg(rc));
                         return 1;

@@ -435,13 +435,11 @@ int harness_cell_main(const char *spec_path, const char *out_path)
     }
     if (!cold && (rc = evict_warm_dir(index_dir, &prep)))
         goto out;
-    rc = s.ops->open(index_dir, json_object_get(cell, "open"), &s.eng);
+    rc = ann_engine_open(s.ops, index_dir, json_object_get(cell, "open"), &s.eng, &open_report);
     if (rc) {
         rc = ann_fail_wrap(rc, "open %s", index_dir);
         goto out;
     }
-    if (s.ops->open_report)
-        open_report = s.ops->open_report(s.eng);
     /* a target recall: find the effort on the warm-up queries first (before
      * cold eviction and warm-up, so neither is disturbed) */
     search = json_deep_copy(json_object_get(cell, "search"));
@@ -453,7 +451,7 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         (rc = tune_cell(&s, spec, search, tparam, target, k, &tuned)))
         goto out;
     for (; s.nctx < threads; s.nctx++) {
-        rc = s.ops->ctx_new(s.eng, search, k, &s.ctxs[s.nctx]);
+        rc = ann_engine_ctx_new(s.ops, s.eng, search, k, &s.ctxs[s.nctx]);
         if (rc)
             goto out;
     }

@@ -15,6 +15,13 @@
  * it and whatever it started.  A cell's record is appended to cells.jsonl
  * with one write() followed by fsync, so an interrupted run leaves whole
  * lines only; resuming skips every cell whose id is already recorded.
+ *
+ * Harness rules every child inherits (docs/protocol.md): the build spec
+ * names the shared DiskANN artifact cache <index_root>/artifacts
+ * (ann_build_ctx.artifact_dir); OMP_WAIT_POLICY=PASSIVE is set for every
+ * build and cell child unless the caller's environment sets it (libgomp,
+ * used by FAISS, otherwise spin-waits between parallel regions and steals
+ * the CPU of the threads being measured).
  */
 #include "harness/run.h"
 
@@ -526,6 +533,7 @@ typedef struct run_ctx {
     char out_dir[4096];
     char dataset_dir[4096];
     char index_root[4096];
+    char artifact_dir[4200]; /* <index_root>/artifacts: the builds' shared DiskANN artifacts */
     char exe[4096];
     ann_bundle ds;
     json_t *builds; /* directory name -> {"status": "ok"|"error"|"transient"|"busy", "reason",
@@ -763,9 +771,9 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     char spec_path[4400], log_path[4400];
     snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, name);
     snprintf(log_path, sizeof log_path, "%s/logs/build-%s.log", rc_->out_dir, name);
-    json_t *spec = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
+    json_t *spec = json_pack("{s:s, s:O, s:s, s:s, s:s}", "engine", engine, "build",
                              json_object_get(cell, "build"), "dataset_dir", rc_->dataset_dir,
-                             "index_dir", index_dir);
+                             "index_dir", index_dir, "artifact_dir", rc_->artifact_dir);
     rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc) {
@@ -1613,9 +1621,9 @@ int harness_run_main(int argc, char **argv)
     }
     /* Build children share the PQ codebook and the Vamana graph through
      * engines/core/artifacts.h, so diskann-sector, -record and -resident
-     * are compared on the same graph (DESIGN.md) and it is built once. */
-    snprintf(path, sizeof path, "%s/artifacts", x.index_root);
-    setenv("ANNLAB_ARTIFACT_DIR", path, 0);
+     * are compared on the same graph and it is built once: each build spec
+     * names the cache (ann_build_ctx.artifact_dir). */
+    snprintf(x.artifact_dir, sizeof x.artifact_dir, "%s/artifacts", x.index_root);
     snprintf(path, sizeof path, "%s/config.json", x.out_dir);
     if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path))) {
         exit_code = run_failed(rc);

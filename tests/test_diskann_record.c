@@ -71,7 +71,7 @@ static int build_index(const char *engine, const float *data, uint64_t n, ann_me
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     json_t *bp = js(build_json);
-    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
+    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
     if (rc)
         print_message("build %s: %s\n", engine, ann_errmsg(rc));
     json_decref(bp);
@@ -92,9 +92,9 @@ static int open_index(const char *engine, const char *path, const char *open_jso
     o->eng = NULL;
     o->ctx = NULL;
     json_t *op = js(open_json), *sp = js(search_json);
-    int rc = o->ops->open(path, op, &o->eng);
+    int rc = ann_engine_open(o->ops, path, op, &o->eng, NULL);
     if (!rc) {
-        rc = o->ops->ctx_new(o->eng, sp, k_max, &o->ctx);
+        rc = ann_engine_ctx_new(o->ops, o->eng, sp, k_max, &o->ctx);
         if (rc) {
             o->ops->close(o->eng);
             o->eng = NULL;
@@ -347,7 +347,7 @@ static void test_concurrent_contexts(void **state)
         json_t *sp = js("{}");
         for (int t = 0; t < 4; t++) {
             per[t] = o;
-            assert_int_equal(o.ops->ctx_new(o.eng, sp, K, &per[t].ctx), 0);
+            assert_int_equal(ann_engine_ctx_new(o.ops, o.eng, sp, K, &per[t].ctx), 0);
             args[t] = (mt_arg){ .o = &per[t], .first = t, .expect = expect };
             assert_int_equal(pthread_create(&th[t], NULL, mt_run, &args[t]), 0);
         }
@@ -742,7 +742,7 @@ static void test_failed_build_leaves_nothing(void **state)
     for (int e = 0; e < 2; e++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/failed-%s", tmp_root, engines[e]);
-        int rc = ann_engine_build(ann_engine_find(engines[e]), &src, NULL, path, NULL);
+        int rc = ann_engine_build(ann_engine_find(engines[e]), &src, NULL, path, NULL, NULL);
         assert_int_equal(rc, ANN_EDATA);
         assert_null(tu_read_file(path, NULL));
         opened o;

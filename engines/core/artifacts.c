@@ -1,6 +1,7 @@
 /*
  * artifacts.c: get-or-build of a DiskANN build's intermediate products (PQ
- * codebook, PQ codes, Vamana graph), cached under $ANNLAB_ARTIFACT_DIR so
+ * codebook, PQ codes, Vamana graph), cached under the build's artifact
+ * directory (ann_artifacts_params.cache_dir) so
  * the record and sector engines are built on the very same graph and
  * codes.  Keys, file names and guarantees are described in artifacts.h.
  */
@@ -56,9 +57,8 @@ static pq_params pq_effective(const ann_artifacts_params *p)
     return q;
 }
 
-static int source_dir(const ann_vecsrc *src, char *buf, size_t cap)
+static int source_dir(const ann_vecsrc *src, const char *root, char *buf, size_t cap)
 {
-    const char *root = getenv("ANNLAB_ARTIFACT_DIR");
     if (!root || !root[0])
         return ANN_ENOTFOUND;
     char id[sizeof src->id];
@@ -75,7 +75,7 @@ static int source_dir(const ann_vecsrc *src, char *buf, size_t cap)
     int len = snprintf(buf, cap, "%s/%s-n%llu-d%u-%s", root, id, (unsigned long long)src->n,
                        src->dim, ann_metric_name(src->metric));
     if (len < 0 || (size_t)len >= cap)
-        return ann_fail(ANN_EPARAM, "ANNLAB_ARTIFACT_DIR: path too long (%s)", root);
+        return ann_fail(ANN_EPARAM, "artifact directory: path too long (%s)", root);
     return 0;
 }
 
@@ -83,7 +83,7 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
                        char *buf, size_t cap)
 {
     char dir[4096];
-    int rc = source_dir(src, dir, sizeof dir);
+    int rc = source_dir(src, p->cache_dir, dir, sizeof dir);
     if (rc)
         return rc;
     int len;

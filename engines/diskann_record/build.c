@@ -185,8 +185,8 @@ out:
     return rc;
 }
 
-int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report,
-               uint32_t layout, const char *name)
+int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report, uint32_t layout, const char *name)
 {
     int rc = 0;
     ann_artifacts art = { 0 };
@@ -228,6 +228,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
             !strcmp(ann_param_enum(params, drec_build_params, "build_precision"), "f16");
         ap.want_graph = 1;
         ap.keep_vectors = 1;
+        ap.cache_dir = bctx->artifact_dir;
         rc = ann_artifacts_get(src, &ap, &art);
         if (rc)
             goto out;

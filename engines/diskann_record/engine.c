@@ -22,6 +22,7 @@
  */
 #include "engines/diskann_record/drec.h"
 
+#include "engines/core/kv_params.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -47,7 +48,7 @@ const ann_param_spec drec_build_params[] = {
       .help = "stores to write: both, rocksdb or lmdb" },
     { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
       .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident build"),
 };
 
 const ann_param_spec drec_open_params[] = {
@@ -57,7 +58,7 @@ const ann_param_spec drec_open_params[] = {
       .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
     { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 20,
       .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident open"),
 };
 
 const ann_param_spec drec_search_params[] = {
@@ -65,7 +66,7 @@ const ann_param_spec drec_search_params[] = {
       .help = "candidate list size, at least k", .at_least_k = 1 },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
       .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident search"),
 };
 
 void drec_close(ann_engine *e)
@@ -125,11 +126,9 @@ out:
 }
 
 int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const char *name,
-              ann_engine **out)
+              ann_engine **out, json_t *report)
 {
-    int rc = ann_params_validate(open_params, drec_open_params, "open");
-    if (rc)
-        return rc;
+    int rc = 0;
     ann_engine *e = NULL;
     kv_reader *rd = NULL;
     kv_val mv = { 0 };
@@ -205,6 +204,7 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
                 goto out;
         }
     }
+    kv_open_report(&o, report);
     *out = e;
     e = NULL;
 out:
@@ -235,12 +235,7 @@ static void drec_ctx_free(ann_ctx *c)
 
 static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, drec_search_params, "search");
-    /* L < k used to run as L = k while the cell said L */
-    if (!rc)
-        rc = ann_params_check_k(search_params, drec_search_params, k_max ? k_max : 1, "search");
-    if (rc)
-        return rc;
+    int rc = 0;
     ann_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return ann_fail(-ENOMEM, "%s: no memory for a search context", e->store_dir);
@@ -276,15 +271,16 @@ out:
 
 /* ---- diskann-record: neighbour codes in the node records --------------- */
 
-static int record_build(const ann_vecsrc *src, const json_t *params, const char *dir,
-                        json_t *report)
+static int record_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                        const char *dir, json_t *report)
 {
-    return drec_build(src, params, dir, report, DREC_LAYOUT_FULL, "diskann-record");
+    return drec_build(src, params, bctx, dir, report, DREC_LAYOUT_FULL, "diskann-record");
 }
 
-static int record_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int record_open(const char *dir, const json_t *open_params, ann_engine **out,
+                       json_t *report)
 {
-    return drec_open(dir, open_params, DREC_LAYOUT_FULL, "diskann-record", out);
+    return drec_open(dir, open_params, DREC_LAYOUT_FULL, "diskann-record", out, report);
 }
 
 const ann_engine_ops diskann_record_engine_ops = {
@@ -305,15 +301,16 @@ const ann_engine_ops diskann_record_engine_ops = {
 
 /* ---- diskann-resident: ids in records, every code in memory ------------ */
 
-static int resident_build(const ann_vecsrc *src, const json_t *params, const char *dir,
-                          json_t *report)
+static int resident_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                          const char *dir, json_t *report)
 {
-    return drec_build(src, params, dir, report, DREC_LAYOUT_RESIDENT, "diskann-resident");
+    return drec_build(src, params, bctx, dir, report, DREC_LAYOUT_RESIDENT, "diskann-resident");
 }
 
-static int resident_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int resident_open(const char *dir, const json_t *open_params, ann_engine **out,
+                         json_t *report)
 {
-    return drec_open(dir, open_params, DREC_LAYOUT_RESIDENT, "diskann-resident", out);
+    return drec_open(dir, open_params, DREC_LAYOUT_RESIDENT, "diskann-resident", out, report);
 }
 
 const ann_engine_ops diskann_resident_engine_ops = {

@@ -36,7 +36,7 @@ const ann_param_spec dsec_build_params[] = {
       .help = "build threads (0: all cores)" },
     { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
       .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-sector build"),
 };
 
 static double mono_s(void)
@@ -198,11 +198,10 @@ out:
     return rc;
 }
 
-int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report)
 {
-    int rc = ann_params_validate(params, dsec_build_params, "build");
-    if (rc)
-        return rc;
+    int rc = 0;
     char path[4096];
     ann_artifacts art = { 0 };
     ann_artifacts_params ap;
@@ -219,6 +218,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     ap.pq.seed = ap.graph.seed;
     ap.pq.threads = ap.graph.threads;
     ap.keep_vectors = 1;
+    ap.cache_dir = bctx->artifact_dir;
     if (ap.pq.pq_bytes > src->dim)
         return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap.pq.pq_bytes,
                         src->dim);

@@ -48,7 +48,7 @@ const ann_param_spec hnsw_build_params[] = {
       .help = "seed of the level draws" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
       .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("hnsw-record build"),
 };
 
 /* The graph while it is built: layer 0 and upper layers as count + ids. */
@@ -317,11 +317,11 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report)
 {
-    int rc = ann_params_validate(params, hnsw_build_params, "build");
-    if (rc)
-        return rc;
+    (void)bctx; /* no shared artifacts */
+    int rc = 0;
     if (src->n >= HNSW_NO_NODE)
         return ann_fail(ANN_EPARAM, "hnsw-record: %llu vectors, at most %u",
                         (unsigned long long)src->n, HNSW_NO_NODE - 1);

@@ -59,7 +59,7 @@ const ann_param_spec ivfpq_build_params[] = {
       .help = "build threads (0 = all cores)" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
       .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("ivfpq-record build"),
 };
 
 #define IVFPQ_COARSE_ROWS_PER_LIST 256
@@ -204,11 +204,11 @@ out:
     return rc;
 }
 
-int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                const char *dir, json_t *report)
 {
-    int rc = ann_params_validate(params, ivfpq_build_params, "build");
-    if (rc)
-        return rc;
+    (void)bctx; /* no shared artifacts */
+    int rc = 0;
     if (src->n > UINT32_MAX)
         return ann_fail(ANN_EPARAM, "ivfpq-record: %llu vectors, at most %u",
                         (unsigned long long)src->n, UINT32_MAX);
