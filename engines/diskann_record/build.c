@@ -16,6 +16,7 @@
 #include "engines/diskann_record/drec.h"
 
 #include "engines/core/artifacts.h"
+#include "engines/core/diskann_params.h"
 #include "engines/core/binio.h"
 #include "engines/core/status.h"
 
@@ -191,16 +192,16 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     int rc = 0;
     ann_artifacts art = { 0 };
     char path[4200];
-    const uint32_t R = (uint32_t)ann_param_int(params, drec_build_params, "R");
-    const uint32_t L_build = (uint32_t)ann_param_int(params, drec_build_params, "L_build");
-    const float alpha = (float)ann_param_real(params, drec_build_params, "alpha");
-    uint32_t m = (uint32_t)ann_param_int(params, drec_build_params, "pq_bytes");
+    ann_artifacts_params ap;
+    rc = ann_diskann_build_read(params, drec_build_params, src, bctx, &ap);
+    if (rc)
+        return rc;
+    const uint32_t R = ap.graph.R, L_build = ap.graph.L_build, m = ap.pq.pq_bytes;
+    const float alpha = ap.graph.alpha;
     const char *kv_which = ann_param_enum(params, drec_build_params, "kv");
-    if (m == 0)
-        m = pq_default_bytes(src->dim);
-    if (m > src->dim || m > DREC_MAX_PQ_BYTES)
-        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds the dimension %u (or %u)", m,
-                        src->dim, DREC_MAX_PQ_BYTES);
+    if (m > DREC_MAX_PQ_BYTES) /* a default dim/8 for dim > 8192 */
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds %u, the most a diskann-record "
+                                    "index holds (set pq_bytes)", m, DREC_MAX_PQ_BYTES);
     if (src->n >= UINT32_MAX)
         return ann_fail(ANN_EPARAM, "%s build: %llu vectors, ids are 32-bit", name,
                         (unsigned long long)src->n);
@@ -218,17 +219,6 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     r.meta.mode = src->n < DREC_SCAN_BELOW ? DREC_MODE_SCAN : DREC_MODE_GRAPH;
 
     if (r.meta.mode == DREC_MODE_GRAPH) {
-        ann_artifacts_params ap;
-        ann_artifacts_params_default(&ap, src->dim);
-        ap.graph.R = R;
-        ap.graph.L_build = L_build;
-        ap.graph.alpha = alpha;
-        ap.pq.pq_bytes = m;
-        ap.graph.build_f16 =
-            !strcmp(ann_param_enum(params, drec_build_params, "build_precision"), "f16");
-        ap.want_graph = 1;
-        ap.keep_vectors = 1;
-        ap.cache_dir = bctx->artifact_dir;
         rc = ann_artifacts_get(src, &ap, &art);
         if (rc)
             goto out;

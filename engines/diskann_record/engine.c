@@ -8,9 +8,11 @@
  * codes), plus per context a PQ table, a candidate list and an
  * epoch-stamped visited map of n entries.
  *
- * Parameters.  Build: R, L_build, alpha, pq_bytes (as diskann-sector, so
- * both share one graph through the artifact cache), kv = which stores to
- * write (both by default, so `kv` can be swept at open without a rebuild).
+ * Parameters.  Build: diskann-sector's (engines/core/diskann_params.h: R,
+ * L_build, alpha, pq_bytes, seed, threads, build_precision), so both build
+ * the same graph, and share it through the artifact cache; kv = which
+ * stores to write (both by default, so `kv` can be swept at open without a
+ * rebuild).
  * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb.
  * Search: L (candidate list size) and rerank: how many of the best
  * candidates by PQ distance get a full-vector read and an exact distance.
@@ -22,6 +24,7 @@
  */
 #include "engines/diskann_record/drec.h"
 
+#include "engines/core/diskann_params.h"
 #include "engines/core/kv_params.h"
 #include "engines/core/status.h"
 
@@ -33,21 +36,12 @@
 #include <unistd.h>
 
 static const char *const build_kv_choices[] = { "both", "rocksdb", "lmdb", NULL };
-static const char *const precision_choices[] = { "f16", "f32", NULL };
 
+/* The DiskANN build parameters (engines/core/diskann_params.h), then kv. */
 const ann_param_spec drec_build_params[] = {
-    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
-      .help = "max out-degree of the Vamana graph" },
-    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
-      .help = "search list size while building" },
-    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,
-      .help = "RobustPrune distance factor" },
-    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = DREC_MAX_PQ_BYTES, .def = 0,
-      .help = "PQ code bytes per vector (0: dim/8)" },
+    ANN_DISKANN_BUILD_PARAMS,
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = build_kv_choices, .def_str = "both",
       .help = "stores to write: both, rocksdb or lmdb" },
-    { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
-      .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
     ANN_PARAM_END_OF("diskann-record/-resident build"),
 };
 
