@@ -1,6 +1,6 @@
 /*
  * test_conformance.c: one suite run against every registered engine through
- * the vtable (STYLE.md): recall@10 against exact search above a bound on
+ * the vtable: recall@10 against exact search above a bound on
  * seeded data (l2 and cosine), k > n, an empty index, duplicate vectors,
  * reopen after close, unknown parameters, and truncated index files (an
  * error, never a crash).  ANNLAB_CONFORMANCE_DIM sets the dimension (64 by
