@@ -41,6 +41,7 @@
 #include "engines/core/status.h"
 #include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
+#include "engines/core/ticks.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,13 +82,6 @@ static double thread_cpu_s(int user)
     getrusage(RUSAGE_THREAD, &ru);
     const struct timeval *tv = user ? &ru.ru_utime : &ru.ru_stime;
     return (double)tv->tv_sec + 1e-6 * (double)tv->tv_usec;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -257,7 +251,7 @@ static int device_latency(const char *index_path, const char *io, uint32_t W, in
                                      .len_bytes = DSEC_SECTOR_BYTES };
             ptrs[i] = &reqs[i];
         }
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         rc = ann_aio_submit(q, ptrs, W);
         if (rc)
             goto out;
@@ -275,7 +269,7 @@ static int device_latency(const char *index_path, const char *io, uint32_t W, in
                 }
             got += (uint32_t)n;
         }
-        t[b] = now_s() - t0;
+        t[b] = ann_mono_s() - t0;
     }
     double sum = 0;
     for (int b = 0; b < batches; b++)
@@ -316,9 +310,9 @@ static void *qps_worker(void *arg)
         if (q >= j->nq)
             break;
         ann_stats st = { 0 };
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         int got = j->ops->search(ctx, j->queries + (size_t)q * j->dim, K, ids, d, &st);
-        j->lat[q] = now_s() - t0;
+        j->lat[q] = ann_mono_s() - t0;
         if (got < 0)
             rc = got;
     }
@@ -337,12 +331,12 @@ static int qps_pass(const ann_engine_ops *ops, ann_engine *eng, json_t *sp, cons
                   .lat = lat };
     atomic_init(&j.next, 0);
     pthread_t th[16];
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     for (int i = 0; i < T; i++)
         pthread_create(&th[i], NULL, qps_worker, &j);
     for (int i = 0; i < T; i++)
         pthread_join(th[i], NULL);
-    *qps = nq / (now_s() - t0);
+    *qps = nq / (ann_mono_s() - t0);
     return j.rc;
 }
 
@@ -442,15 +436,15 @@ int main(int argc, char **argv)
                     }
                     ann_stats st = { 0 };
                     for (int r = 0; r < o.repeats; r++) {
-                        double t0 = now_s(), user = 0, sys = 0;
+                        double t0 = ann_mono_s(), user = 0, sys = 0;
                         memset(&st, 0, sizeof st);
                         for (uint32_t q = 0; q < nq; q++) {
                             double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
-                            double q0 = now_s();
+                            double q0 = ann_mono_s();
                             int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
                                                   ids + (size_t)q * K, dists + (size_t)q * K,
                                                   &st);
-                            lat[q] = now_s() - q0;
+                            lat[q] = ann_mono_s() - q0;
                             user += thread_cpu_s(1) - u0;
                             sys += thread_cpu_s(0) - s0;
                             if (got < 0) {
@@ -458,7 +452,7 @@ int main(int argc, char **argv)
                                 return 1;
                             }
                         }
-                        rep[2][r] = nq / (now_s() - t0);
+                        rep[2][r] = nq / (ann_mono_s() - t0);
                         double sum = 0;
                         for (uint32_t q = 0; q < nq; q++)
                             sum += lat[q];

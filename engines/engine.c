@@ -11,6 +11,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/stagedir.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,13 +45,6 @@ void ann_stats_add(ann_stats *acc, const ann_stats *q)
     acc->stage_mask |= q->stage_mask;
     for (int s = 0; s < ANN_STAGE_COUNT; s++)
         acc->stage_ns[s] += q->stage_ns[s];
-}
-
-static double now_s(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /*
@@ -129,13 +123,13 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
     const char *tmp = ann_stagedir_path(&sd);
 
     report = json_object();
-    double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+    double w0 = ann_clock_s(CLOCK_MONOTONIC), c0 = ann_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     rc = ops->build(src, params, bctx ? bctx : &no_ctx, tmp, report);
     if (rc) {
         rc = ann_fail_wrap(rc, "build %s into %s", ops->name, index_dir);
         goto out;
     }
-    double wall = now_s(CLOCK_MONOTONIC) - w0, cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    double wall = ann_clock_s(CLOCK_MONOTONIC) - w0, cpu = ann_clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     uint64_t bytes = 0;

@@ -71,7 +71,14 @@ const char *ann_stage_name(ann_stage s);
 typedef struct ann_stats {
     uint64_t reads;       /* storage requests issued: kv gets or sector reads */
     uint64_t bytes_read;  /* bytes those requests returned */
-    uint64_t hops;        /* graph nodes expanded, or search rounds (engine-defined, documented) */
+    uint64_t hops;        /* the engine's unit of search progress, per engine:
+                               diskann-sector   rounds (search_mode round) or waits for a
+                                                completion (pipeline)
+                               diskann-record,  node records read = nodes expanded
+                               -resident
+                               hnsw-record      candidates expanded, upper layers included
+                               ivfpq-record     inverted lists probed
+                               flat, ref-*      0 (not counted) */
     uint64_t full_dists;  /* full-precision distance computations */
     uint64_t code_dists;  /* compressed-code (PQ) distance computations */
     uint64_t cache_hits;  /* reads served by the engine's own cache */
@@ -117,11 +124,18 @@ void ann_open_report_set(json_t *report, const char *io, int o_direct, uint64_t 
 typedef struct ann_engine_ops {
     const char *name;        /* registry name: "flat", "diskann-sector", ... */
     const char *description; /* one line */
+    const char *title;       /* the name tables and papers print: "DiskANN (sector file)" */
+    const char *reads_unit;  /* what ann_stats.reads counts, plural: "sector reads",
+                                "kv gets"; NULL: "reads" */
 
     /* Declared parameters (tables end with ANN_PARAM_END; NULL = none). */
     const ann_param_spec *build_params;
     const ann_param_spec *open_params;
     const ann_param_spec *search_params;
+    /* The search parameter a recall curve sweeps (recall grows with it):
+     * "L", "ef_search", "nprobe"; one of search_params, an integer.  What
+     * a target recall tunes and figures plot effort against.  NULL: none. */
+    const char *effort_param;
 
     /*
      * Write a complete index for src into dir (an empty directory that

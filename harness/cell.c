@@ -34,6 +34,7 @@
 #include "harness/child.h"
 
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 #include "engines/engine.h"
 #include "datasets/bundle.h"
 #include "harness/measure.h"
@@ -55,13 +56,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the QPS pass ------------------------------------------------------ */
 
@@ -138,11 +132,11 @@ static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s)
         }
         started++;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ann_mono_ns();
     atomic_store(&sh->go, 1);
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = ann_mono_ns();
     if (!rc && atomic_load(&sh->failed_rc))
         rc = atomic_load(&sh->failed_rc);
     if (!rc) {
@@ -582,10 +576,10 @@ static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
             uint32_t *out_ids = s->ids + (size_t)q * k;
             harness_thread_cpu c0, c1;
             harness_thread_cpu_take(&c0); /* outside the timed span */
-            uint64_t t0 = now_ns();
+            uint64_t t0 = ann_mono_ns();
             int got = s->ops->search(s->ctxs[0], s->queries + (size_t)q * c->dim, k, out_ids,
                                      s->dists, &st);
-            uint64_t t1 = now_ns();
+            uint64_t t1 = ann_mono_ns();
             harness_thread_cpu_take(&c1);
             if (got < 0)
                 return ann_fail_wrap(got, "query %u", q);

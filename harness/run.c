@@ -39,6 +39,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/owner.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 #include "engines/engine.h"
 #include "harness/child.h"
 #include "harness/config.h"
@@ -73,13 +74,6 @@ static void on_interrupt(int sig)
 {
     (void)sig;
     run_interrupted = 1;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int mkdirs(const char *path)
@@ -375,7 +369,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             close(out.log_fd);
         return ann_fail_errno("cgroup gate");
     }
-    double t0 = mono_s();
+    double t0 = ann_mono_s();
     pid_t pid = fork();
     if (pid < 0) {
         int rc = ann_fail_errno("fork");
@@ -427,7 +421,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         cg_gate_fini(&gate);
     }
     int status = 0, killed = 0, eof = 0, rc = 0;
-    double last_relay = mono_s();
+    double last_relay = ann_mono_s();
     if (relay)
         relay->off = 0;
     for (;;) {
@@ -446,7 +440,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             res->interrupted = 1;
             kill(-pid, SIGKILL);
             killed = 1;
-        } else if (!killed && mono_s() - t0 > timeout_s) {
+        } else if (!killed && ann_mono_s() - t0 > timeout_s) {
             res->timed_out = 1;
             kill(-pid, SIGKILL);
             killed = 1;
@@ -459,9 +453,9 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             struct timespec ts = { 0, 10 * 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
-        if (relay && mono_s() - last_relay > 0.25) {
+        if (relay && ann_mono_s() - last_relay > 0.25) {
             relay_poll(relay, log_path);
-            last_relay = mono_s();
+            last_relay = ann_mono_s();
         }
     }
     relay_poll(relay, log_path);
@@ -480,7 +474,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     }
     if (rc)
         return rc;
-    res->seconds = mono_s() - t0;
+    res->seconds = ann_mono_s() - t0;
     res->wait_status = status;
     if (group) {
         cg_group_read(group, cg->dev, &cg->counters);
@@ -1822,7 +1816,7 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
         describe_cell(c, desc, sizeof desc);
         if (x->tty)
             fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, p->selected,
-                    mono_s() - x->t_start, desc, last[0] ? "  | last: " : "", last);
+                    ann_mono_s() - x->t_start, desc, last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
         if ((rc = run_cell(x, c, &rec)))
             return rc == ANN_EBUSY ? run_busy(x, rc) : run_failed(rc);
@@ -1846,12 +1840,12 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
         figures_line(rec, last, sizeof last);
         if (!x->tty)
             fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, p->selected,
-                    mono_s() - x->t_start, id, desc, last);
+                    ann_mono_s() - x->t_start, id, desc, last);
         json_decref(rec);
     }
     if (x->tty)
         fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", p->selected, p->selected,
-                mono_s() - x->t_start, last);
+                ann_mono_s() - x->t_start, last);
     fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded; %zu transient%s\n",
             p->name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done, counts[5],
             counts[5] ? " (--resume runs them again)" : "");
@@ -1890,7 +1884,7 @@ static int run_outputs(const run_ctx *x)
 int harness_run_main(int argc, char **argv)
 {
     int exit_code;
-    run_ctx x = { .t_start = mono_s() };
+    run_ctx x = { .t_start = ann_mono_s() };
     run_opts o = { 0 };
     run_plan p = { .run_lock = { .fd = -1 } };
     harness_problems probs = { 0 };

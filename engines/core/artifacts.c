@@ -10,6 +10,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/fileio.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -37,13 +38,6 @@ void ann_artifacts_params_default(ann_artifacts_params *p, uint32_t dim)
     vamana_params_default(&p->graph);
     pq_params_default(&p->pq, dim);
     p->want_graph = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* The PQ parameters in effect (seed 0 borrows the graph seed). */
@@ -182,9 +176,9 @@ static int load_vectors(const ann_vecsrc *src, const ann_artifacts_params *p, an
 {
     if (a->vectors)
         return 0;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     int rc = vamana_load_vectors(src, p->graph.threads, &a->vectors);
-    a->load_s += now_s() - t0;
+    a->load_s += ann_mono_s() - t0;
     return rc;
 }
 
@@ -218,11 +212,11 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
             return 0;
         }
     }
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     int rc = pq_train(src, &q, &a->pq);
     if (rc)
         return rc;
-    double t1 = now_s();
+    double t1 = ann_mono_s();
     a->pq_train_s = t1 - t0;
     a->pq_codes = malloc(src->n * a->pq->m + 1);
     if (!a->pq_codes)
@@ -232,7 +226,7 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
                     : pq_encode_vecsrc(a->pq, src, q.threads, a->pq_codes);
     if (rc)
         return rc;
-    a->pq_encode_s = now_s() - t1;
+    a->pq_encode_s = ann_mono_s() - t1;
     if (cache == 0) {
         rc = ensure_parent(cb_path);
         if (rc == 0)
@@ -263,12 +257,12 @@ static int get_graph(const ann_vecsrc *src, const ann_artifacts_params *p, ann_a
     int rc = load_vectors(src, p, a);
     if (rc)
         return rc;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     rc = vamana_build_from_memory(a->vectors, src->n, src->dim, src->metric, &p->graph, &a->graph,
                                   &a->graph_stats);
     if (rc)
         return rc;
-    a->graph_s = now_s() - t0;
+    a->graph_s = ann_mono_s() - t0;
     if (cache == 0) {
         rc = ensure_parent(path);
         if (rc == 0)

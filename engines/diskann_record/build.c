@@ -19,6 +19,7 @@
 #include "engines/core/diskann_params.h"
 #include "engines/core/binio.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,13 +28,6 @@
 #include <time.h>
 
 #define DREC_VEC_CHUNK_ROWS 4096u /* rows read from the source at a time */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* What one store receives: borrowed from the build. */
 typedef struct drec_records {
@@ -245,7 +239,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
         r.meta.chunk_rows = layout == DREC_LAYOUT_RESIDENT ? DREC_CODE_CHUNK_ROWS : 0;
     }
 
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     json_t *stores = json_object();
     for (int bi = 0; bi < 2; bi++) {
         kv_backend be = bi == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
@@ -268,7 +262,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     if (report) {
         json_t *ph = json_pack("{s:f, s:f, s:f, s:f, s:f}", "pq_train_s", art.pq_train_s,
                                "pq_encode_s", art.pq_encode_s, "graph_s", art.graph_s, "load_s",
-                               art.load_s, "layout_write_s", now_s() - t0);
+                               art.load_s, "layout_write_s", ann_mono_s() - t0);
         json_object_set_new(report, "phases", ph);
         json_object_set_new(report, "stores", stores);
         json_object_set_new(report, "mode",

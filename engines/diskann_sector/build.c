@@ -12,6 +12,7 @@
 #include "engines/core/crc32c.h"
 #include "engines/core/diskann_params.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,13 +26,6 @@ const ann_param_spec dsec_build_params[] = {
     ANN_DISKANN_BUILD_PARAMS,
     ANN_PARAM_END_OF("diskann-sector build"),
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Encode node v (vector, degree, neighbours; unused slots DSEC_NO_ID) at rec. */
 static void encode_node(const dsec_header *h, const float *vec, const vamana_graph *g, uint32_t v,
@@ -202,7 +196,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     rc = ann_artifacts_get(src, &ap, &art);
     if (rc)
         goto out;
-    double t0 = mono_s();
+    double t0 = ann_mono_s();
     dsec_header h = {
         .version = DSEC_VERSION,
         .n = src->n,
@@ -235,7 +229,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     if (report) {
         json_t *ph = json_pack("{s:f, s:f, s:f, s:f, s:f, s:b, s:b}", "load_s", art.load_s,
                                "pq_train_s", art.pq_train_s, "pq_encode_s", art.pq_encode_s,
-                               "graph_s", art.graph_s, "layout_s", mono_s() - t0, "pq_cached",
+                               "graph_s", art.graph_s, "layout_s", ann_mono_s() - t0, "pq_cached",
                                art.pq_cached, "graph_cached", art.graph_cached);
         if (ph)
             json_object_set_new(report, "phases", ph);

@@ -314,9 +314,12 @@ out:
 const ann_engine_ops diskann_sector_engine_ops = {
     .name = "diskann-sector",
     .description = "DiskANN on a 4 KiB-sector file: O_DIRECT beam search, PQ in RAM",
+    .title = "DiskANN (sector file)",
+    .reads_unit = "sector reads",
     .build_params = dsec_build_params,
     .open_params = dsec_open_params,
     .search_params = dsec_search_params,
+    .effort_param = "L",
     .build = dsec_build,
     .open = dsec_open,
     .close = dsec_close,

@@ -173,6 +173,7 @@ static int flat_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
 const ann_engine_ops flat_engine_ops = {
     .name = "flat",
     .description = "exact search by full scan (ground truth)",
+    .title = "exact (flat)",
     .build_params = no_params,
     .open_params = no_params,
     .search_params = no_params,

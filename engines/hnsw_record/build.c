@@ -31,6 +31,7 @@
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -310,13 +311,6 @@ out:
     return rc;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
                const char *dir, json_t *report)
 {
@@ -345,11 +339,11 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     if (rc)
         goto out;
     g.x = x;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     rc = g_build(&g, seed);
     if (rc)
         goto out;
-    double t1 = now_s();
+    double t1 = ann_mono_s();
     hnsw_meta meta = {
         .metric = src->metric, .n = src->n, .dim = src->dim, .M = g.M, .M0 = g.M0,
         .ef_construction = g.ef_construction, .entry = g.entry, .max_level = g.max_level,
@@ -365,7 +359,7 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
         if (rc)
             goto out;
     }
-    double t2 = now_s();
+    double t2 = ann_mono_s();
     uint64_t edges0 = 0;
     for (uint64_t v = 0; v < g.n; v++)
         edges0 += g.links0[v * (1 + (size_t)g.M0)];

@@ -141,9 +141,12 @@ out:
 const ann_engine_ops hnsw_record_engine_ops = {
     .name = "hnsw-record",
     .description = "HNSW whose nodes (vector + links) are records in RocksDB or LMDB",
+    .title = "HNSW (records)",
+    .reads_unit = "kv gets",
     .build_params = hnsw_build_params,
     .open_params = kv_open_params,
     .search_params = hnsw_search_params,
+    .effort_param = "ef_search",
     .build = hnsw_build,
     .open = hnsw_open,
     .close = hnsw_close,

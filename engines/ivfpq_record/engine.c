@@ -232,9 +232,12 @@ out:
 const ann_engine_ops ivfpq_record_engine_ops = {
     .name = "ivfpq-record",
     .description = "IVF-PQ whose lists (PQ codes of residuals) and vectors are kv records",
+    .title = "IVF-PQ (records)",
+    .reads_unit = "kv gets",
     .build_params = ivfpq_build_params,
     .open_params = kv_open_params,
     .search_params = ivfpq_search_params,
+    .effort_param = "nprobe",
     .build = ivfpq_build,
     .open = ivfpq_open,
     .close = ivfpq_close,

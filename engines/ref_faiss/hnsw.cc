@@ -262,9 +262,12 @@ int rfh_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, floa
 extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .name = "ref-faiss-hnsw",
     .description = "reference peer: FAISS IndexHNSWFlat in memory (Debian libfaiss)",
+    .title = "HNSW in memory (FAISS)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rfh_build_params,
     .open_params = rfh_no_params,
     .search_params = rfh_search_params,
+    .effort_param = "ef_search",
     .build = rfh_build,
     .open = rfh_open,
     .close = rfh_close,

@@ -331,9 +331,12 @@ int rfi_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, floa
 extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .name = "ref-faiss-ivfpq",
     .description = "reference peer: FAISS IndexIVFPQ + IndexRefineFlat in memory (Debian libfaiss)",
+    .title = "IVF-PQ in memory (FAISS)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rfi_build_params,
     .open_params = rfi_no_params,
     .search_params = rfi_search_params,
+    .effort_param = "nprobe",
     .build = rfi_build,
     .open = rfi_open,
     .close = rfi_close,

@@ -338,9 +338,12 @@ const char *rh_machine_note(void)
 extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .name = "ref-hnswlib",
     .description = "reference peer: hnswlib HNSW in memory (Debian libhnswlib-dev)",
+    .title = "HNSW in memory (hnswlib)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rh_build_params,
     .open_params = rh_no_params,
     .search_params = rh_search_params,
+    .effort_param = "ef_search",
     .build = rh_build,
     .open = rh_open,
     .close = rh_close,
