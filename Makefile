@@ -8,8 +8,11 @@
 #   make coverage   the tests on an instrumented -O0 build (build-cov/), then
 #                   line and branch coverage per folder (gcovr)
 #
-# Sources are found by wildcard: a new .c file in an engine, core, datasets,
-# cgroups or harness folder is part of the build without editing this file.
+# Sources are found by wildcard: a new engine folder engines/<name>/ (C
+# sources; the registry in engines/registry.c names its ops), or a new .c
+# file in core, datasets, cgroups or harness, is part of the build without
+# editing this file.  The C++ reference peers (engines/ref_*/ *.cc) are
+# built when their Debian libraries are installed.
 
 CC      ?= cc
 CXX     ?= c++
@@ -44,9 +47,8 @@ LDLIBS   += $(PKG_LIBS) -lm
 HAVE_HNSWLIB := $(wildcard /usr/include/hnswlib/hnswlib.h)
 HAVE_FAISS   := $(wildcard /usr/include/faiss/IndexIVFPQ.h)
 
-LIB_SRCS := $(wildcard engines/*.c engines/core/*.c engines/core/*/*.c \
-              engines/flat/*.c engines/diskann_*/*.c engines/hnsw_record/*.c \
-              engines/ivfpq_record/*.c datasets/*.c cgroups/*.c) \
+LIB_SRCS := $(wildcard engines/*.c engines/*/*.c engines/core/*/*.c \
+              datasets/*.c cgroups/*.c) \
             $(filter-out harness/main.c,$(wildcard harness/*.c))
 CXX_SRCS :=
 ifneq ($(HAVE_HNSWLIB),)

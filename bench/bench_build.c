@@ -24,6 +24,7 @@
 #include "engines/core/status.h"
 #include "engines/core/vamana.h"
 #include "engines/core/vecfile.h"
+#include "engines/core/ticks.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,13 +32,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -189,7 +183,7 @@ int main(int argc, char **argv)
     const uint32_t nq = 200;
     float *x = NULL;
     int rc = 0;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     if (data) {
         ann_vecfile vf;
         rc = ann_vecfile_open(data, &vf);
@@ -232,7 +226,7 @@ int main(int argc, char **argv)
            "passes %u, build_f16 %d, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
            (unsigned long long)n, dim, ann_metric_name(metric), threads, vp.R, vp.L_build,
            (double)vp.alpha, vp.passes, vp.build_f16, pp.pq_bytes, ann_dist_active()->name,
-           data ? data : "generated", now_s() - t0, data ? "read" : "generate");
+           data ? data : "generated", ann_mono_s() - t0, data ? "read" : "generate");
 
     double t_train[64], t_encode[64], t_medoid[64], t_graph[64], t_final[64], t_total[64];
     double c_train[64], c_encode[64], c_graph[64], c_total[64];
@@ -247,12 +241,12 @@ int main(int argc, char **argv)
     uint64_t evals = 0, prune_evals = 0, reprunes = 0;
     for (int r = 0; r < reps; r++) {
         pq_codebook *cb = NULL;
-        double a = now_s(), ca = cpu_s();
+        double a = ann_mono_s(), ca = cpu_s();
         rc = pq_train(src, &pp, &cb);
-        double b = now_s(), cb_ = cpu_s();
+        double b = ann_mono_s(), cb_ = cpu_s();
         if (rc == 0)
             rc = pq_encode(cb, x, n, threads, codes);
-        double c = now_s(), cc = cpu_s();
+        double c = ann_mono_s(), cc = cpu_s();
         pq_codebook_destroy(cb);
         if (rc) {
             fprintf(stderr, "bench_build: PQ: %s\n", ann_errmsg(rc));
@@ -262,7 +256,7 @@ int main(int argc, char **argv)
         g = NULL;
         vamana_build_stats st;
         rc = vamana_build_from_memory(x, n, dim, metric, &vp, &g, &st);
-        double d = now_s(), cd = cpu_s();
+        double d = ann_mono_s(), cd = cpu_s();
         if (rc) {
             fprintf(stderr, "bench_build: graph: %s\n", ann_errmsg(rc));
             return 1;

@@ -9,6 +9,7 @@
  * kernels, not memory bandwidth.
  */
 #include "engines/core/distance.h"
+#include "engines/core/ticks.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -17,13 +18,6 @@
 #include <time.h>
 
 #define NVEC 4096
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -39,11 +33,11 @@ static double rate(ann_dist_fn fn, const float *q, const float *base, size_t dim
     size_t passes = 20000000 / (NVEC * dim) + 1;
     for (int t = 0; t < repeats; t++) {
         float acc = 0;
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         for (size_t p = 0; p < passes; p++)
             for (size_t i = 0; i < NVEC; i++)
                 acc += fn(q, base + i * dim, dim);
-        double dt = now_s() - t0;
+        double dt = ann_mono_s() - t0;
         sink = acc;
         r[t] = (double)(passes * NVEC) / dt;
     }

@@ -15,19 +15,13 @@
 #include "datasets/stats.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
+#include "engines/core/ticks.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -61,13 +55,13 @@ static int bench_shape(uint32_t dim, ann_metric metric, uint64_t rows, int repea
     if ((rc = ann_generator_create(&p, &g)))
         goto out;
     for (int r = 0; r < repeats; r++) {
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         if ((rc = ann_generator_rows(g, ANN_GEN_BASE, 0, rows, x)))
             goto out;
-        gen_s[r] = now_s() - t0;
+        gen_s[r] = ann_mono_s() - t0;
 
         ann_vecwriter w;
-        t0 = now_s();
+        t0 = ann_mono_s();
         if ((rc = ann_vecwriter_open(&w, path, dim, ANN_ELEM_F32)))
             goto out;
         if ((rc = ann_vecwriter_append(&w, x, rows))) {
@@ -76,14 +70,14 @@ static int bench_shape(uint32_t dim, ann_metric metric, uint64_t rows, int repea
         }
         if ((rc = ann_vecwriter_finish(&w)))
             goto out;
-        write_s[r] = now_s() - t0;
+        write_s[r] = ann_mono_s() - t0;
         unlink(path);
 
         ann_data_stats st;
-        t0 = now_s();
+        t0 = ann_mono_s();
         if ((rc = ann_stats_compute(x, 1000, dim, metric, 100, &st)))
             goto out;
-        stats_s[r] = now_s() - t0;
+        stats_s[r] = ann_mono_s() - t0;
     }
     double gs = median(gen_s, repeats), ws = median(write_s, repeats);
     double mib = (double)rows * dim * sizeof(float) / (1024.0 * 1024.0);

@@ -41,6 +41,7 @@
 #include "engines/core/status.h"
 #include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
+#include "engines/core/ticks.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,13 +82,6 @@ static double thread_cpu_s(int user)
     getrusage(RUSAGE_THREAD, &ru);
     const struct timeval *tv = user ? &ru.ru_utime : &ru.ru_stime;
     return (double)tv->tv_sec + 1e-6 * (double)tv->tv_usec;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -206,7 +200,7 @@ static int build_or_reuse(const bench_opts *o, const ann_bundle *b, const ann_en
                o->index, o->R, o->L_build, o->alpha, o->pq_bytes, o->threads, o->precision,
                o->seed);
         fflush(stdout);
-        rc = ann_engine_build(ops, src, bp, o->index, &report);
+        rc = ann_engine_build(ops, src, bp, o->index, NULL, &report);
         json_decref(bp);
         ann_vecsrc_destroy(src);
         if (rc)
@@ -257,7 +251,7 @@ static int device_latency(const char *index_path, const char *io, uint32_t W, in
                                      .len_bytes = DSEC_SECTOR_BYTES };
             ptrs[i] = &reqs[i];
         }
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         rc = ann_aio_submit(q, ptrs, W);
         if (rc)
             goto out;
@@ -275,7 +269,7 @@ static int device_latency(const char *index_path, const char *io, uint32_t W, in
                 }
             got += (uint32_t)n;
         }
-        t[b] = now_s() - t0;
+        t[b] = ann_mono_s() - t0;
     }
     double sum = 0;
     for (int b = 0; b < batches; b++)
@@ -310,15 +304,15 @@ static void *qps_worker(void *arg)
     ann_ctx *ctx = NULL;
     uint32_t ids[K];
     float d[K];
-    int rc = j->ops->ctx_new(j->eng, j->sp, K, &ctx);
+    int rc = ann_engine_ctx_new(j->ops, j->eng, j->sp, K, &ctx);
     while (rc == 0) {
         uint32_t q = atomic_fetch_add(&j->next, 1);
         if (q >= j->nq)
             break;
         ann_stats st = { 0 };
-        double t0 = now_s();
+        double t0 = ann_mono_s();
         int got = j->ops->search(ctx, j->queries + (size_t)q * j->dim, K, ids, d, &st);
-        j->lat[q] = now_s() - t0;
+        j->lat[q] = ann_mono_s() - t0;
         if (got < 0)
             rc = got;
     }
@@ -337,12 +331,12 @@ static int qps_pass(const ann_engine_ops *ops, ann_engine *eng, json_t *sp, cons
                   .lat = lat };
     atomic_init(&j.next, 0);
     pthread_t th[16];
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     for (int i = 0; i < T; i++)
         pthread_create(&th[i], NULL, qps_worker, &j);
     for (int i = 0; i < T; i++)
         pthread_join(th[i], NULL);
-    *qps = nq / (now_s() - t0);
+    *qps = nq / (ann_mono_s() - t0);
     return j.rc;
 }
 
@@ -415,19 +409,19 @@ int main(int argc, char **argv)
     for (int c = 0; c < o.ncache; c++) {
         json_t *op = json_pack("{s:s, s:i}", "io", o.io, "cache_nodes", o.caches[c]);
         ann_engine *eng = NULL;
-        rc = ops->open(o.index, op, &eng);
+        json_t *orep = NULL;
+        rc = ann_engine_open(ops, o.index, op, &eng, &orep);
         json_decref(op);
         if (rc) {
             fprintf(stderr, "bench_sector: open: %s\n", ann_errmsg(rc));
             return 1;
         }
-        if (c == 0 && ops->open_report) {
-            json_t *orep = ops->open_report(eng);
+        if (c == 0) {
             char *txt = json_dumps(orep, JSON_COMPACT);
             printf("open_report: %s\n", txt ? txt : "?");
             free(txt);
-            json_decref(orep);
         }
+        json_decref(orep);
         for (int l = 0; l < o.nL; l++) {
             for (int w = 0; w < o.nW; w++) {
                 for (int m = 0; m < o.nmodes; m++) {
@@ -435,22 +429,22 @@ int main(int argc, char **argv)
                                            o.Ws[w], "search_mode", o.modes[m], "adaptive_beam",
                                            o.adaptive);
                     ann_ctx *ctx = NULL;
-                    rc = ops->ctx_new(eng, sp, K, &ctx);
+                    rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
                     if (rc) {
                         fprintf(stderr, "bench_sector: ctx: %s\n", ann_errmsg(rc));
                         return 1;
                     }
                     ann_stats st = { 0 };
                     for (int r = 0; r < o.repeats; r++) {
-                        double t0 = now_s(), user = 0, sys = 0;
+                        double t0 = ann_mono_s(), user = 0, sys = 0;
                         memset(&st, 0, sizeof st);
                         for (uint32_t q = 0; q < nq; q++) {
                             double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
-                            double q0 = now_s();
+                            double q0 = ann_mono_s();
                             int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
                                                   ids + (size_t)q * K, dists + (size_t)q * K,
                                                   &st);
-                            lat[q] = now_s() - q0;
+                            lat[q] = ann_mono_s() - q0;
                             user += thread_cpu_s(1) - u0;
                             sys += thread_cpu_s(0) - s0;
                             if (got < 0) {
@@ -458,7 +452,7 @@ int main(int argc, char **argv)
                                 return 1;
                             }
                         }
-                        rep[2][r] = nq / (now_s() - t0);
+                        rep[2][r] = nq / (ann_mono_s() - t0);
                         double sum = 0;
                         for (uint32_t q = 0; q < nq; q++)
                             sum += lat[q];

@@ -17,6 +17,7 @@
 
 #include "cgroups/sysfs.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -294,12 +295,10 @@ int devstat_parse_stat(const char *text, const char *what, devstat_sample *out)
 int devstat_sample_take(const devstat_dev *dev, pid_t pid, devstat_sample *out)
 {
     char text[DEVSTAT_TEXT_BYTES], path[64];
-    struct timespec ts;
     int rc = 0;
 
     memset(out, 0, sizeof *out);
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    out->t_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    out->t_ns = ann_mono_ns();
     if (dev) {
         rc = sysfs_read(dev->stat_path, text, sizeof text, false);
         if (!rc)

@@ -14,6 +14,7 @@
 
 #include "cgroups/sysfs.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,13 +35,6 @@ evict_params evict_params_default(void)
 {
     evict_params p = { .drop_caches = true, .drop_path = NULL };
     return p;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- file lists --------------------------------------------------------- */
@@ -230,7 +224,7 @@ static void report_finish(evict_report *out, uint64_t t0)
 {
     out->resident_fraction =
         out->file_bytes ? (double)out->resident_after_bytes / (double)out->file_bytes : 0.0;
-    out->elapsed_ns = now_ns() - t0;
+    out->elapsed_ns = ann_mono_ns() - t0;
 }
 
 /* ---- cold --------------------------------------------------------------- */
@@ -286,7 +280,7 @@ int evict_cold_files(const char *const *paths, size_t n, const evict_params *par
     evict_params defaults = evict_params_default();
     const evict_params *p = params ? params : &defaults;
     evict_list l = { 0 };
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ann_mono_ns();
     int rc = 0;
 
     report_start(out, "cold");
@@ -352,7 +346,7 @@ int evict_warm_files(const char *const *paths, size_t n, evict_report *out)
 {
     evict_list l = { 0 };
     char *buf = NULL;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ann_mono_ns();
     int rc = 0;
 
     report_start(out, "warm");

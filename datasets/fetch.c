@@ -20,6 +20,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -55,13 +56,6 @@ typedef struct xfer {
     int body_started;     /* the response's first body bytes were seen */
     double t0_s, last_s;  /* progress clock */
 } xfer;
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
@@ -110,7 +104,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
     (void)ultotal;
     (void)ulnow;
     xfer *x = arg;
-    double now = mono_s();
+    double now = ann_mono_s();
     if (now - x->last_s < DS_FETCH_PROGRESS_S)
         return 0;
     x->last_s = now;
@@ -323,7 +317,7 @@ int ds_fetch_file(const ds_fetch_spec *spec, ds_fetch_result *res)
         curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &x);
     }
-    x.t0_s = x.last_s = mono_s();
+    x.t0_s = x.last_s = ann_mono_s();
     res->resumed_from = x.kept;
     curl_easy_setopt(curl, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)x.kept);
     CURLcode cres = curl_easy_perform(curl);

@@ -19,6 +19,7 @@
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -333,17 +334,15 @@ int ann_generate_cli(int argc, char **argv)
         p.metric = m;
     }
 
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ann_mono_s();
     rc = ann_generate_bundle(&p, out, out_flags);
     if (rc) {
         fprintf(stderr, "annlab dataset generate: %s\n", ann_errmsg(rc));
         return 1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("%s: %" PRIu64 " x %u %s, %u queries, %u warm-up, ground truth k=%u (%.1f s)\n", out,
            p.n, p.dim, ann_metric_name(p.metric), p.queries, p.warmup, p.gt_k,
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+           ann_mono_s() - t0);
     return 0;
 bad:
     fprintf(stderr, "annlab dataset generate: %s\n", ann_errmsg(rc));

@@ -1,6 +1,9 @@
 /*
- * engine.c: the engine-independent half of the contract: atomic builds with
- * their build.json, per-query statistics, and directory helpers.
+ * engine.c: the engine-independent half of the contract: the wrappers every
+ * caller goes through (atomic builds with their build.json, open with its
+ * report, search contexts), each validating parameters against the
+ * engine's declared tables so no engine has to; per-query statistics; and
+ * directory helpers.
  */
 #include "engines/engine.h"
 
@@ -8,6 +11,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/stagedir.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,13 +45,6 @@ void ann_stats_add(ann_stats *acc, const ann_stats *q)
     acc->stage_mask |= q->stage_mask;
     for (int s = 0; s < ANN_STAGE_COUNT; s++)
         acc->stage_ns[s] += q->stage_ns[s];
-}
-
-static double now_s(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /*
@@ -104,8 +101,9 @@ int ann_dir_remove(const char *dir)
 }
 
 int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
-                     const char *index_dir, json_t **report_out)
+                     const char *index_dir, const ann_build_ctx *bctx, json_t **report_out)
 {
+    static const ann_build_ctx no_ctx = { 0 };
     int rc = 0;
     ann_stagedir sd;
     json_t *report = NULL, *info = NULL;
@@ -125,13 +123,13 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
     const char *tmp = ann_stagedir_path(&sd);
 
     report = json_object();
-    double w0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
-    rc = ops->build(src, params, tmp, report);
+    double w0 = ann_clock_s(CLOCK_MONOTONIC), c0 = ann_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    rc = ops->build(src, params, bctx ? bctx : &no_ctx, tmp, report);
     if (rc) {
         rc = ann_fail_wrap(rc, "build %s into %s", ops->name, index_dir);
         goto out;
     }
-    double wall = now_s(CLOCK_MONOTONIC) - w0, cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    double wall = ann_clock_s(CLOCK_MONOTONIC) - w0, cpu = ann_clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     uint64_t bytes = 0;
@@ -186,4 +184,47 @@ out:
     json_decref(report);
     json_decref(info);
     return rc;
+}
+
+void ann_open_report_set(json_t *report, const char *io, int o_direct, uint64_t cache_bytes)
+{
+    json_object_set_new(report, "io", json_string(io));
+    json_object_set_new(report, "o_direct", json_boolean(o_direct));
+    json_object_set_new(report, "cache_bytes", json_integer((json_int_t)cache_bytes));
+}
+
+int ann_engine_open(const ann_engine_ops *ops, const char *index_dir, const json_t *open_params,
+                    ann_engine **out, json_t **report_out)
+{
+    *out = NULL;
+    if (report_out)
+        *report_out = NULL;
+    int rc = ann_params_validate(open_params, ops->open_params, "open");
+    if (rc)
+        return rc;
+    json_t *report = json_object();
+    if (!report)
+        return ann_fail(-ENOMEM, "open %s: no memory", index_dir);
+    rc = ops->open(index_dir, open_params, out, report);
+    if (!rc && report_out) {
+        *report_out = report;
+        report = NULL;
+    }
+    json_decref(report);
+    return rc;
+}
+
+int ann_engine_ctx_new(const ann_engine_ops *ops, ann_engine *eng, const json_t *search_params,
+                       uint32_t k_max, ann_ctx **out)
+{
+    *out = NULL;
+    if (k_max == 0)
+        k_max = 1;
+    int rc = ann_params_validate(search_params, ops->search_params, "search");
+    /* a search list shorter than k used to run as L = k while the cell said L */
+    if (!rc)
+        rc = ann_params_check_k(search_params, ops->search_params, k_max, "search");
+    if (rc)
+        return rc;
+    return ops->ctx_new(eng, search_params, k_max, out);
 }

@@ -7,20 +7,26 @@
  *
  * Life cycle:
  *
- *   ann_engine_build(ops, src, build_params, index_dir, &report)
- *       -> ops->build(src, params, tmp_dir, report) into a temporary
+ *   ann_engine_build(ops, src, build_params, index_dir, &bctx, &report)
+ *       -> ops->build(src, params, &bctx, tmp_dir, report) into a temporary
  *          directory beside index_dir, then build.json, fsync, rename.
  *          A crashed or failed build never leaves a directory that opens.
- *   ops->open(index_dir, open_params, &eng)   ... ops->close(eng)
- *   ops->ctx_new(eng, search_params, k_max, &ctx)   one per thread
+ *   ann_engine_open(ops, index_dir, open_params, &eng, &open_report)
+ *       -> ops->open(index_dir, params, &eng, open_report)  ... ops->close(eng)
+ *   ann_engine_ctx_new(ops, eng, search_params, k_max, &ctx)
+ *       -> ops->ctx_new(eng, params, k_max, &ctx)   one per thread
  *   ops->search(ctx, query, k, ids, dists, &stats)  many threads at once,
  *          each with its own ctx; allocates nothing, takes no global lock.
  *   ops->ctx_free(ctx)
  *
  * Parameters travel as jansson objects.  Each engine declares its
- * parameters in build_params / open_params / search_params (see params.h);
- * unknown or out-of-range parameters are ANN_EPARAM naming the parameter.
- * Sweeps (lists) are expanded by the harness: engines see scalars only.
+ * parameters in build_params / open_params / search_params (see params.h).
+ * The three wrappers validate them against those tables before the engine
+ * sees them (unknown or out-of-range parameters are ANN_EPARAM naming the
+ * parameter, a search list shorter than k_max too), so an engine never
+ * validates its own parameters: callers go through the wrappers, never
+ * through ops->build / open / ctx_new directly.  Sweeps (lists) are
+ * expanded by the harness: engines see scalars only.
  *
  * Distances returned are those of engines/core/distance.h: squared L2 for
  * l2, -ip for ip, 1 - ip for cosine (smaller is better).
@@ -65,7 +71,14 @@ const char *ann_stage_name(ann_stage s);
 typedef struct ann_stats {
     uint64_t reads;       /* storage requests issued: kv gets or sector reads */
     uint64_t bytes_read;  /* bytes those requests returned */
-    uint64_t hops;        /* graph nodes expanded, or search rounds (engine-defined, documented) */
+    uint64_t hops;        /* the engine's unit of search progress, per engine:
+                               diskann-sector   rounds (search_mode round) or waits for a
+                                                completion (pipeline)
+                               diskann-record,  node records read = nodes expanded
+                               -resident
+                               hnsw-record      candidates expanded, upper layers included
+                               ivfpq-record     inverted lists probed
+                               flat, ref-*      0 (not counted) */
     uint64_t full_dists;  /* full-precision distance computations */
     uint64_t code_dists;  /* compressed-code (PQ) distance computations */
     uint64_t cache_hits;  /* reads served by the engine's own cache */
@@ -78,35 +91,77 @@ typedef struct ann_stats {
 /* Add a query's stats into an accumulator (counts, times, stage masks). */
 void ann_stats_add(ann_stats *acc, const ann_stats *q);
 
+/*
+ * What a build receives besides its parameters: the harness's choices that
+ * are not properties of the index.  A zeroed struct (or NULL) is valid.
+ */
+typedef struct ann_build_ctx {
+    /* The shared DiskANN build-artifact cache (engines/core/artifacts.h):
+     * the directory where the PQ codebook, codes and Vamana graph are kept
+     * per key, so the DiskANN engines build on the same graph; NULL or ""
+     * caches nothing.  `annlab run` passes <index_root>/artifacts. */
+    const char *artifact_dir;
+} ann_build_ctx;
+
+/*
+ * The open report: a JSON object the engine's open() fills with what the
+ * open index actually uses, recorded in each cell of cells.jsonl as
+ * "open_report".  Keys every engine sets:
+ *   "io"           the backend that reads the index after any fallback:
+ *                  "io_uring" | "libaio" | "pread" | "buffered" | "mmap"
+ *                  (diskann-sector, flat: "mmap"), "rocksdb" | "lmdb"
+ *                  (record engines), "memory" (in-memory reference peers)
+ *   "o_direct"     true when reads bypass the page cache
+ *   "cache_bytes"  bytes of the engine's own cache of index data (BFS node
+ *                  cache, RocksDB block cache; 0 when none)
+ * and where they apply: "kv_profile" ("server" | "embedded", record
+ * engines), "io_asked" (the backend asked for), "cache_nodes".
+ */
+
+/* Set the three keys every engine's open report has. */
+void ann_open_report_set(json_t *report, const char *io, int o_direct, uint64_t cache_bytes);
+
 typedef struct ann_engine_ops {
     const char *name;        /* registry name: "flat", "diskann-sector", ... */
     const char *description; /* one line */
+    const char *title;       /* the name tables and papers print: "DiskANN (sector file)" */
+    const char *reads_unit;  /* what ann_stats.reads counts, plural: "sector reads",
+                                "kv gets"; NULL: "reads" */
 
     /* Declared parameters (tables end with ANN_PARAM_END; NULL = none). */
     const ann_param_spec *build_params;
     const ann_param_spec *open_params;
     const ann_param_spec *search_params;
+    /* The search parameter a recall curve sweeps (recall grows with it):
+     * "L", "ef_search", "nprobe"; one of search_params, an integer.  What
+     * a target recall tunes and figures plot effort against.  NULL: none. */
+    const char *effort_param;
 
     /*
      * Write a complete index for src into dir (an empty directory that
      * exists).  params: validated build parameters (may be NULL).
+     * bctx: never NULL (ann_build_ctx above).
      * report: a JSON object the engine may add figures to, e.g.
      * "phases": {"pq_train_s": ..., "graph_s": ...}; the wrapper adds wall
      * time, CPU time, peak RSS and bytes on disk.  Runs single-process;
      * may use threads (params or nproc).  Returns 0 or a negative code.
      */
-    int (*build)(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+    int (*build)(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                 const char *dir, json_t *report);
 
-    /* Open the index in dir.  Corrupt or wrong-version files are
-     * ANN_ECORRUPT / ANN_EVERSION naming the file.  Thread-safe once open. */
-    int (*open)(const char *dir, const json_t *open_params, ann_engine **out);
+    /* Open the index in dir with validated open_params (may be NULL).
+     * Corrupt or wrong-version files are ANN_ECORRUPT / ANN_EVERSION naming
+     * the file.  On success the engine has filled report (an empty object,
+     * never NULL) as "The open report" above says.  Thread-safe once open. */
+    int (*open)(const char *dir, const json_t *open_params, ann_engine **out, json_t *report);
     void (*close)(ann_engine *eng); /* accepts NULL */
 
     /* Number of vectors, dimension and metric of an open index. */
     uint64_t (*size)(const ann_engine *eng);
 
     /* A search context with every buffer allocated up front, for queries
-     * asking at most k_max results.  One per thread. */
+     * asking at most k_max results (>= 1), search_params validated (and
+     * every at_least_k parameter >= k_max).  One per thread. */
     int (*ctx_new)(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out);
     void (*ctx_free)(ann_ctx *ctx); /* accepts NULL */
 
@@ -144,13 +199,6 @@ typedef struct ann_engine_ops {
      * under "engine_notes".  NULL when none. */
     const char *(*machine_note)(void);
 
-    /* Optional: what an open index actually uses, as a new JSON object the
-     * caller owns, e.g. {"io": "io_uring", "o_direct": true, "cache_bytes":
-     * ...}: the I/O backend after any fallback, caches, store profile.  The
-     * harness records it in each cell as "open_report" (an object; "io"
-     * names the backend used).  NULL when the engine reports nothing. */
-    json_t *(*open_report)(const ann_engine *eng);
-
     /*
      * The version of the on-disk format this engine writes, the only one
      * its open() reads: the version its layout.h defines (hnsw-record's
@@ -181,11 +229,28 @@ const ann_engine_ops *ann_engine_at(size_t i);
  * fsyncs, then renames it to index_dir.  Fails with -EEXIST if index_dir
  * exists (also when a sibling renamed its build there first: a transient
  * failure, ann_is_transient).  On failure nothing is left at index_dir and
- * the temporary is removed.  *report_out (optional) receives build.json's
- * object (caller decrefs).
+ * the temporary is removed.  bctx: see ann_build_ctx (NULL = zeroed).
+ * *report_out (optional) receives build.json's object (caller decrefs).
  */
 int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const json_t *params,
-                     const char *index_dir, json_t **report_out);
+                     const char *index_dir, const ann_build_ctx *bctx, json_t **report_out);
+
+/*
+ * Open the index in index_dir: validates open_params against
+ * ops->open_params (ANN_EPARAM "open.<name>: ..."), then ops->open.
+ * *report_out (optional) receives the open report (an object the caller
+ * decrefs; see "The open report" above); *out the open index.
+ */
+int ann_engine_open(const ann_engine_ops *ops, const char *index_dir, const json_t *open_params,
+                    ann_engine **out, json_t **report_out);
+
+/*
+ * A search context for at most k_max results (0 counts as 1): validates
+ * search_params against ops->search_params and every at_least_k parameter
+ * against k_max (ANN_EPARAM "search.<name>: ..."), then ops->ctx_new.
+ */
+int ann_engine_ctx_new(const ann_engine_ops *ops, ann_engine *eng, const json_t *search_params,
+                       uint32_t k_max, ann_ctx **out);
 
 /* Total bytes of regular files under dir (recursive). */
 int ann_dir_bytes(const char *dir, uint64_t *bytes);

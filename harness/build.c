@@ -3,6 +3,10 @@
  * The engine's build goes through ann_engine_build, which writes to a
  * temporary directory and renames it into place only when complete, so the
  * runner's cache never holds a half-built index.
+ *
+ * SPEC.json: {"engine", "build" (parameters), "dataset_dir", "index_dir",
+ * and optionally "artifact_dir": the shared build-artifact cache,
+ * ann_build_ctx.artifact_dir (engines/engine.h)}.
  */
 #include "harness/child.h"
 
@@ -52,7 +56,11 @@ int harness_build_main(const char *spec_path)
     rc = ann_bundle_base(&ds, &src);
     if (rc)
         goto out;
-    rc = ann_engine_build(ops, src, json_object_get(spec, "build"), index_dir, NULL);
+    /* the shared DiskANN artifact cache, when the runner names one */
+    ann_build_ctx bctx = {
+        .artifact_dir = json_string_value(json_object_get(spec, "artifact_dir")),
+    };
+    rc = ann_engine_build(ops, src, json_object_get(spec, "build"), index_dir, &bctx, NULL);
 out:
     if (rc)
         fprintf(stderr, "annlab build: %s\n", ann_errmsg(rc));

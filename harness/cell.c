@@ -1,32 +1,40 @@
 /*
- * cell.c: `annlab cell SPEC.json OUT.json`, the measurement protocol of
- * DESIGN.md for one cell, in a fresh process.
+ * cell.c: `annlab cell SPEC.json OUT.json`, the measurement protocol for
+ * one cell, in a fresh process (docs/protocol.md describes it in full).
+ * harness_cell_main runs one function per phase, in this order:
  *
- *   prepare   cold: open the index, then evict its files from the page cache
- *             (cgroups/evict.h: fadvise, global drop when permitted, then
- *             residency verified with mincore; the report is recorded);
- *             warm: read the index files once, open, run warm-up queries
- *             from warmup.fbin (never the test queries).
- *   latency   one thread, one query at a time, CLOCK_MONOTONIC around each
- *             search; `repeats` passes (cold: evicted before each), the
- *             percentiles reported are the medians over passes; raw
- *             latencies of every pass go to latency_path.
- *   qps       T threads (pinned through hwloc to one processing unit each
- *             when pin_threads is true), each with its own context and
- *             one query in flight, pulling query numbers from a shared
- *             counter; at least one full pass (warm: passes until
- *             qps_min_seconds), qps = queries / wall time.  Cold evicts
- *             again first.  Median over repeats.
- *   recall    from the first latency pass, recomputed against base.fbin
- *             after measuring, so reading the base cannot disturb the
- *             measured phase.
+ *   cell_prepare   read the spec, load queries and ground truth, allocate
+ *                  every buffer; find the index's disk and the cell's cgroup.
+ *   cell_preload   warm: read the index files into the page cache (a capped
+ *                  cell evicts them first, so they are charged to its group).
+ *   cell_open      open the index (ann_engine_open, its open report kept),
+ *                  tune a target recall on the warm-up queries, one search
+ *                  context per thread.
+ *   cell_warm_up   warm: warm-up queries from warmup.fbin (never the test
+ *                  queries); cold: evict the index from the page cache
+ *                  (cgroups/evict.h: fadvise, global drop when permitted,
+ *                  residency verified with mincore).
+ *   cell_latency   one thread, one query at a time, CLOCK_MONOTONIC around
+ *                  each search; `repeats` passes (cold: evicted before each);
+ *                  the percentiles reported are the medians over passes.
+ *   cell_qps       T threads (pinned through hwloc to one processing unit
+ *                  each when pin_threads is true), each with its own context
+ *                  and one query in flight, pulling query numbers from a
+ *                  shared counter; at least one full pass (warm: passes until
+ *                  qps_min_seconds), qps = queries / wall time.  Cold evicts
+ *                  again first.  Median over repeats.
+ *   cell_recall    from the first latency pass, recomputed against base.fbin
+ *                  after measuring, so reading the base cannot disturb the
+ *                  measured phase; raw latencies and answers written.
+ *   cell_record    the cell's JSON object, written atomically to OUT.json.
  *
  * Peak RSS covers the latency and QPS passes (VmHWM after clear_refs "5");
- * device reads are the latency pass's, per query, beside the engine's own.
+ * device reads are the latency passes', per query, beside the engine's own.
  */
 #include "harness/child.h"
 
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 #include "engines/engine.h"
 #include "datasets/bundle.h"
 #include "harness/measure.h"
@@ -48,13 +56,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the QPS pass ------------------------------------------------------ */
 
@@ -131,11 +132,11 @@ static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s)
         }
         started++;
     }
-    uint64_t t0 = now_ns();
+    uint64_t t0 = ann_mono_ns();
     atomic_store(&sh->go, 1);
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = ann_mono_ns();
     if (!rc && atomic_load(&sh->failed_rc))
         rc = atomic_load(&sh->failed_rc);
     if (!rc) {
@@ -340,13 +341,457 @@ static int write_json_atomic(const json_t *v, const char *path)
     return 0;
 }
 
+/* ---- the protocol, one function per phase ------------------------------ */
+
+/* The cell as its spec describes it (read by cell_prepare). */
+typedef struct cell_spec {
+    const json_t *spec, *cell;
+    const char *engine, *dataset_dir, *index_dir, *latency_path, *neighbors_path;
+    uint32_t k, threads, reps, want_warm;
+    double qps_min_s;
+    int pin, cold, capped, in_cg;
+    uint32_t nq, dim;  /* the queries measured, their dimension */
+    devstat_dev dev;   /* the disk holding the index, when dev_ok */
+    int dev_ok;
+    evict_params ep;
+} cell_spec;
+
+/* What the phases measured, in the order they measure it; cell_record
+ * writes it out. */
+typedef struct cell_figures {
+    json_t *open_report, *search, *tuned; /* search: the parameters measured; tuned: a
+                                             target recall's report */
+    evict_report prep, pre_evict;
+    json_t *evict, *qps_evict, *warm;
+    uint64_t res_now, res_total;          /* resident bytes as the measured phase starts */
+    int lat_pinned, rss_reset_rc, cg_peak_reset;
+    cg_counters cg0, cg1;                 /* the cell's group around the latency passes */
+    devstat_sample ds0, ds1;              /* the disk around the latency passes */
+    ann_stats sum;                        /* the engine's statistics, every latency pass */
+    uint64_t user_ns, sys_ns;             /* the searching thread's CPU, every latency pass */
+    double wall_s;                        /* the last QPS measurement's */
+    uint64_t passes_done;
+    int pinned;
+    harness_mem mem;
+    harness_recall_out rout;
+} cell_figures;
+
+static void cell_figures_fini(cell_figures *f)
+{
+    json_decref(f->open_report);
+    json_decref(f->search);
+    json_decref(f->tuned);
+    json_decref(f->evict);
+    json_decref(f->qps_evict);
+    json_decref(f->warm);
+}
+
+/*
+ * prepare: read the spec, load the inputs (queries, ground truth) and
+ * allocate every buffer before anything is measured; find the disk of the
+ * index and, in a cgroup, the cell's own group.
+ */
+static int cell_prepare(const char *spec_path, const json_t *spec, int in_cg, cell_spec *c,
+                        cell_state *s)
+{
+    int rc = 0;
+    c->spec = spec;
+    c->cell = json_object_get(spec, "cell");
+    c->in_cg = in_cg;
+    c->engine = json_string_value(json_object_get(c->cell, "engine"));
+    const char *mode = json_string_value(json_object_get(c->cell, "mode"));
+    c->dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
+    c->index_dir = json_string_value(json_object_get(spec, "index_dir"));
+    c->latency_path = json_string_value(json_object_get(spec, "latency_path"));
+    c->neighbors_path = json_string_value(json_object_get(spec, "neighbors_path"));
+    c->k = (uint32_t)json_integer_value(json_object_get(spec, "k"));
+    c->threads = (uint32_t)json_integer_value(json_object_get(c->cell, "threads"));
+    c->reps = (uint32_t)json_integer_value(json_object_get(spec, "repeats"));
+    uint32_t want_q = (uint32_t)json_integer_value(json_object_get(spec, "queries"));
+    c->want_warm = (uint32_t)json_integer_value(json_object_get(spec, "warmup_queries"));
+    c->qps_min_s = json_number_value(json_object_get(spec, "qps_min_seconds"));
+    int drop = json_is_true(json_object_get(spec, "drop_caches"));
+    c->pin = json_is_true(json_object_get(spec, "pin_threads"));
+    c->cold = mode && !strcmp(mode, "cold");
+    c->capped = json_is_integer(json_object_get(c->cell, "memory_cap_bytes"));
+    s->ops = ann_engine_find(c->engine);
+    if (!s->ops || !mode || !c->dataset_dir || !c->index_dir || !c->latency_path || c->k == 0 ||
+        c->threads == 0 || c->reps == 0)
+        return ann_fail(ANN_ECONFIG, "%s: incomplete cell spec", spec_path);
+
+    /* inputs, loaded before anything is measured */
+    if ((rc = ann_bundle_open(c->dataset_dir, &s->ds)) ||
+        (rc = ann_bundle_queries(&s->ds, &s->queries)) || (rc = ann_bundle_gt(&s->ds, &s->gt)))
+        return rc;
+    c->nq = want_q && want_q < s->ds.nq ? want_q : s->ds.nq;
+    c->dim = s->ds.dim;
+    if (c->nq == 0)
+        return ann_fail(ANN_EDATA, "%s: no queries", c->dataset_dir);
+    uint32_t nq = c->nq, k = c->k, reps = c->reps;
+    s->ids = calloc((size_t)nq * k, sizeof *s->ids);
+    s->dists = calloc(k, sizeof *s->dists);
+    s->counts = calloc(nq, sizeof *s->counts);
+    s->lat_ns = calloc((size_t)nq * reps, sizeof *s->lat_ns);
+    s->rep_qps = calloc(reps, sizeof *s->rep_qps);
+    for (int i = 0; i < 6; i++)
+        s->rep_p[i] = calloc(reps, sizeof(double));
+    s->ctxs = calloc(c->threads, sizeof *s->ctxs);
+    if (!s->ids || !s->dists || !s->counts || !s->lat_ns || !s->rep_qps || !s->rep_p[5] ||
+        !s->ctxs)
+        return ann_fail(-ENOMEM, "cell: no memory for %u queries", nq);
+    c->dev_ok = devstat_resolve(c->index_dir, NULL, &c->dev) == 0;
+    c->ep = evict_params_default();
+    c->ep.drop_caches = drop;
+    /* in its own group (capped or accounting only): read the group's counters */
+    cg_system cgs;
+    if (c->in_cg && cg_detect(NULL, &cgs) == 0 && cg_group_open_self(&cgs, &s->cg) != 0)
+        s->cg = NULL;
+    return 0;
+}
+
+/*
+ * evict/preload (warm cells, before open): read the index files once into
+ * the page cache.  A capped warm cell first evicts them: a page already in
+ * the page cache stays charged to the group that read it first (the build,
+ * an earlier cell), and the cap never applies to it, so a warm capped cell
+ * would run from a cache larger than its cap.  The index leaves the cache
+ * (DONTNEED only: the global drop is not needed) and the preload reads it
+ * back from inside this cell's own group, under its cap.  Cold cells evict
+ * after open and warm-up instead (cell_warm_up).
+ */
+static int cell_preload(const cell_spec *c, const cell_state *s, cell_figures *f)
+{
+    int rc = 0;
+    if (c->cold)
+        return 0;
+    if (c->capped && s->cg) {
+        evict_params only_mine = c->ep;
+        only_mine.drop_caches = false;
+        if ((rc = evict_cold_dir(c->index_dir, &only_mine, &f->pre_evict)))
+            return rc;
+    }
+    return evict_warm_dir(c->index_dir, &f->prep);
+}
+
+/*
+ * open: the index through ann_engine_open (its open report kept); a target
+ * recall is tuned on the warm-up queries now, before cold eviction and
+ * warm-up, so neither is disturbed; then one search context per thread.
+ */
+static int cell_open(const cell_spec *c, cell_state *s, cell_figures *f)
+{
+    int rc = ann_engine_open(s->ops, c->index_dir, json_object_get(c->cell, "open"), &s->eng,
+                             &f->open_report);
+    if (rc)
+        return ann_fail_wrap(rc, "open %s", c->index_dir);
+    f->search = json_deep_copy(json_object_get(c->cell, "search"));
+    if (!f->search)
+        f->search = json_object();
+    const char *tparam;
+    double target;
+    if (harness_tune_target(f->search, &tparam, &target) &&
+        (rc = tune_cell(s, c->spec, f->search, tparam, target, c->k, &f->tuned)))
+        return rc;
+    for (; s->nctx < c->threads; s->nctx++)
+        if ((rc = ann_engine_ctx_new(s->ops, s->eng, f->search, c->k, &s->ctxs[s->nctx])))
+            return rc;
+    return 0;
+}
+
+/*
+ * warm-up: a warm cell runs warmup_queries queries from warmup.fbin (never
+ * the test queries) on the first context; a cold cell evicts the index
+ * instead (cgroups/evict.h: fadvise, global drop when permitted, residency
+ * verified with mincore).  Either way, what is resident as the measured
+ * phase starts is recorded.
+ */
+static int cell_warm_up(const cell_spec *c, cell_state *s, cell_figures *f)
+{
+    int rc = 0;
+    uint32_t n_warm = 0;
+    if (!c->cold) {
+        if (s->ds.n_warmup && c->want_warm) {
+            if ((rc = ann_bundle_warmup(&s->ds, &s->warmup, &n_warm)))
+                return rc;
+            if (n_warm > c->want_warm)
+                n_warm = c->want_warm;
+        }
+        for (uint32_t i = 0; i < n_warm; i++) {
+            ann_stats st;
+            memset(&st, 0, sizeof st);
+            int r = s->ops->search(s->ctxs[0], s->warmup + (size_t)i * c->dim, c->k, s->ids,
+                                   s->dists, &st);
+            if (r < 0)
+                return ann_fail_wrap(r, "warm-up query %u", i);
+        }
+        f->warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache",
+                            (json_int_t)f->prep.preload_bytes, "warmup_queries", (int)n_warm,
+                            "warmup_source",
+                            s->ds.n_warmup ? "warmup.fbin" : "none (dataset has no warmup.fbin)");
+        if (c->capped && s->cg)
+            json_object_set_new(f->warm, "evicted_before_preload",
+                                json_pack("{s:I, s:I}", "resident_before_bytes",
+                                          (json_int_t)f->pre_evict.resident_before_bytes,
+                                          "resident_after_bytes",
+                                          (json_int_t)f->pre_evict.resident_after_bytes));
+    } else if ((rc = evict_cold_dir(c->index_dir, &c->ep, &f->prep))) {
+        return rc;
+    }
+    f->evict = evict_report_json(&f->prep);
+    /* what is resident as the measured phase starts (warm-up queries included) */
+    uint64_t res_files = 0;
+    return resident_dir_bytes(c->index_dir, &f->res_now, &f->res_total, &res_files);
+}
+
+/*
+ * latency passes: one thread, one query at a time, CLOCK_MONOTONIC around
+ * each search, `repeats` passes (cold: evicted before each but the first);
+ * the engine's statistics, the thread's CPU, the disk's and the group's
+ * counters cover every pass.  On the first processing unit when
+ * pin_threads, else where the scheduler puts the thread.  Pinning is off
+ * by default: on a VM whose device interrupts land on another CPU, every
+ * completion then costs a cross-CPU wake-up (measured: diskann-sector
+ * 1.4-10x slower pinned to the CPU without the disk's interrupts).
+ */
+static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
+{
+    int rc = 0;
+    const uint32_t nq = c->nq, k = c->k;
+    f->lat_pinned = c->pin && harness_pin_thread(0) == 0;
+    f->rss_reset_rc = harness_rss_reset();
+    f->cg_peak_reset = s->cg ? cg_group_reset_peak(s->cg) == 0 : 0;
+    if (s->cg)
+        cg_group_read(s->cg, c->dev_ok ? devstat_devt(&c->dev) : 0, &f->cg0);
+    if ((rc = devstat_sample_take(c->dev_ok ? &c->dev : NULL, 0, &f->ds0)))
+        return rc;
+    for (uint32_t r = 0; r < c->reps; r++) {
+        if (c->cold && r > 0) {
+            evict_report again;
+            if ((rc = evict_cold_dir(c->index_dir, &c->ep, &again)))
+                return rc;
+        }
+        for (uint32_t q = 0; q < nq; q++) {
+            ann_stats st;
+            memset(&st, 0, sizeof st);
+            uint32_t *out_ids = s->ids + (size_t)q * k;
+            harness_thread_cpu c0, c1;
+            harness_thread_cpu_take(&c0); /* outside the timed span */
+            uint64_t t0 = ann_mono_ns();
+            int got = s->ops->search(s->ctxs[0], s->queries + (size_t)q * c->dim, k, out_ids,
+                                     s->dists, &st);
+            uint64_t t1 = ann_mono_ns();
+            harness_thread_cpu_take(&c1);
+            if (got < 0)
+                return ann_fail_wrap(got, "query %u", q);
+            if ((uint32_t)got > k)
+                return ann_fail(ANN_EDATA, "query %u: engine returned %d results for k=%u", q,
+                                got, k);
+            s->lat_ns[(size_t)r * nq + q] = t1 - t0;
+            if (r == 0)
+                s->counts[q] = (uint32_t)got;
+            /* every repeat: on a VM the first pass after warm-up can be
+             * several times slower (page-table work on first touch) */
+            ann_stats_add(&f->sum, &st);
+            f->user_ns += c1.user_ns - c0.user_ns;
+            f->sys_ns += c1.sys_ns - c0.sys_ns;
+        }
+        harness_latency lat;
+        if ((rc = harness_latency_summary(s->lat_ns + (size_t)r * nq, nq, &lat)))
+            return rc;
+        s->rep_p[0][r] = lat.p50;
+        s->rep_p[1][r] = lat.p95;
+        s->rep_p[2][r] = lat.p99;
+        s->rep_p[3][r] = lat.p999;
+        s->rep_p[4][r] = lat.mean;
+        s->rep_p[5][r] = lat.max;
+    }
+    if ((rc = devstat_sample_take(c->dev_ok ? &c->dev : NULL, 0, &f->ds1)))
+        return rc;
+    if (s->cg)
+        cg_group_read(s->cg, c->dev_ok ? devstat_devt(&c->dev) : 0, &f->cg1);
+    return 0;
+}
+
+/*
+ * QPS passes: T threads, one query in flight each (qps_run); per repeat
+ * one full pass (cold: evicted again before it), and a warm cell runs more
+ * passes until qps_min_seconds.  Peak memory is read after them: it covers
+ * the latency and QPS passes.
+ */
+static int cell_qps(const cell_spec *c, cell_state *s, cell_figures *f)
+{
+    int rc = 0;
+    qps_shared sh = { .pin = c->pin, .ops = s->ops, .ctxs = s->ctxs, .queries = s->queries,
+                      .nq = c->nq, .dim = c->dim, .k = c->k, .threads = c->threads };
+    for (uint32_t r = 0; r < c->reps; r++) {
+        if (c->cold) {
+            evict_report again;
+            if ((rc = evict_cold_dir(c->index_dir, &c->ep, &again)))
+                return rc;
+            json_decref(f->qps_evict);
+            f->qps_evict = evict_report_json(&again);
+        }
+        /* one pass first; warm runs more until qps_min_seconds is reached */
+        double qps = 0, w = 0;
+        if ((rc = qps_run(&sh, 1, &qps, &w)))
+            return rc;
+        uint64_t passes = 1;
+        if (!c->cold && w < c->qps_min_s) {
+            passes = (uint64_t)(c->qps_min_s / (w > 1e-6 ? w : 1e-6)) + 1;
+            if (passes > 100000)
+                passes = 100000;
+            if ((rc = qps_run(&sh, passes, &qps, &w)))
+                return rc;
+        }
+        s->rep_qps[r] = qps;
+        f->wall_s = w;
+        f->passes_done = passes;
+        f->pinned = atomic_load(&sh.pinned);
+    }
+    harness_mem_read(&f->mem);
+    return 0;
+}
+
+/*
+ * recall, after measuring (reading the base cannot disturb the measured
+ * phase): the first latency pass's answers, recomputed against base.fbin;
+ * then the raw latencies and the answers are written.
+ */
+static int cell_recall(const cell_spec *c, cell_state *s, cell_figures *f)
+{
+    int rc = ann_bundle_base(&s->ds, &s->base);
+    if (rc)
+        return rc;
+    harness_recall_in rin = { .base = s->base, .queries = s->queries, .nq = c->nq, .k = c->k,
+                              .ids = s->ids, .counts = s->counts, .gt = &s->gt };
+    if ((rc = harness_recall(&rin, &f->rout, NULL)))
+        return ann_fail_wrap(rc, "recall of %s", c->engine);
+    if ((rc = write_latencies(c->latency_path, s->lat_ns, c->nq, c->reps)))
+        return rc;
+    if (c->neighbors_path &&
+        (rc = write_neighbors(c->neighbors_path, s->ids, s->counts, c->nq, c->k)))
+        return rc;
+    return 0;
+}
+
+/* record: the cell's figures as one JSON object, written to out_path
+ * atomically (the runner adds it to cells.jsonl). */
+static int cell_record(const cell_spec *c, const cell_state *s, cell_figures *f,
+                       const char *out_path)
+{
+    const uint32_t reps = c->reps;
+    double nall = (double)c->nq * reps;
+    json_t *result = json_object();
+    json_object_set_new(result, "recall", json_real(f->rout.recall));
+    json_object_set_new(result, "recall_plain", json_real(f->rout.recall_plain));
+    json_object_set_new(result, "recall_p5", json_real(f->rout.recall_p5));
+    json_object_set_new(result, "queries", json_integer(c->nq));
+    json_object_set_new(result, "repeats", json_integer(reps));
+    json_object_set_new(
+        result, "latency_us",
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "p50", harness_median(s->rep_p[0], reps),
+                  "p95", harness_median(s->rep_p[1], reps), "p99",
+                  harness_median(s->rep_p[2], reps), "p999", harness_median(s->rep_p[3], reps),
+                  "mean", harness_median(s->rep_p[4], reps), "max",
+                  harness_median(s->rep_p[5], reps)));
+    json_object_set_new(result, "qps", json_real(harness_median(s->rep_qps, reps)));
+    /* every repeat's figures, so `annlab compare` can derive noise tolerances */
+    json_t *per = json_pack("{s:[], s:[], s:[]}", "p50_us", "p99_us", "qps");
+    for (uint32_t r = 0; per && r < reps; r++) {
+        json_array_append_new(json_object_get(per, "p50_us"), json_real(s->rep_p[0][r]));
+        json_array_append_new(json_object_get(per, "p99_us"), json_real(s->rep_p[2][r]));
+        json_array_append_new(json_object_get(per, "qps"), json_real(s->rep_qps[r]));
+    }
+    json_object_set_new(result, "per_repeat", per);
+    json_object_set_new(result, "qps_detail",
+                        json_pack("{s:I, s:f, s:i, s:i, s:b}", "passes",
+                                  (json_int_t)f->passes_done, "wall_seconds_last", f->wall_s,
+                                  "threads_pinned", f->pinned, "threads", (int)c->threads,
+                                  "latency_thread_pinned", f->lat_pinned));
+    const ann_stats *sum = &f->sum;
+    json_t *es = json_pack(
+        "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "reads", sum->reads / nall,
+        "bytes_read", sum->bytes_read / nall, "hops", sum->hops / nall, "full_dists",
+        sum->full_dists / nall, "code_dists", sum->code_dists / nall, "cache_hits",
+        sum->cache_hits / nall, "io_wait_ns", sum->io_wait_ns / nall, "cpu_ns",
+        sum->cpu_ns / nall, "user_ns", f->user_ns / nall, "sys_ns", f->sys_ns / nall);
+    json_object_set_new(es, "stages_ns", harness_stages_json(sum, nall));
+    json_object_set_new(result, "engine_stats", es);
+    json_object_set_new(result, "open_report", f->open_report ? f->open_report : json_null());
+    f->open_report = NULL;
+    if (f->tuned) {
+        json_object_set(result, "search_used", f->search);
+        json_object_set(result, "target_recall", f->tuned);
+    }
+    devstat_delta dd;
+    devstat_diff(&f->ds0, &f->ds1, &dd);
+    char source[400];
+    if (c->dev_ok)
+        snprintf(source, sizeof source, "device %s (%s), whole disk during the latency passes",
+                 c->dev.name, c->dev.chain[0] ? c->dev.chain : c->dev.stat_path);
+    else
+        snprintf(source, sizeof source, "unavailable: %s", c->dev.reason);
+    json_t *devj = devstat_delta_json(&dd, (uint64_t)nall, source);
+    const cg_counters *cg0 = &f->cg0, *cg1 = &f->cg1;
+    if (s->cg && cg0->io_known && cg1->io_known)
+        json_object_set_new(devj, "cgroup",
+                            json_pack("{s:f, s:f}", "reads_per_query",
+                                      (double)(cg1->read_ios - cg0->read_ios) / nall,
+                                      "bytes_per_query",
+                                      (double)(cg1->read_bytes - cg0->read_bytes) / nall));
+    json_object_set_new(result, "device", devj);
+    json_t *memj = json_pack("{s:I, s:I, s:I}", "peak_rss_bytes",
+                             (json_int_t)f->mem.peak_rss_bytes, "peak_anon_bytes",
+                             (json_int_t)f->mem.anon_bytes, "peak_file_bytes",
+                             (json_int_t)f->mem.file_bytes);
+    cg_counters cg2;
+    memset(&cg2, 0, sizeof cg2);
+    if (s->cg)
+        cg_group_read(s->cg, 0, &cg2);
+    json_object_set_new(memj, "cgroup_peak_bytes",
+                        s->cg && cg2.peak_known ? json_integer((json_int_t)cg2.peak_bytes)
+                                                : json_null());
+    /* the page cache charged to this cell's group as the latency passes
+     * start and end: under a cap, how much of the index it could hold */
+    json_object_set_new(memj, "cgroup_page_cache_bytes",
+                        s->cg && cg0->page_cache_known && cg1->page_cache_known
+                            ? json_pack("{s:I, s:I}", "start",
+                                        (json_int_t)cg0->page_cache_bytes, "end",
+                                        (json_int_t)cg1->page_cache_bytes)
+                            : json_null());
+    if (s->cg)
+        json_object_set_new(memj, "cgroup_peak_scope",
+                            json_string(f->cg_peak_reset
+                                            ? "measured phase (peak reset before it)"
+                                            : "whole cell (the kernel refused a peak reset)"));
+    json_object_set_new(memj, "peak_reset",
+                        json_string(f->rss_reset_rc == 0
+                                        ? "clear_refs"
+                                        : "refused: peak covers the whole process"));
+    json_object_set_new(memj, "anon_file_split",
+                        json_string("RssAnon/RssFile at the end of the measured phase"));
+    json_object_set_new(result, "memory", memj);
+    json_t *ce = json_incref(f->evict);
+    json_object_set_new(ce, "resident_at_measure_start_bytes",
+                        json_integer((json_int_t)f->res_now));
+    json_object_set_new(ce, "index_bytes", json_integer((json_int_t)f->res_total));
+    if (f->qps_evict)
+        json_object_set_new(ce, "before_qps", json_incref(f->qps_evict));
+    json_object_set_new(result, "cache_eviction", ce);
+    if (f->warm)
+        json_object_set_new(result, "warm", json_incref(f->warm));
+    int rc = write_json_atomic(result, out_path);
+    json_decref(result);
+    return rc;
+}
+
 int harness_cell_main(const char *spec_path, const char *out_path)
 {
     int rc = 0;
     json_error_t jerr;
     cell_state s = { 0 };
-    json_t *result = NULL, *evict = NULL, *qps_evict = NULL, *warm = NULL, *open_report = NULL;
-    json_t *search = NULL, *tuned = NULL; /* the search parameters measured; a target's report */
+    cell_spec c = { 0 };
+    cell_figures f = { 0 };
     /* a cell in a cgroup starts only once the runner has moved it there */
     const char *gate_fd = getenv("ANNLAB_CG_GATE_FD");
     int in_cg = gate_fd != NULL;
@@ -362,351 +807,15 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         fprintf(stderr, "annlab cell: %s: %s\n", spec_path, jerr.text);
         return 1;
     }
-    const json_t *cell = json_object_get(spec, "cell");
-    const char *engine = json_string_value(json_object_get(cell, "engine"));
-    const char *mode = json_string_value(json_object_get(cell, "mode"));
-    const char *dataset_dir = json_string_value(json_object_get(spec, "dataset_dir"));
-    const char *index_dir = json_string_value(json_object_get(spec, "index_dir"));
-    const char *latency_path = json_string_value(json_object_get(spec, "latency_path"));
-    const char *neighbors_path = json_string_value(json_object_get(spec, "neighbors_path"));
-    uint32_t k = (uint32_t)json_integer_value(json_object_get(spec, "k"));
-    uint32_t threads = (uint32_t)json_integer_value(json_object_get(cell, "threads"));
-    uint32_t reps = (uint32_t)json_integer_value(json_object_get(spec, "repeats"));
-    uint32_t want_q = (uint32_t)json_integer_value(json_object_get(spec, "queries"));
-    uint32_t want_warm = (uint32_t)json_integer_value(json_object_get(spec, "warmup_queries"));
-    double qps_min_s = json_number_value(json_object_get(spec, "qps_min_seconds"));
-    int drop = json_is_true(json_object_get(spec, "drop_caches"));
-    int pin = json_is_true(json_object_get(spec, "pin_threads"));
-    int cold = mode && !strcmp(mode, "cold");
-    s.ops = ann_engine_find(engine);
-    if (!s.ops || !mode || !dataset_dir || !index_dir || !latency_path || k == 0 || threads == 0 ||
-        reps == 0) {
-        rc = ann_fail(ANN_ECONFIG, "%s: incomplete cell spec", spec_path);
-        goto out;
-    }
-
-    /* inputs, loaded before anything is measured */
-    if ((rc = ann_bundle_open(dataset_dir, &s.ds)) || (rc = ann_bundle_queries(&s.ds, &s.queries)) ||
-        (rc = ann_bundle_gt(&s.ds, &s.gt)))
-        goto out;
-    uint32_t nq = want_q && want_q < s.ds.nq ? want_q : s.ds.nq;
-    uint32_t dim = s.ds.dim;
-    if (nq == 0) {
-        rc = ann_fail(ANN_EDATA, "%s: no queries", dataset_dir);
-        goto out;
-    }
-    s.ids = calloc((size_t)nq * k, sizeof *s.ids);
-    s.dists = calloc(k, sizeof *s.dists);
-    s.counts = calloc(nq, sizeof *s.counts);
-    s.lat_ns = calloc((size_t)nq * reps, sizeof *s.lat_ns);
-    s.rep_qps = calloc(reps, sizeof *s.rep_qps);
-    for (int i = 0; i < 6; i++)
-        s.rep_p[i] = calloc(reps, sizeof(double));
-    s.ctxs = calloc(threads, sizeof *s.ctxs);
-    if (!s.ids || !s.dists || !s.counts || !s.lat_ns || !s.rep_qps || !s.rep_p[5] || !s.ctxs) {
-        rc = ann_fail(-ENOMEM, "cell: no memory for %u queries", nq);
-        goto out;
-    }
-    devstat_dev dev;
-    int dev_ok = devstat_resolve(index_dir, NULL, &dev) == 0;
-    evict_params ep = evict_params_default();
-    ep.drop_caches = drop;
-    /* in its own group (capped or accounting only): read the group's counters */
-    cg_system cgs;
-    if (in_cg && cg_detect(NULL, &cgs) == 0 && cg_group_open_self(&cgs, &s.cg) != 0)
-        s.cg = NULL;
-
-    /* prepare: warm reads the files before opening, cold evicts after */
-    evict_report prep, pre_evict;
-    memset(&prep, 0, sizeof prep);
-    memset(&pre_evict, 0, sizeof pre_evict);
-    int capped = json_is_integer(json_object_get(cell, "memory_cap_bytes"));
-    if (!cold && capped && s.cg) {
-        /* A page already in the page cache stays charged to the group that
-         * read it first (the build, an earlier cell), and the cap never
-         * applies to it: a warm capped cell would run from a cache larger
-         * than its cap.  So the index leaves the cache first (DONTNEED only:
-         * the global drop is not needed), and the preload below reads it
-         * back from inside this cell's own group, under its cap. */
-        evict_params only_mine = ep;
-        only_mine.drop_caches = false;
-        if ((rc = evict_cold_dir(index_dir, &only_mine, &pre_evict)))
-            goto out;
-    }
-    if (!cold && (rc = evict_warm_dir(index_dir, &prep)))
-        goto out;
-    rc = s.ops->open(index_dir, json_object_get(cell, "open"), &s.eng);
-    if (rc) {
-        rc = ann_fail_wrap(rc, "open %s", index_dir);
-        goto out;
-    }
-    if (s.ops->open_report)
-        open_report = s.ops->open_report(s.eng);
-    /* a target recall: find the effort on the warm-up queries first (before
-     * cold eviction and warm-up, so neither is disturbed) */
-    search = json_deep_copy(json_object_get(cell, "search"));
-    if (!search)
-        search = json_object();
-    const char *tparam;
-    double target;
-    if (harness_tune_target(search, &tparam, &target) &&
-        (rc = tune_cell(&s, spec, search, tparam, target, k, &tuned)))
-        goto out;
-    for (; s.nctx < threads; s.nctx++) {
-        rc = s.ops->ctx_new(s.eng, search, k, &s.ctxs[s.nctx]);
-        if (rc)
-            goto out;
-    }
-    ann_stats st;
-    uint32_t n_warm = 0;
-    if (!cold) {
-        if (s.ds.n_warmup && want_warm) {
-            if ((rc = ann_bundle_warmup(&s.ds, &s.warmup, &n_warm)))
-                goto out;
-            if (n_warm > want_warm)
-                n_warm = want_warm;
-        }
-        for (uint32_t i = 0; i < n_warm; i++) {
-            memset(&st, 0, sizeof st);
-            int r = s.ops->search(s.ctxs[0], s.warmup + (size_t)i * dim, k, s.ids, s.dists, &st);
-            if (r < 0) {
-                rc = ann_fail_wrap(r, "warm-up query %u", i);
-                goto out;
-            }
-        }
-        warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache", (json_int_t)prep.preload_bytes,
-                         "warmup_queries", (int)n_warm, "warmup_source",
-                         s.ds.n_warmup ? "warmup.fbin" : "none (dataset has no warmup.fbin)");
-        if (capped && s.cg)
-            json_object_set_new(warm, "evicted_before_preload",
-                                json_pack("{s:I, s:I}", "resident_before_bytes",
-                                          (json_int_t)pre_evict.resident_before_bytes,
-                                          "resident_after_bytes",
-                                          (json_int_t)pre_evict.resident_after_bytes));
-    } else if ((rc = evict_cold_dir(index_dir, &ep, &prep))) {
-        goto out;
-    }
-    evict = evict_report_json(&prep);
-    /* what is resident as the measured phase starts (warm-up queries included) */
-    uint64_t res_now = 0, res_files = 0, res_total = 0;
-    rc = resident_dir_bytes(index_dir, &res_now, &res_total, &res_files);
-    if (rc)
-        goto out;
-
-    /* latency passes: on the first processing unit when pin_threads, else
-     * where the scheduler puts the thread.  Pinning is off by default: on a
-     * VM whose device interrupts land on another CPU, every completion then
-     * costs a cross-CPU wake-up (measured: diskann-sector 1.4-10x slower
-     * pinned to the CPU without the disk's interrupts) */
-    int lat_pinned = pin && harness_pin_thread(0) == 0;
-    int rss_reset_rc = harness_rss_reset();
-    int cg_peak_reset = s.cg ? cg_group_reset_peak(s.cg) == 0 : 0;
-    cg_counters cg0, cg1;
-    memset(&cg0, 0, sizeof cg0);
-    memset(&cg1, 0, sizeof cg1);
-    if (s.cg)
-        cg_group_read(s.cg, dev_ok ? devstat_devt(&dev) : 0, &cg0);
-    devstat_sample ds0, ds1;
-    if ((rc = devstat_sample_take(dev_ok ? &dev : NULL, 0, &ds0)))
-        goto out;
-    ann_stats sum = { 0 };
-    uint64_t user_ns = 0, sys_ns = 0; /* the searching thread's, all passes */
-    for (uint32_t r = 0; r < reps; r++) {
-        if (cold && r > 0) {
-            evict_report again;
-            if ((rc = evict_cold_dir(index_dir, &ep, &again)))
-                goto out;
-        }
-        for (uint32_t q = 0; q < nq; q++) {
-            memset(&st, 0, sizeof st);
-            uint32_t *out_ids = s.ids + (size_t)q * k;
-            harness_thread_cpu c0, c1;
-            harness_thread_cpu_take(&c0); /* outside the timed span */
-            uint64_t t0 = now_ns();
-            int got = s.ops->search(s.ctxs[0], s.queries + (size_t)q * dim, k, out_ids, s.dists, &st);
-            uint64_t t1 = now_ns();
-            harness_thread_cpu_take(&c1);
-            if (got < 0) {
-                rc = ann_fail_wrap(got, "query %u", q);
-                goto out;
-            }
-            if ((uint32_t)got > k) {
-                rc = ann_fail(ANN_EDATA, "query %u: engine returned %d results for k=%u", q, got, k);
-                goto out;
-            }
-            s.lat_ns[(size_t)r * nq + q] = t1 - t0;
-            if (r == 0)
-                s.counts[q] = (uint32_t)got;
-            /* every repeat: on a VM the first pass after warm-up can be
-             * several times slower (page-table work on first touch) */
-            ann_stats_add(&sum, &st);
-            user_ns += c1.user_ns - c0.user_ns;
-            sys_ns += c1.sys_ns - c0.sys_ns;
-        }
-        harness_latency lat;
-        if ((rc = harness_latency_summary(s.lat_ns + (size_t)r * nq, nq, &lat)))
-            goto out;
-        s.rep_p[0][r] = lat.p50;
-        s.rep_p[1][r] = lat.p95;
-        s.rep_p[2][r] = lat.p99;
-        s.rep_p[3][r] = lat.p999;
-        s.rep_p[4][r] = lat.mean;
-        s.rep_p[5][r] = lat.max;
-    }
-    if ((rc = devstat_sample_take(dev_ok ? &dev : NULL, 0, &ds1)))
-        goto out;
-    if (s.cg)
-        cg_group_read(s.cg, dev_ok ? devstat_devt(&dev) : 0, &cg1);
-
-    /* QPS passes */
-    qps_shared sh = { .pin = pin, .ops = s.ops, .ctxs = s.ctxs, .queries = s.queries, .nq = nq, .dim = dim,
-                      .k = k, .threads = threads };
-    double wall_s = 0;
-    uint64_t passes_done = 0;
-    int pinned = 0;
-    for (uint32_t r = 0; r < reps; r++) {
-        if (cold) {
-            evict_report again;
-            if ((rc = evict_cold_dir(index_dir, &ep, &again)))
-                goto out;
-            json_decref(qps_evict);
-            qps_evict = evict_report_json(&again);
-        }
-        /* one pass first; warm runs more until qps_min_seconds is reached */
-        double qps = 0, w = 0;
-        if ((rc = qps_run(&sh, 1, &qps, &w)))
-            goto out;
-        uint64_t passes = 1;
-        if (!cold && w < qps_min_s) {
-            passes = (uint64_t)(qps_min_s / (w > 1e-6 ? w : 1e-6)) + 1;
-            if (passes > 100000)
-                passes = 100000;
-            if ((rc = qps_run(&sh, passes, &qps, &w)))
-                goto out;
-        }
-        s.rep_qps[r] = qps;
-        wall_s = w;
-        passes_done = passes;
-        pinned = atomic_load(&sh.pinned);
-    }
-    harness_mem mem;
-    harness_mem_read(&mem);
-
-    /* recall, after measuring */
-    if ((rc = ann_bundle_base(&s.ds, &s.base)))
-        goto out;
-    harness_recall_in rin = { .base = s.base, .queries = s.queries, .nq = nq, .k = k, .ids = s.ids,
-                              .counts = s.counts, .gt = &s.gt };
-    harness_recall_out rout;
-    if ((rc = harness_recall(&rin, &rout, NULL))) {
-        rc = ann_fail_wrap(rc, "recall of %s", engine);
-        goto out;
-    }
-    if ((rc = write_latencies(latency_path, s.lat_ns, nq, reps)))
-        goto out;
-    if (neighbors_path && (rc = write_neighbors(neighbors_path, s.ids, s.counts, nq, k)))
-        goto out;
-
-    double nall = (double)nq * reps;
-    (void)res_files;
-    result = json_object();
-    json_object_set_new(result, "recall", json_real(rout.recall));
-    json_object_set_new(result, "recall_plain", json_real(rout.recall_plain));
-    json_object_set_new(result, "recall_p5", json_real(rout.recall_p5));
-    json_object_set_new(result, "queries", json_integer(nq));
-    json_object_set_new(result, "repeats", json_integer(reps));
-    json_object_set_new(
-        result, "latency_us",
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "p50", harness_median(s.rep_p[0], reps), "p95",
-                  harness_median(s.rep_p[1], reps), "p99", harness_median(s.rep_p[2], reps), "p999",
-                  harness_median(s.rep_p[3], reps), "mean", harness_median(s.rep_p[4], reps), "max",
-                  harness_median(s.rep_p[5], reps)));
-    json_object_set_new(result, "qps", json_real(harness_median(s.rep_qps, reps)));
-    /* every repeat's figures, so `annlab compare` can derive noise tolerances */
-    json_t *per = json_pack("{s:[], s:[], s:[]}", "p50_us", "p99_us", "qps");
-    for (uint32_t r = 0; per && r < reps; r++) {
-        json_array_append_new(json_object_get(per, "p50_us"), json_real(s.rep_p[0][r]));
-        json_array_append_new(json_object_get(per, "p99_us"), json_real(s.rep_p[2][r]));
-        json_array_append_new(json_object_get(per, "qps"), json_real(s.rep_qps[r]));
-    }
-    json_object_set_new(result, "per_repeat", per);
-    json_object_set_new(result, "qps_detail",
-                        json_pack("{s:I, s:f, s:i, s:i, s:b}", "passes", (json_int_t)passes_done,
-                                  "wall_seconds_last", wall_s, "threads_pinned", pinned,
-                                  "threads", (int)threads, "latency_thread_pinned", lat_pinned));
-    json_t *es =
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "reads", sum.reads / nall,
-                  "bytes_read", sum.bytes_read / nall, "hops", sum.hops / nall, "full_dists",
-                  sum.full_dists / nall, "code_dists", sum.code_dists / nall, "cache_hits",
-                  sum.cache_hits / nall, "io_wait_ns", sum.io_wait_ns / nall, "cpu_ns", sum.cpu_ns / nall,
-                  "user_ns", user_ns / nall, "sys_ns", sys_ns / nall);
-    json_object_set_new(es, "stages_ns", harness_stages_json(&sum, nall));
-    json_object_set_new(result, "engine_stats", es);
-    json_object_set_new(result, "open_report", open_report ? open_report : json_null());
-    if (tuned) {
-        json_object_set(result, "search_used", search);
-        json_object_set(result, "target_recall", tuned);
-    }
-    open_report = NULL;
-    devstat_delta dd;
-    devstat_diff(&ds0, &ds1, &dd);
-    char source[400];
-    if (dev_ok)
-        snprintf(source, sizeof source, "device %s (%s), whole disk during the latency passes",
-                 dev.name, dev.chain[0] ? dev.chain : dev.stat_path);
-    else
-        snprintf(source, sizeof source, "unavailable: %s", dev.reason);
-    json_t *devj = devstat_delta_json(&dd, (uint64_t)nall, source);
-    if (s.cg && cg0.io_known && cg1.io_known)
-        json_object_set_new(devj, "cgroup",
-                            json_pack("{s:f, s:f}", "reads_per_query",
-                                      (double)(cg1.read_ios - cg0.read_ios) / nall, "bytes_per_query",
-                                      (double)(cg1.read_bytes - cg0.read_bytes) / nall));
-    json_object_set_new(result, "device", devj);
-    json_t *memj = json_pack("{s:I, s:I, s:I}", "peak_rss_bytes", (json_int_t)mem.peak_rss_bytes,
-                             "peak_anon_bytes", (json_int_t)mem.anon_bytes, "peak_file_bytes",
-                             (json_int_t)mem.file_bytes);
-    cg_counters cg2;
-    memset(&cg2, 0, sizeof cg2);
-    if (s.cg)
-        cg_group_read(s.cg, 0, &cg2);
-    json_object_set_new(memj, "cgroup_peak_bytes",
-                        s.cg && cg2.peak_known ? json_integer((json_int_t)cg2.peak_bytes) : json_null());
-    /* the page cache charged to this cell's group as the latency passes
-     * start and end: under a cap, how much of the index it could hold */
-    json_object_set_new(memj, "cgroup_page_cache_bytes",
-                        s.cg && cg0.page_cache_known && cg1.page_cache_known
-                            ? json_pack("{s:I, s:I}", "start", (json_int_t)cg0.page_cache_bytes,
-                                        "end", (json_int_t)cg1.page_cache_bytes)
-                            : json_null());
-    if (s.cg)
-        json_object_set_new(memj, "cgroup_peak_scope",
-                            json_string(cg_peak_reset ? "measured phase (peak reset before it)"
-                                                      : "whole cell (the kernel refused a peak reset)"));
-    json_object_set_new(memj, "peak_reset",
-                        json_string(rss_reset_rc == 0 ? "clear_refs" : "refused: peak covers the whole process"));
-    json_object_set_new(memj, "anon_file_split", json_string("RssAnon/RssFile at the end of the measured phase"));
-    json_object_set_new(result, "memory", memj);
-    json_t *ce = json_incref(evict);
-    json_object_set_new(ce, "resident_at_measure_start_bytes", json_integer((json_int_t)res_now));
-    json_object_set_new(ce, "index_bytes", json_integer((json_int_t)res_total));
-    if (qps_evict)
-        json_object_set_new(ce, "before_qps", json_incref(qps_evict));
-    json_object_set_new(result, "cache_eviction", ce);
-    if (warm)
-        json_object_set_new(result, "warm", json_incref(warm));
-    rc = write_json_atomic(result, out_path);
-out:
+    if (!(rc = cell_prepare(spec_path, spec, in_cg, &c, &s)) && !(rc = cell_preload(&c, &s, &f)) &&
+        !(rc = cell_open(&c, &s, &f)) && !(rc = cell_warm_up(&c, &s, &f)) &&
+        !(rc = cell_latency(&c, &s, &f)) && !(rc = cell_qps(&c, &s, &f)) &&
+        !(rc = cell_recall(&c, &s, &f)))
+        rc = cell_record(&c, &s, &f, out_path);
     if (rc)
         fprintf(stderr, "annlab cell: %s\n", ann_errmsg(rc));
     cell_state_fini(&s);
-    json_decref(result);
-    json_decref(evict);
-    json_decref(qps_evict);
-    json_decref(warm);
-    json_decref(open_report);
-    json_decref(search);
-    json_decref(tuned);
+    cell_figures_fini(&f);
     json_decref(spec);
     return rc ? (ann_is_transient(rc) ? HARNESS_EXIT_TRANSIENT : 1) : 0;
 }

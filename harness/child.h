@@ -35,7 +35,7 @@ int harness_build_main(const char *spec_path);
  * Cell spec: {"cell": {engine, label, build, open, search, mode, threads,
  * memory_cap_bytes, id}, "k", "dataset_dir", "index_dir", "queries" (0 =
  * all), "warmup_queries", "repeats", "qps_min_seconds", "drop_caches",
- * "latency_path", "neighbors_path" (optional)}.  Runs the measurement protocol of DESIGN.md (cold or
+ * "latency_path", "neighbors_path" (optional)}.  Runs the measurement protocol of docs/protocol.md (cold or
  * warm preparation, single-thread latency pass, T-thread QPS pass, recall,
  * memory, device reads, engine stats) and writes one JSON object to
  * out_path atomically (temporary + rename) and the raw per-query latencies

@@ -15,6 +15,7 @@
 #include "harness/paper.h"
 
 #include "engines/core/status.h"
+#include "engines/engine.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -81,26 +82,13 @@ static const char *paper_fig(char *buf, size_t len, const json_t *c, const char 
     return buf;
 }
 
-/* The source's names for our engines; unknown engines print as themselves. */
+/* The name an engine declares for tables (ann_engine_ops.title); an
+ * engine this binary does not know, or one without a title, prints as
+ * itself. */
 static const char *paper_index_name(const char *engine)
 {
-    static const struct {
-        const char *engine, *name;
-    } names[] = {
-        { "diskann-record", "DiskANN (records)" },
-        { "diskann-resident", "DiskANN, resident codes" },
-        { "diskann-sector", "DiskANN (sector file)" },
-        { "hnsw-record", "HNSW (records)" },
-        { "ivfpq-record", "IVF-PQ (records)" },
-        { "ref-hnswlib", "HNSW in memory (hnswlib)" },
-        { "ref-faiss-hnsw", "HNSW in memory (FAISS)" },
-        { "ref-faiss-ivfpq", "IVF-PQ in memory (FAISS)" },
-        { "flat", "exact (flat)" },
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(engine, names[i].engine))
-            return names[i].name;
-    return engine;
+    const ann_engine_ops *ops = ann_engine_find(engine);
+    return ops && ops->title ? ops->title : engine;
 }
 
 /* The row's index column: the source's name, plus the label when it differs

@@ -7,10 +7,10 @@
  *                  point of the series beats on both axes)
  *   recall_p99     p99 latency against recall@k (one thread), every point
  *                  plus the frontier (higher recall, lower p99)
- *   reads_vs_L     reads per query against the search list size L: the
- *                  engine's own, named for what they are (sector reads of
- *                  diskann-sector, kv gets of the record engines), beside
- *                  the device reads of the cell's own cgroup
+ *   reads_vs_L     reads per query against the search effort (each engine's
+ *                  effort_param: L, ef_search, nprobe): the engine's own,
+ *                  named for what they are (its reads_unit: sector reads,
+ *                  kv gets), beside the device reads of the cell's own cgroup
  *   memory_caps    QPS and p50 latency against the memory cap (when capped
  *                  cells finished)
  *
@@ -35,6 +35,7 @@
 #include "harness/run.h"
 
 #include "engines/core/status.h"
+#include "engines/engine.h"
 
 #include <errno.h>
 #include <math.h>
@@ -369,15 +370,19 @@ static void params_text(const json_t *obj, char *buf, size_t len)
             *q = '\'';
 }
 
-/* What an engine's reads per query count (engines/engine.h's ann_stats.reads). */
+/* What an engine's reads per query count (ann_engine_ops.reads_unit). */
 static const char *reads_noun(const char *engine)
 {
-    if (!strcmp(engine, "diskann-sector"))
-        return "sector reads";
-    if (!strcmp(engine, "diskann-record") || !strcmp(engine, "diskann-resident") ||
-        !strcmp(engine, "hnsw-record") || !strcmp(engine, "ivfpq-record"))
-        return "kv gets";
-    return "reads";
+    const ann_engine_ops *ops = ann_engine_find(engine);
+    return ops && ops->reads_unit ? ops->reads_unit : "reads";
+}
+
+/* The cell's value of its engine's effort parameter (ann_engine_ops.
+ * effort_param: L, ef_search, nprobe), or NULL. */
+static const json_t *effort_of(const json_t *cell, const json_t *search)
+{
+    const ann_engine_ops *ops = ann_engine_find(harness_jstr(cell, "engine"));
+    return ops && ops->effort_param ? json_object_get(search, ops->effort_param) : NULL;
 }
 
 /* The index of key in obj, added at the end when new. */
@@ -464,7 +469,7 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
                 series_add(fig_series(&fq, name, color, var, cold, 0), recall, harness_jnum(c, "qps", NULL));
             if (t == 1 || tmax == 0)
                 series_add(fig_series(&fl, name, color, var, cold, 0), recall, harness_jnum(c, "latency_us", "p99"));
-            const json_t *L = json_object_get(search, "L");
+            const json_t *L = effort_of(c, search);
             if (json_is_number(L) && t == 1) {
                 char rn[480];
                 snprintf(rn, sizeof rn, "%s: %s (engine)", name, reads_noun(harness_jstr(c, "engine")));
@@ -497,9 +502,9 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         { "recall_qps", title, xl, "queries per second", 1, 0, 1 },
         { "recall_p99", "Tail latency against recall (1 thread; lines: each series' frontier)", xl,
           "p99 latency (microseconds)", -1, 0, 1 },
-        { "reads_vs_L", "Reads per query against search list size L (filled: the engine's count; "
+        { "reads_vs_L", "Reads per query against search effort (filled: the engine's count; "
                         "large open: the device's)",
-          "L (search list size)", "reads per query", 0, 1, 0 },
+          "search effort (L, ef_search or nprobe: each engine's)", "reads per query", 0, 1, 0 },
         { "memory_caps_qps", "Throughput against memory cap", "memory cap (MiB)", "queries per second", 0, 1, 0 },
         { "memory_caps_latency", "Median latency against memory cap", "memory cap (MiB)",
           "p50 latency (microseconds)", 0, 1, 0 },

@@ -1,10 +1,20 @@
 /*
  * run.c: `annlab run`, the experiment runner.
  *
- * Order of work: validate everything (config, engines' parameter tables,
- * dataset, output directory) and report every problem before touching
- * anything; then prepare the dataset if needed; then walk the expanded
- * cells in order.  Each index is built once, in a child process, into
+ * harness_run_main runs five stages, one function each:
+ *
+ *   run_config     the command line and the config; validate everything
+ *                  (config, engines' parameter tables, dataset, output
+ *                  directory) and report every problem before touching
+ *                  anything.
+ *   run_plan_make  (a dry run lists the cells and stops) the run directory,
+ *                  locked; the dataset, prepared if needed and checked; the
+ *                  run's files; the expanded cells and what is recorded.
+ *   run_builds     every index the cells to run need, before the first cell.
+ *   run_cells      each cell, in order, in its own child process.
+ *   run_outputs    tables.md and the figures.
+ *
+ * Each index is built once, in a child process, into
  * index_root/<engine>/<hash of engine, build params, dataset checksum, metric>
  * followed by -f<N> when the engine's on-disk format version N
  * (ann_engine_ops.format_version) is 2 or more (ann_engine_build renames a
@@ -15,6 +25,13 @@
  * it and whatever it started.  A cell's record is appended to cells.jsonl
  * with one write() followed by fsync, so an interrupted run leaves whole
  * lines only; resuming skips every cell whose id is already recorded.
+ *
+ * Harness rules every child inherits (docs/protocol.md): the build spec
+ * names the shared DiskANN artifact cache <index_root>/artifacts
+ * (ann_build_ctx.artifact_dir); OMP_WAIT_POLICY=PASSIVE is set for every
+ * build and cell child unless the caller's environment sets it (libgomp,
+ * used by FAISS, otherwise spin-waits between parallel regions and steals
+ * the CPU of the threads being measured).
  */
 #include "harness/run.h"
 
@@ -22,6 +39,7 @@
 #include "engines/core/fileio.h"
 #include "engines/core/owner.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 #include "engines/engine.h"
 #include "harness/buildinfo.h"
 #include "harness/child.h"
@@ -61,13 +79,6 @@ static void on_interrupt(int sig)
 {
     (void)sig;
     run_interrupted = 1;
-}
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int mkdirs(const char *path)
@@ -363,7 +374,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             close(out.log_fd);
         return ann_fail_errno("cgroup gate");
     }
-    double t0 = mono_s();
+    double t0 = ann_mono_s();
     pid_t pid = fork();
     if (pid < 0) {
         int rc = ann_fail_errno("fork");
@@ -418,7 +429,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
         cg_gate_fini(&gate);
     }
     int status = 0, killed = 0, eof = 0, rc = 0;
-    double last_relay = mono_s();
+    double last_relay = ann_mono_s();
     if (relay)
         relay->off = 0;
     for (;;) {
@@ -437,7 +448,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             res->interrupted = 1;
             kill(-pid, SIGKILL);
             killed = 1;
-        } else if (!killed && mono_s() - t0 > timeout_s) {
+        } else if (!killed && ann_mono_s() - t0 > timeout_s) {
             res->timed_out = 1;
             kill(-pid, SIGKILL);
             killed = 1;
@@ -450,9 +461,9 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
             struct timespec ts = { 0, 10 * 1000 * 1000 };
             nanosleep(&ts, NULL);
         }
-        if (relay && mono_s() - last_relay > 0.25) {
+        if (relay && ann_mono_s() - last_relay > 0.25) {
             relay_poll(relay, log_path);
-            last_relay = mono_s();
+            last_relay = ann_mono_s();
         }
     }
     relay_poll(relay, log_path);
@@ -471,7 +482,7 @@ static int child_run(char *const argv[], const char *log_path, double timeout_s,
     }
     if (rc)
         return rc;
-    res->seconds = mono_s() - t0;
+    res->seconds = ann_mono_s() - t0;
     res->wait_status = status;
     if (group) {
         cg_group_read(group, cg->dev, &cg->counters);
@@ -534,6 +545,7 @@ typedef struct run_ctx {
     char out_dir[4096];
     char dataset_dir[4096];
     char index_root[4096];
+    char artifact_dir[4200]; /* <index_root>/artifacts: the builds' shared DiskANN artifacts */
     char exe[4096];
     ann_bundle ds;
     json_t *builds; /* directory name -> {"status": "ok"|"error"|"transient"|"busy", "reason",
@@ -709,9 +721,9 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     char spec_path[4400], log_path[4400];
     snprintf(spec_path, sizeof spec_path, "%s/specs/build-%s.json", rc_->out_dir, name);
     snprintf(log_path, sizeof log_path, "%s/logs/build-%s.log", rc_->out_dir, name);
-    json_t *spec = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
+    json_t *spec = json_pack("{s:s, s:O, s:s, s:s, s:s}", "engine", engine, "build",
                              json_object_get(cell, "build"), "dataset_dir", rc_->dataset_dir,
-                             "index_dir", index_dir);
+                             "index_dir", index_dir, "artifact_dir", rc_->artifact_dir);
     rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc) {
@@ -1341,369 +1353,438 @@ static void check_path_len(const char *what, const char *path, harness_problems 
                         what, len, RUN_PATH_SLACK, PATH_MAX);
 }
 
-int harness_run_main(int argc, char **argv)
+/* ---- the run, one function per stage ----------------------------------- */
+
+/* What `annlab run` was asked on its command line. */
+typedef struct run_opts {
+    const char *out_arg, *only;
+    int resume, retry_failed, dry_run;
+} run_opts;
+
+/* What the stages hand on: the config's names, the expanded cells, the
+ * run directory and what it already records. */
+typedef struct run_plan {
+    const char *name;          /* the config's */
+    const char *ds_root;
+    const char *prepare_name;  /* a registry dataset to prepare first, or NULL */
+    int ds_ok;                 /* the bundle opened during validation */
+    int made_out;              /* the run directory was created by this run */
+    ann_lock run_lock;
+    json_t *cells, *done, *machine, *last_status;
+    char cells_path[4400];
+    size_t selected;
+} run_plan;
+
+/* A stage's return: go on to the next, or exit with this code. */
+#define RUN_GO_ON (-1)
+
+/*
+ * config: the command line, the config file, and every check that needs
+ * no side effect (config schema, engines' parameter tables, dataset, output
+ * directory name, --only); every problem is reported before anything is
+ * touched.  Exit 2 on a problem.
+ */
+static int run_config(int argc, char **argv, run_ctx *x, run_opts *o, run_plan *p,
+                      harness_problems *probs)
 {
-    int exit_code = 1, rc = 0;
-    run_ctx x = { .t_start = mono_s() };
-    harness_problems probs = { 0 };
-    json_t *cells = NULL, *done = NULL, *machine = NULL;
-    const char *out_arg = NULL, *only = NULL;
-    int resume = 0, retry_failed = 0, dry_run = 0, made_out = 0;
-    ann_lock run_lock = { .fd = -1 };
-    /* Build and cell children inherit this: libgomp (FAISS) otherwise
-     * spin-waits between parallel regions and, on a machine with few cores,
-     * steals most of the CPU from the threads doing the work. */
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
-            out_arg = argv[++i];
+            o->out_arg = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
+            o->only = argv[++i];
         else if (!strcmp(argv[i], "--resume"))
-            resume = 1;
+            o->resume = 1;
         else if (!strcmp(argv[i], "--retry-failed"))
-            resume = retry_failed = 1;
+            o->resume = o->retry_failed = 1;
         else if (!strcmp(argv[i], "--wait"))
-            x.wait = 1;
+            x->wait = 1;
         else if (!strcmp(argv[i], "--dry-run"))
-            dry_run = 1;
-        else if (argv[i][0] == '-' || x.config_path) {
+            o->dry_run = 1;
+        else if (argv[i][0] == '-' || x->config_path) {
             fprintf(stderr, "annlab run: unexpected argument '%s'\n", argv[i]);
             usage_run(stderr);
             return 2;
         } else
-            x.config_path = argv[i];
+            x->config_path = argv[i];
     }
-    if (!x.config_path) {
+    if (!x->config_path) {
         usage_run(stderr);
         return 2;
     }
-    self_exe(x.exe, sizeof x.exe);
+    self_exe(x->exe, sizeof x->exe);
     {
         ann_owner me;
         (void)ann_owner_self(&me);
-        ann_owner_tag(&me, x.owner_tag, sizeof x.owner_tag);
+        ann_owner_tag(&me, x->owner_tag, sizeof x->owner_tag);
     }
-    x.tty = isatty(2);
+    x->tty = isatty(2);
     json_error_t jerr;
-    if (ann_check_regular(x.config_path) != 0) {
+    if (ann_check_regular(x->config_path) != 0) {
         fprintf(stderr, "annlab run: %s\n", ann_errmsg(ANN_EFORMAT));
         return 2;
     }
-    x.cfg = json_load_file(x.config_path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!x.cfg) {
-        fprintf(stderr, "annlab run: %s: line %d column %d: %s\n", x.config_path, jerr.line,
+    x->cfg = json_load_file(x->config_path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!x->cfg) {
+        fprintf(stderr, "annlab run: %s: line %d column %d: %s\n", x->config_path, jerr.line,
                 jerr.column, jerr.text);
         return 2;
     }
 
-    /* 1. validate everything, report every problem */
-    harness_config_check(x.cfg, &probs);
-    const char *name = json_string_value(json_object_get(x.cfg, "name"));
-    const json_t *dsv = json_object_get(x.cfg, "dataset");
-    const char *ds_root = json_string_value(json_object_get(x.cfg, "dataset_root"));
-    const char *ix_root = json_string_value(json_object_get(x.cfg, "index_root"));
+    harness_config_check(x->cfg, probs);
+    p->name = json_string_value(json_object_get(x->cfg, "name"));
+    const json_t *dsv = json_object_get(x->cfg, "dataset");
+    p->ds_root = json_string_value(json_object_get(x->cfg, "dataset_root"));
+    const char *ix_root = json_string_value(json_object_get(x->cfg, "index_root"));
     if (!ix_root)
         ix_root = "index";
-    if (!ds_root)
-        ds_root = "datasets/data";
-    check_path_len("index_root", ix_root, &probs);
-    check_path_len("dataset_root", ds_root, &probs);
-    if (out_arg)
-        check_path_len("--out", out_arg, &probs);
-    snprintf(x.index_root, sizeof x.index_root, "%s", ix_root);
-    const char *prepare_name = NULL;
-    int ds_ok = 0;
+    if (!p->ds_root)
+        p->ds_root = "datasets/data";
+    check_path_len("index_root", ix_root, probs);
+    check_path_len("dataset_root", p->ds_root, probs);
+    if (o->out_arg)
+        check_path_len("--out", o->out_arg, probs);
+    snprintf(x->index_root, sizeof x->index_root, "%s", ix_root);
     if (json_is_string(dsv)) {
-        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s/%s", ds_root, json_string_value(dsv));
-        rc = ann_bundle_open(x.dataset_dir, &x.ds);
+        snprintf(x->dataset_dir, sizeof x->dataset_dir, "%s/%s", p->ds_root,
+                 json_string_value(dsv));
+        rc = ann_bundle_open(x->dataset_dir, &x->ds);
         if (rc == 0)
-            ds_ok = 1;
+            p->ds_ok = 1;
         else if (rc == ANN_ENOTFOUND) {
             /* a registry name: prepared after validation */
             ds_registry reg = { 0 };
             int lrc = ds_registry_load(NULL, &reg);
             if (lrc)
-                harness_problem(&probs, "dataset: %s", ann_errmsg(lrc));
+                harness_problem(probs, "dataset: %s", ann_errmsg(lrc));
             else if (!ds_registry_find(&reg, json_string_value(dsv)))
-                harness_problem(&probs,
+                harness_problem(probs,
                                 "dataset: \"%s\" is neither prepared under %s/ nor in the registry "
                                 "(annlab dataset list)",
-                                json_string_value(dsv), ds_root);
+                                json_string_value(dsv), p->ds_root);
             else
-                prepare_name = json_string_value(dsv);
+                p->prepare_name = json_string_value(dsv);
             ds_registry_free(&reg);
         } else
-            harness_problem(&probs, "dataset: %s", ann_errmsg(rc));
+            harness_problem(probs, "dataset: %s", ann_errmsg(rc));
     } else if (json_is_string(json_object_get(dsv, "path"))) {
         const char *dp = json_string_value(json_object_get(dsv, "path"));
-        check_path_len("dataset.path", dp, &probs);
-        snprintf(x.dataset_dir, sizeof x.dataset_dir, "%s", dp);
-        rc = ann_bundle_open(x.dataset_dir, &x.ds);
+        check_path_len("dataset.path", dp, probs);
+        snprintf(x->dataset_dir, sizeof x->dataset_dir, "%s", dp);
+        rc = ann_bundle_open(x->dataset_dir, &x->ds);
         if (rc)
-            harness_problem(&probs, "dataset.path: %s", ann_errmsg(rc));
+            harness_problem(probs, "dataset.path: %s", ann_errmsg(rc));
         else
-            ds_ok = 1;
+            p->ds_ok = 1;
     }
-    if (ds_ok)
-        harness_config_check_dataset(x.cfg, x.ds.gt_k, &probs);
-    if (only) {
+    if (p->ds_ok)
+        harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
+    if (o->only) {
         int found = 0;
         size_t i;
         json_t *e;
-        json_array_foreach(json_object_get(x.cfg, "engines"), i, e) {
+        json_array_foreach(json_object_get(x->cfg, "engines"), i, e) {
             const char *en = json_string_value(json_object_get(e, "engine"));
             const char *la = json_string_value(json_object_get(e, "label"));
-            if ((en && !strcmp(en, only)) || (la && !strcmp(la, only)))
+            if ((en && !strcmp(en, o->only)) || (la && !strcmp(la, o->only)))
                 found = 1;
         }
         if (!found)
-            harness_problem(&probs, "--only: \"%s\" is not an engine or label of this config", only);
+            harness_problem(probs, "--only: \"%s\" is not an engine or label of this config",
+                            o->only);
     }
-    if (name) {
-        if (out_arg)
-            snprintf(x.out_dir, sizeof x.out_dir, "%s", out_arg);
-        else if (resume) {
-            if (latest_run(name, x.out_dir, sizeof x.out_dir) != 0)
-                harness_problem(&probs, "--resume: no earlier run of \"%s\" under results/%s/", name, name);
+    if (p->name) {
+        if (o->out_arg)
+            snprintf(x->out_dir, sizeof x->out_dir, "%s", o->out_arg);
+        else if (o->resume) {
+            if (latest_run(p->name, x->out_dir, sizeof x->out_dir) != 0)
+                harness_problem(probs, "--resume: no earlier run of \"%s\" under results/%s/",
+                                p->name, p->name);
         } else {
             char stamp[32];
             time_t now = time(NULL);
             struct tm tm;
             gmtime_r(&now, &tm);
             strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-            snprintf(x.out_dir, sizeof x.out_dir, "results/%s/%s", name, stamp);
+            snprintf(x->out_dir, sizeof x->out_dir, "results/%s/%s", p->name, stamp);
         }
     }
-    if (dry_run && !probs.n)
-        check_out_dir(&x, resume, &probs); /* read-only: a dry run takes no lock */
-    if (probs.n) {
-        print_problems(&x, &probs, 1);
-        exit_code = 2;
-        goto out;
+    if (o->dry_run && !probs->n)
+        check_out_dir(x, o->resume, probs); /* read-only: a dry run takes no lock */
+    if (probs->n) {
+        print_problems(x, probs, 1);
+        return 2;
     }
+    return RUN_GO_ON;
+}
 
-    if (dry_run) {
-        /* validated: list the cells, builds and time, touch nothing */
-        dry_run_report(&x, name, only, prepare_name, ds_ok);
-        exit_code = 0;
-        goto out;
+/* Whether the sweep runs cell c: selected by --only, and not already
+ * recorded (--resume: every cell recorded but a transient failure is done;
+ * --retry-failed: every cell recorded ok is).  *done_before: it was. */
+static int cell_to_run(const run_opts *o, const run_plan *p, const json_t *c, int *done_before)
+{
+    *done_before = 0;
+    if (json_is_true(json_object_get(c, "filtered")))
+        return 0;
+    const char *id = json_string_value(json_object_get(c, "id"));
+    const char *was = json_string_value(json_object_get(p->last_status, id));
+    if (was && (o->retry_failed ? !strcmp(was, "ok") : strcmp(was, "transient") != 0)) {
+        *done_before = 1;
+        return 0;
     }
+    return 1;
+}
 
-    /* 2. the run directory, locked: one run writes it at a time */
+/*
+ * plan: a dry run lists the cells and stops here.  Otherwise: the run
+ * directory, locked (one run writes it at a time); the dataset, prepared
+ * when the config names a registry dataset, checked against its manifest;
+ * the run's files (config.json, machine.json, cells.jsonl trimmed to whole
+ * lines); the expanded cells, those --only selects, what cells.jsonl
+ * already records; the warm-up ground truth a target recall needs.
+ */
+static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_problems *probs)
+{
+    int rc = 0;
     char path[4400];
-    made_out = access(x.out_dir, F_OK) != 0;
-    if ((rc = mkdirs(x.out_dir))) {
-        exit_code = run_failed(rc);
-        goto out;
+    if (o->dry_run) {
+        /* validated: list the cells, builds and time, touch nothing */
+        dry_run_report(x, p->name, o->only, p->prepare_name, p->ds_ok);
+        return 0;
     }
+
+    /* the run directory, locked: one run writes it at a time */
+    p->made_out = access(x->out_dir, F_OK) != 0;
+    if ((rc = mkdirs(x->out_dir)))
+        return run_failed(rc);
     {
         char what[4400];
-        snprintf(path, sizeof path, "%s/" RUN_LOCK_FILE, x.out_dir);
-        snprintf(what, sizeof what, "annlab run %s --out %s", x.config_path, x.out_dir);
-        rc = ann_lock_take(&run_lock, path, what, 0, 0);
-        if (rc == ANN_EBUSY && x.wait) {
+        snprintf(path, sizeof path, "%s/" RUN_LOCK_FILE, x->out_dir);
+        snprintf(what, sizeof what, "annlab run %s --out %s", x->config_path, x->out_dir);
+        rc = ann_lock_take(&p->run_lock, path, what, 0, 0);
+        if (rc == ANN_EBUSY && x->wait) {
             fprintf(stderr, "annlab run: waiting for %s\n", ann_errmsg(rc));
-            rc = ann_lock_take(&run_lock, path, what, 1, 0);
+            rc = ann_lock_take(&p->run_lock, path, what, 1, 0);
         }
         if (rc == ANN_EBUSY) {
             fprintf(stderr, "annlab run: %s: another run is writing this directory (%s); pass "
                             "--wait to wait for it\n",
-                    x.out_dir, ann_errmsg(rc));
-            exit_code = 2;
-            goto out;
+                    x->out_dir, ann_errmsg(rc));
+            return 2;
         }
-        if (rc) {
-            exit_code = run_failed(rc);
-            goto out;
-        }
+        if (rc)
+            return run_failed(rc);
     }
-    check_out_dir(&x, resume, &probs);
-    if (probs.n) {
-        print_problems(&x, &probs, 1);
-        exit_code = 2;
-        goto out;
+    check_out_dir(x, o->resume, probs);
+    if (probs->n) {
+        print_problems(x, probs, 1);
+        return 2;
     }
 
-    /* 3. dataset */
-    if (prepare_name) {
-        rc = prepare_dataset(&x, prepare_name, ds_root);
+    /* the dataset */
+    if (p->prepare_name) {
+        rc = prepare_dataset(x, p->prepare_name, p->ds_root);
         if (!rc)
-            rc = ann_bundle_open(x.dataset_dir, &x.ds);
+            rc = ann_bundle_open(x->dataset_dir, &x->ds);
         if (rc) {
-            fprintf(stderr, "annlab run: %s: %s\n", x.config_path, ann_errmsg(rc));
-            exit_code = 2;
-            goto out;
+            fprintf(stderr, "annlab run: %s: %s\n", x->config_path, ann_errmsg(rc));
+            return 2;
         }
-        harness_config_check_dataset(x.cfg, x.ds.gt_k, &probs);
-        if (probs.n) {
-            print_problems(&x, &probs, 0);
-            exit_code = 2;
-            goto out;
+        harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
+        if (probs->n) {
+            print_problems(x, probs, 0);
+            return 2;
         }
     }
     /* the bundle as its manifest describes it, before a cell reads it */
-    if ((rc = bundle_check(&x.ds))) {
-        fprintf(stderr, "annlab run: %s: %s\n", x.config_path, ann_errmsg(rc));
-        exit_code = 2;
-        goto out;
+    if ((rc = bundle_check(&x->ds))) {
+        fprintf(stderr, "annlab run: %s: %s\n", x->config_path, ann_errmsg(rc));
+        return 2;
     }
 
-    /* 4. the run directory's files */
-    cells = harness_config_expand(x.cfg);
-    if (!cells) {
+    /* the run directory's files */
+    p->cells = harness_config_expand(x->cfg);
+    if (!p->cells) {
         fprintf(stderr, "annlab run: no memory\n");
-        goto out;
+        return 1;
     }
     static const char *const subdirs[] = { "", "/logs", "/specs", "/latencies", "/neighbors" };
     for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
-        snprintf(path, sizeof path, "%s%s", x.out_dir, subdirs[i]);
-        if ((rc = mkdirs(path))) {
-            exit_code = run_failed(rc);
-            goto out;
-        }
+        snprintf(path, sizeof path, "%s%s", x->out_dir, subdirs[i]);
+        if ((rc = mkdirs(path)))
+            return run_failed(rc);
     }
-    if ((rc = mkdirs(x.index_root))) {
-        exit_code = run_failed(rc);
-        goto out;
-    }
+    if ((rc = mkdirs(x->index_root)))
+        return run_failed(rc);
     /* Build children share the PQ codebook and the Vamana graph through
      * engines/core/artifacts.h, so diskann-sector, -record and -resident
-     * are compared on the same graph (DESIGN.md) and it is built once. */
-    snprintf(path, sizeof path, "%s/artifacts", x.index_root);
-    setenv("ANNLAB_ARTIFACT_DIR", path, 0);
-    snprintf(path, sizeof path, "%s/config.json", x.out_dir);
-    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x.cfg, path))) {
-        exit_code = run_failed(rc);
-        goto out;
-    }
-    made_out = 0; /* from here on the directory holds this run */
-    machine = harness_machine_describe(x.index_root);
-    json_object_set_new(machine, "dataset", json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x.ds.name,
-                                                      "dir", x.dataset_dir, "checksum", x.ds.checksum,
-                                                      "n", (json_int_t)x.ds.n, "dim", (int)x.ds.dim));
+     * are compared on the same graph and it is built once: each build spec
+     * names the cache (ann_build_ctx.artifact_dir). */
+    snprintf(x->artifact_dir, sizeof x->artifact_dir, "%s/artifacts", x->index_root);
+    snprintf(path, sizeof path, "%s/config.json", x->out_dir);
+    if (access(path, F_OK) != 0 && (rc = write_json_atomic(x->cfg, path)))
+        return run_failed(rc);
+    p->made_out = 0; /* from here on the directory holds this run */
+    p->machine = harness_machine_describe(x->index_root);
+    json_object_set_new(p->machine, "dataset",
+                        json_pack("{s:s, s:s, s:s, s:I, s:i}", "name", x->ds.name, "dir",
+                                  x->dataset_dir, "checksum", x->ds.checksum, "n",
+                                  (json_int_t)x->ds.n, "dim", (int)x->ds.dim));
     {
         /* caveats of the engines in this run (e.g. FAISS built without AVX kernels) */
         json_t *notes = json_object();
         size_t i;
         json_t *entry;
-        json_array_foreach(json_object_get(x.cfg, "engines"), i, entry) {
+        json_array_foreach(json_object_get(x->cfg, "engines"), i, entry) {
             const ann_engine_ops *ops =
                 ann_engine_find(json_string_value(json_object_get(entry, "engine")));
             if (ops && ops->machine_note)
                 json_object_set_new(notes, ops->name, json_string(ops->machine_note()));
         }
-        json_object_set_new(machine, "engine_notes", notes);
+        json_object_set_new(p->machine, "engine_notes", notes);
     }
-    snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path))) {
-        exit_code = run_failed(rc);
-        goto out;
-    }
-    char cells_path[4400];
-    snprintf(cells_path, sizeof cells_path, "%s/cells.jsonl", x.out_dir);
-    if ((rc = cells_trim(cells_path)) || (rc = harness_cells_load(x.out_dir, &done))) {
-        exit_code = run_failed(rc);
-        goto out;
-    }
+    snprintf(path, sizeof path, "%s/machine.json", x->out_dir);
+    if ((rc = write_json_atomic(p->machine, path)))
+        return run_failed(rc);
+    snprintf(p->cells_path, sizeof p->cells_path, "%s/cells.jsonl", x->out_dir);
+    if ((rc = cells_trim(p->cells_path)) || (rc = harness_cells_load(x->out_dir, &p->done)))
+        return run_failed(rc);
 
-    /* 5. the sweep */
-    x.builds = json_object();
-    x.cg_ok = cg_detect(NULL, &x.cgs) == 0;
-    if (x.cg_ok) {
+    /* memory caps and read counters, as machine.json records them */
+    x->builds = json_object();
+    x->cg_ok = cg_detect(NULL, &x->cgs) == 0;
+    if (x->cg_ok) {
         /* groups of runs killed before they could remove them */
         unsigned reaped = 0;
-        if (cg_reap_stale(&x.cgs, "annlab-", &reaped) == 0 && reaped)
+        if (cg_reap_stale(&x->cgs, "annlab-", &reaped) == 0 && reaped)
             fprintf(stderr, "removed %u cgroup%s left by dead runs\n", reaped,
                     reaped == 1 ? "" : "s");
     }
     devstat_dev idev;
-    if (devstat_resolve(x.index_root, NULL, &idev) == 0)
-        x.index_dev = devstat_devt(&idev);
-    json_object_set_new(machine, "cgroup",
-                        x.cg_ok ? json_pack("{s:i, s:s}", "version", (int)x.cgs.version, "parent", x.cgs.memory_parent)
-                                : json_pack("{s:s}", "unavailable", x.cgs.reason));
-    snprintf(path, sizeof path, "%s/machine.json", x.out_dir);
-    if ((rc = write_json_atomic(machine, path))) {
-        exit_code = run_failed(rc);
-        goto out;
-    }
+    if (devstat_resolve(x->index_root, NULL, &idev) == 0)
+        x->index_dev = devstat_devt(&idev);
+    json_object_set_new(p->machine, "cgroup",
+                        x->cg_ok ? json_pack("{s:i, s:s}", "version", (int)x->cgs.version,
+                                             "parent", x->cgs.memory_parent)
+                                 : json_pack("{s:s}", "unavailable", x->cgs.reason));
+    snprintf(path, sizeof path, "%s/machine.json", x->out_dir);
+    if ((rc = write_json_atomic(p->machine, path)))
+        return run_failed(rc);
     struct sigaction sa = { .sa_handler = on_interrupt };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     /* what is already recorded: the last record of each cell decides */
-    json_t *last_status = json_object();
+    p->last_status = json_object();
     {
         size_t j;
         json_t *d;
-        json_array_foreach(done, j, d) {
+        json_array_foreach(p->done, j, d) {
             const char *did = json_string_value(json_object_get(d, "id"));
             const char *st = json_string_value(json_object_get(d, "status"));
             if (did && st)
-                json_object_set_new(last_status, did, json_string(st));
+                json_object_set_new(p->last_status, did, json_string(st));
         }
     }
-    size_t n = json_array_size(cells), selected = 0, skipped_done = 0, counts[6] = { 0 };
     size_t i;
     json_t *c;
-    json_array_foreach(cells, i, c) {
+    json_array_foreach(p->cells, i, c) {
         const char *engine = json_string_value(json_object_get(c, "engine"));
         const char *label = json_string_value(json_object_get(c, "label"));
-        if (only && strcmp(only, engine) && strcmp(only, label))
+        if (o->only && strcmp(o->only, engine) && strcmp(o->only, label))
             json_object_set_new(c, "filtered", json_true());
         else
-            selected++;
+            p->selected++;
     }
-    fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", name, n, selected, x.out_dir);
-    if ((rc = prepare_tune_gt(&x, cells))) {
-        exit_code = run_failed(rc);
-        goto out;
+    fprintf(stderr, "run %s: %zu cells (%zu selected) -> %s\n", p->name,
+            json_array_size(p->cells), p->selected, x->out_dir);
+    if ((rc = prepare_tune_gt(x, p->cells)))
+        return run_failed(rc);
+    return RUN_GO_ON;
+}
+
+/* How a run that stops at a busy index says so (exit 2). */
+static int run_busy(const run_ctx *x, int rc)
+{
+    fprintf(stderr, "%sannlab run: %s; pass --wait to wait for it.  Continue this run "
+                    "later with:\n  annlab run %s --out %s --resume\n",
+            x->tty ? "\n" : "", ann_errmsg(rc), x->config_path, x->out_dir);
+    return 2;
+}
+
+/*
+ * builds: every index the cells to run need, each once, in a child
+ * process (ensure_build: reused when cached and verified, else built under
+ * its lock), before the first cell is measured, so no build runs between
+ * measured cells.  A capped cell where caps are unavailable needs none (it
+ * is recorded as skipped).  A failed build is recorded with each of its
+ * cells by the cells stage; an index another run is building stops the run
+ * (exit 2); Ctrl-C stops it (exit 130).
+ */
+static int run_builds(run_ctx *x, const run_opts *o, const run_plan *p)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(p->cells, i, c) {
+        int done_before;
+        if (!cell_to_run(o, p, c, &done_before))
+            continue;
+        if (!json_is_null(json_object_get(c, "memory_cap_bytes")) && !x->cg_ok)
+            continue;
+        json_t *b = ensure_build(x, c);
+        if (!b || run_interrupted) {
+            fprintf(stderr, "%sinterrupted; 0 cells recorded.  Resume with:\n  annlab run %s --out "
+                            "%s --resume\n",
+                    x->tty ? "\n" : "", x->config_path, x->out_dir);
+            return 130;
+        }
+        if (!strcmp(json_string_value(json_object_get(b, "status")), "busy"))
+            return run_busy(x, ann_fail(ANN_EBUSY, "%s",
+                                        json_string_value(json_object_get(b, "reason"))));
     }
+    return RUN_GO_ON;
+}
+
+/*
+ * cells: each cell to run in order, as `annlab cell` in a child process
+ * (run_cell), its record appended to cells.jsonl (one write, fsync); the
+ * progress line names the cell and the last cell's figures.
+ */
+static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
+{
+    int rc = 0;
+    size_t skipped_done = 0, counts[6] = { 0 };
     size_t pos = 0;
     char last[512] = "";
-    json_array_foreach(cells, i, c) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(p->cells, i, c) {
         if (json_is_true(json_object_get(c, "filtered")))
             continue;
         pos++;
         const char *id = json_string_value(json_object_get(c, "id"));
-        const char *was = json_string_value(json_object_get(last_status, id));
-        /* --resume: every cell recorded but a transient failure is done;
-         * --retry-failed: every cell recorded ok is */
-        if (was && (retry_failed ? !strcmp(was, "ok") : strcmp(was, "transient") != 0)) {
-            skipped_done++;
+        int done_before;
+        if (!cell_to_run(o, p, c, &done_before)) {
+            skipped_done += done_before;
             continue;
         }
         char desc[512];
         describe_cell(c, desc, sizeof desc);
-        if (x.tty)
-            fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, selected, mono_s() - x.t_start, desc,
-                    last[0] ? "  | last: " : "", last);
+        if (x->tty)
+            fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] %s%s%s", pos, p->selected,
+                    ann_mono_s() - x->t_start, desc, last[0] ? "  | last: " : "", last);
         json_t *rec = NULL;
-        if ((rc = run_cell(&x, c, &rec))) {
-            json_decref(last_status);
-            if (rc == ANN_EBUSY) {
-                fprintf(stderr, "%sannlab run: %s; pass --wait to wait for it.  Continue this run "
-                                "later with:\n  annlab run %s --out %s --resume\n",
-                        x.tty ? "\n" : "", ann_errmsg(rc), x.config_path, x.out_dir);
-                exit_code = 2;
-            } else
-                exit_code = run_failed(rc);
-            goto out;
-        }
+        if ((rc = run_cell(x, c, &rec)))
+            return rc == ANN_EBUSY ? run_busy(x, rc) : run_failed(rc);
         if (!rec || run_interrupted) {
             json_decref(rec);
-            json_decref(last_status);
             fprintf(stderr, "%sinterrupted; %zu cells recorded.  Resume with:\n  annlab run %s --out %s --resume\n",
-                    x.tty ? "\n" : "", pos - 1, x.config_path, x.out_dir);
-            exit_code = 130;
-            goto out;
+                    x->tty ? "\n" : "", pos - 1, x->config_path, x->out_dir);
+            return 130;
         }
-        if ((rc = cells_append(cells_path, rec))) {
+        if ((rc = cells_append(p->cells_path, rec))) {
             json_decref(rec);
-            json_decref(last_status);
-            exit_code = run_failed(rc);
-            goto out;
+            return run_failed(rc);
         }
         const char *st = json_string_value(json_object_get(rec, "status"));
         counts[!strcmp(st, "ok")          ? 0
@@ -1713,62 +1794,83 @@ int harness_run_main(int argc, char **argv)
                : !strcmp(st, "transient") ? 5
                                           : 4]++;
         figures_line(rec, last, sizeof last);
-        if (!x.tty)
-            fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, selected, mono_s() - x.t_start, id, desc, last);
+        if (!x->tty)
+            fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, p->selected,
+                    ann_mono_s() - x->t_start, id, desc, last);
         json_decref(rec);
     }
-    json_decref(last_status);
-    if (x.tty)
-        fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", selected, selected, mono_s() - x.t_start, last);
+    if (x->tty)
+        fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", p->selected, p->selected,
+                ann_mono_s() - x->t_start, last);
     fprintf(stderr, "run %s: %zu ok, %zu error, %zu timeout, %zu oom, %zu skipped, %zu already recorded; %zu transient%s\n",
-            name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done, counts[5],
+            p->name, counts[0], counts[1], counts[2], counts[3], counts[4], skipped_done, counts[5],
             counts[5] ? " (--resume runs them again)" : "");
+    return RUN_GO_ON;
+}
 
-    /* 6. tables and figures */
-    snprintf(path, sizeof path, "%s/tables.md", x.out_dir);
-    {
-        char tmp[4500];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-        FILE *tf = fopen(tmp, "we");
-        if (!tf) {
-            exit_code = run_failed(ann_fail_errno("%s: create", tmp));
-            goto out;
-        }
-        rc = harness_tables_render(x.out_dir, tf);
-        if (fclose(tf) != 0 && !rc)
-            rc = ann_fail_errno("%s: write", tmp);
-        if (!rc && rename(tmp, path) != 0)
-            rc = ann_fail_errno("%s: rename", tmp);
-        if (rc) {
-            unlink(tmp);
-            exit_code = run_failed(rc);
-            goto out;
-        }
+/* tables and plots: tables.md (written atomically, and printed) and the
+ * figures, from cells.jsonl. */
+static int run_outputs(const run_ctx *x)
+{
+    char path[4400], tmp[4500];
+    snprintf(path, sizeof path, "%s/tables.md", x->out_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    FILE *tf = fopen(tmp, "we");
+    if (!tf)
+        return run_failed(ann_fail_errno("%s: create", tmp));
+    int rc = harness_tables_render(x->out_dir, tf);
+    if (fclose(tf) != 0 && !rc)
+        rc = ann_fail_errno("%s: write", tmp);
+    if (!rc && rename(tmp, path) != 0)
+        rc = ann_fail_errno("%s: rename", tmp);
+    if (rc) {
+        unlink(tmp);
+        return run_failed(rc);
     }
-    harness_tables_render(x.out_dir, stdout);
+    harness_tables_render(x->out_dir, stdout);
     int made = 0;
-    rc = harness_plots_render(x.out_dir, &made);
+    rc = harness_plots_render(x->out_dir, &made);
     if (rc)
         fprintf(stderr, "annlab run: figures not written: %s\n", ann_errmsg(rc));
     printf("\nresults: %s/cells.jsonl\ntables:  %s/tables.md\nplots:   %s/*.png (%d figures)\n",
-           x.out_dir, x.out_dir, x.out_dir, made);
-    exit_code = 0;
-out:
-    if (made_out && run_lock.fd >= 0) {
+           x->out_dir, x->out_dir, x->out_dir, made);
+    return 0;
+}
+
+int harness_run_main(int argc, char **argv)
+{
+    int exit_code;
+    run_ctx x = { .t_start = ann_mono_s() };
+    run_opts o = { 0 };
+    run_plan p = { .run_lock = { .fd = -1 } };
+    harness_problems probs = { 0 };
+    /* Harness rule (docs/protocol.md): build and cell children inherit
+     * this.  libgomp (FAISS) otherwise spin-waits between parallel regions
+     * and, on a machine with few cores, steals most of the CPU from the
+     * threads doing the work. */
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    if ((exit_code = run_config(argc, argv, &x, &o, &p, &probs)) == RUN_GO_ON &&
+        (exit_code = run_plan_make(&x, &o, &p, &probs)) == RUN_GO_ON &&
+        (exit_code = run_builds(&x, &o, &p)) == RUN_GO_ON &&
+        (exit_code = run_cells(&x, &o, &p)) == RUN_GO_ON)
+        exit_code = run_outputs(&x);
+    if (p.made_out && p.run_lock.fd >= 0) {
         /* refused before anything was written: the directory is left as a
          * fresh one, holding only its lock file (removing that would let a
          * run waiting on it and a newcomer both hold "the" lock) */
         static const char *const left[] = { "logs", "specs", "latencies" };
         for (size_t i = 0; i < 3; i++) {
+            char path[4400];
             snprintf(path, sizeof path, "%s/%s", x.out_dir, left[i]);
             rmdir(path); /* only when empty */
         }
     }
-    ann_lock_release(&run_lock);
+    ann_lock_release(&p.run_lock);
     harness_problems_fini(&probs);
-    json_decref(cells);
-    json_decref(done);
-    json_decref(machine);
+    json_decref(p.cells);
+    json_decref(p.done);
+    json_decref(p.machine);
+    json_decref(p.last_status);
     json_decref(x.builds);
     json_decref(x.cfg);
     ann_bundle_close(&x.ds);

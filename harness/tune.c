@@ -82,7 +82,7 @@ static int evaluate(const harness_tune_in *in, int64_t e, double *recall)
         goto out;
     }
     json_object_set_new(search, in->param, json_integer(e));
-    if ((rc = in->ops->ctx_new(in->eng, search, in->k, &ctx)))
+    if ((rc = ann_engine_ctx_new(in->ops, in->eng, search, in->k, &ctx)))
         goto out;
     uint32_t dim = in->base->dim;
     for (uint32_t q = 0; q < in->nq; q++) {

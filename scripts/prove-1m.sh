@@ -17,7 +17,7 @@
 #                bundle, both indexes, the time -v logs and the summaries
 #   DATA         an existing bundle to use instead of generating one (skips step 1)
 #   SHARE_GRAPH  1: the record build reuses the sector build's PQ codebook and
-#                Vamana graph (ANNLAB_ARTIFACT_DIR), as `annlab run` can; default 0,
+#                Vamana graph (the build specs' artifact_dir), as `annlab run` can; default 0,
 #                so each build time is a full build from the vectors
 #   KEEP         1: keep the indexes (default 1); 0 deletes them after measuring
 #
@@ -45,11 +45,10 @@ COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 mkdir -p "$OUT/logs" "$OUT/index"
 steps="$OUT/steps.jsonl"
 : > "$steps"
+ARTIFACT_DIR=
 if [ "$SHARE_GRAPH" = 1 ]; then
-  export ANNLAB_ARTIFACT_DIR="$OUT/index/artifacts"
-  mkdir -p "$ANNLAB_ARTIFACT_DIR"
-else
-  unset ANNLAB_ARTIFACT_DIR
+  ARTIFACT_DIR="$OUT/index/artifacts"   # the build specs' artifact_dir
+  mkdir -p "$ARTIFACT_DIR"
 fi
 
 # Seconds from time -v's "h:mm:ss" or "m:ss.ss".
@@ -135,7 +134,8 @@ run_step verify "$BIN" dataset verify "$DATA"
 build_params='{"R": 64, "L_build": 100, "alpha": 1.2, "pq_bytes": 96}'
 spec() { # spec ENGINE DIR BUILD_JSON
   jq -n --arg e "$1" --arg d "$(realpath "$DATA")" --arg i "$(realpath -m "$2")" --argjson b "$3" \
-     '{engine: $e, dataset_dir: $d, index_dir: $i, build: $b}'
+     --arg a "$ARTIFACT_DIR" \
+     '{engine: $e, dataset_dir: $d, index_dir: $i, build: $b} + (if $a == "" then {} else {artifact_dir: $a} end)'
 }
 spec diskann-sector "$OUT/index/sector" "$build_params" > "$OUT/sector.spec.json"
 spec diskann-record "$OUT/index/record" "$(jq -c '. + {kv: "rocksdb"}' <<<"$build_params")" > "$OUT/record.spec.json"

@@ -1,5 +1,5 @@
 /*
- * test_artifacts.c: the build cache.  Without ANNLAB_ARTIFACT_DIR nothing
+ * test_artifacts.c: the build cache.  Without a cache_dir nothing
  * is written; with it, the first get builds and writes the codebook, codes
  * and graph, the second returns byte-identical artifacts from the cache;
  * another pq_bytes reuses the graph; a corrupted cached file is an error
@@ -52,7 +52,7 @@ static void test_artifacts_cache(void **state)
     p.keep_vectors = 1;
 
     /* caching off */
-    unsetenv("ANNLAB_ARTIFACT_DIR");
+    p.cache_dir = NULL;
     char path[4096];
     assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), ANN_ENOTFOUND);
     ann_artifacts a;
@@ -67,7 +67,7 @@ static void test_artifacts_cache(void **state)
     ann_artifacts_fini(&a);
 
     char *dir = tu_tmpdir("artifacts");
-    setenv("ANNLAB_ARTIFACT_DIR", dir, 1);
+    p.cache_dir = dir;
     assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
     char want[4096];
     snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-f16.vamana",
@@ -118,7 +118,6 @@ static void test_artifacts_cache(void **state)
     assert_null(c.graph);
 
     ann_artifacts_fini(&b);
-    unsetenv("ANNLAB_ARTIFACT_DIR");
     tu_rmdir(dir);
     ann_vecsrc_destroy(src);
     free(x);

@@ -1,6 +1,6 @@
 /*
  * test_conformance.c: one suite run against every registered engine through
- * the vtable (STYLE.md): recall@10 against exact search above a bound on
+ * the vtable: recall@10 against exact search above a bound on
  * seeded data (l2 and cosine), k > n, an empty index, duplicate vectors,
  * reopen after close, unknown parameters; recall on hard generated data
  * (768-d, small efforts: every approximate engine below 1, bounded at its
@@ -107,7 +107,7 @@ static int build(const ann_engine_ops *ops, const conf_case *c, const float *dat
             m++;
         json_object_set_new(bp, "pq_bytes", json_integer(m));
     }
-    int rc = ann_engine_build(ops, src, bp, path, NULL);
+    int rc = ann_engine_build(ops, src, bp, path, NULL, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -124,9 +124,9 @@ static int open_ctx(const ann_engine_ops *ops, const conf_case *c, const char *p
     json_t *op = js(c->open), *sp = js(c->search);
     o->eng = NULL;
     o->ctx = NULL;
-    int rc = ops->open(path, op, &o->eng);
+    int rc = ann_engine_open(ops, path, op, &o->eng, NULL);
     if (!rc) {
-        rc = ops->ctx_new(o->eng, sp, kmax, &o->ctx);
+        rc = ann_engine_ctx_new(ops, o->eng, sp, kmax, &o->ctx);
         if (rc) {
             ops->close(o->eng);
             o->eng = NULL;
@@ -310,16 +310,16 @@ static double hard_recall(const ann_engine_ops *ops, const hard_case *c, const c
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, HARD_N, HARD_DIM, m, &src), 0);
     json_t *bp = js(c->build), *op = js(c->open), *sp = js(c->search);
-    int rc = ann_engine_build(ops, src, bp, path, NULL);
+    int rc = ann_engine_build(ops, src, bp, path, NULL, NULL);
     ann_vecsrc_destroy(src);
     if (rc)
         fail_msg("%s %s: hard build failed: %s", ops->name, ann_metric_name(m), ann_errmsg(rc));
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
-    rc = ops->open(path, op, &eng);
+    rc = ann_engine_open(ops, path, op, &eng, NULL);
     if (rc)
         fail_msg("%s: hard open failed: %s", ops->name, ann_errmsg(rc));
-    rc = ops->ctx_new(eng, sp, K, &ctx);
+    rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
     if (rc)
         fail_msg("%s: hard ctx failed: %s", ops->name, ann_errmsg(rc));
     double hits = 0;
@@ -480,7 +480,7 @@ static void test_unknown_parameter(void **state)
         char path[4096];
         snprintf(path, sizeof path, "%s/badparam-%s", dir, ops->name);
         json_t *bp = js("{\"no_such_param\": 1}");
-        int rc = ann_engine_build(ops, src, bp, path, NULL);
+        int rc = ann_engine_build(ops, src, bp, path, NULL, NULL);
         assert_int_equal(rc, ANN_EPARAM);
         assert_non_null(strstr(ann_errmsg(rc), "no_such_param: unknown parameter"));
         struct stat st;
@@ -488,6 +488,53 @@ static void test_unknown_parameter(void **state)
         json_decref(bp);
         ann_vecsrc_destroy(src);
     }
+}
+
+/*
+ * Issue 16: open and ctx_new go through ann_engine_open / ann_engine_ctx_new,
+ * which validate against the engine's tables (no engine validates its own),
+ * and every engine's open fills the open report's common keys.
+ */
+static void test_open_and_ctx_wrappers(void **state)
+{
+    const char *dir = *state;
+    float *data = tu_clustered(200, DIM, 4, 6, 0);
+    for (size_t i = 0; ann_engine_at(i); i++) {
+        const ann_engine_ops *ops = ann_engine_at(i);
+        const conf_case *c = case_for(ops->name);
+        char path[4096], name[64];
+        snprintf(name, sizeof name, "wrap-%s", ops->name);
+        int rc = build(ops, c, data, 200, ANN_METRIC_L2, dir, name, path);
+        if (rc)
+            fail_msg("%s: build failed: %s", ops->name, ann_errmsg(rc));
+        json_t *bad = js("{\"no_such_param\": 1}"), *op = js(c->open), *sp = js(c->search);
+        ann_engine *eng = (ann_engine *)1;
+        json_t *report = json_null(); /* a singleton: must come back NULL, nothing leaks */
+        rc = ann_engine_open(ops, path, bad, &eng, &report);
+        assert_int_equal(rc, ANN_EPARAM);
+        assert_non_null(strstr(ann_errmsg(rc), "open.no_such_param: unknown parameter"));
+        assert_null(eng);
+        assert_null(report);
+        assert_int_equal(ann_engine_open(ops, path, op, &eng, &report), 0);
+        const json_t *io = json_object_get(report, "io");
+        if (!json_is_string(io) || !json_is_boolean(json_object_get(report, "o_direct")) ||
+            !json_is_integer(json_object_get(report, "cache_bytes")))
+            fail_msg("%s: open report lacks io/o_direct/cache_bytes", ops->name);
+        print_message("%-18s open_report io %s\n", ops->name, json_string_value(io));
+        ann_ctx *ctx = (ann_ctx *)1;
+        rc = ann_engine_ctx_new(ops, eng, bad, K, &ctx);
+        assert_int_equal(rc, ANN_EPARAM);
+        assert_non_null(strstr(ann_errmsg(rc), "search.no_such_param: unknown parameter"));
+        assert_null(ctx);
+        assert_int_equal(ann_engine_ctx_new(ops, eng, sp, K, &ctx), 0);
+        ops->ctx_free(ctx);
+        ops->close(eng);
+        json_decref(report);
+        json_decref(bad);
+        json_decref(op);
+        json_decref(sp);
+    }
+    free(data);
 }
 
 /* The record engines keep one store per backend in the index directory
@@ -845,8 +892,8 @@ static void test_search_list_below_k(void **state)
             json_t *op = js(c->open), *sp5 = json_pack("{s:i}", sp->name, 5);
             ann_engine *eng = NULL;
             ann_ctx *ctx = NULL;
-            assert_int_equal(ops->open(path, op, &eng), 0);
-            rc = ops->ctx_new(eng, sp5, K, &ctx);
+            assert_int_equal(ann_engine_open(ops, path, op, &eng, NULL), 0);
+            rc = ann_engine_ctx_new(ops, eng, sp5, K, &ctx);
             char want[128];
             snprintf(want, sizeof want, "search.%s: 5 is less than k = %d", sp->name, K);
             if (rc != ANN_EPARAM || strcmp(ann_errmsg(rc), want) != 0)
@@ -855,7 +902,7 @@ static void test_search_list_below_k(void **state)
             assert_null(ctx);
             /* at k it is fine */
             json_object_set_new(sp5, sp->name, json_integer(K));
-            assert_int_equal(ops->ctx_new(eng, sp5, K, &ctx), 0);
+            assert_int_equal(ann_engine_ctx_new(ops, eng, sp5, K, &ctx), 0);
             ops->ctx_free(ctx);
             ops->close(eng);
             json_decref(op);
@@ -884,7 +931,7 @@ static void test_flat_vectors_checked(void **state)
     assert_int_equal(tu_write_file(file, bytes, len), 0);
     free(bytes);
     ann_engine *e = NULL;
-    rc = ops->open(path, NULL, &e);
+    rc = ann_engine_open(ops, path, NULL, &e, NULL);
     assert_int_equal(rc, ANN_ECORRUPT);
     assert_null(e);
     char want[4400];
@@ -922,6 +969,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_parameter),
+        cmocka_unit_test(test_open_and_ctx_wrappers),
         cmocka_unit_test(test_recall_and_reopen),
         cmocka_unit_test(test_recall_on_hard_data),
         cmocka_unit_test(test_k_beyond_n_and_duplicates),

@@ -16,9 +16,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char *dir;
@@ -267,6 +269,58 @@ static void test_params(void **state)
     json_decref(bad);
 }
 
+/*
+ * Run lookup(name) in a child with stderr on a pipe: returns the child's
+ * stderr in buf and the signal that ended it (0 when it exited).
+ */
+static int lookup_in_child(const ann_param_spec *table, const char *name, char *buf, size_t cap)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        /* a looked-up name the table does not declare never reads as 0 */
+        _exit(ann_param_int(NULL, table, name) == 0 ? 3 : 4);
+    }
+    close(fds[1]);
+    size_t used = 0;
+    ssize_t got;
+    while (used + 1 < cap && (got = read(fds[0], buf + used, cap - 1 - used)) > 0)
+        used += (size_t)got;
+    buf[used] = '\0';
+    close(fds[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* Issue 16: a misspelt lookup ("beam_widht") used to return 0, so W = 0;
+ * now it is a programming error naming the parameter and the table. */
+static void test_param_lookup_undeclared(void **state)
+{
+    (void)state;
+    static const ann_param_spec named[] = {
+        { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 1000, .def = 100 },
+        { .name = "beam_width", .type = ANN_PARAM_INT, .min = 1, .max = 64, .def = 4 },
+        ANN_PARAM_END_OF("diskann-sector search"),
+    };
+    char err[1024];
+    assert_int_equal(lookup_in_child(named, "beam_widht", err, sizeof err), SIGABRT);
+    assert_string_equal(err, "annlab: programming error: parameter \"beam_widht\" is not declared "
+                             "by diskann-sector search (declared: L, beam_width)\n");
+    assert_int_equal(lookup_in_child(specs, "Q", err, sizeof err), SIGABRT);
+    assert_string_equal(err, "annlab: programming error: parameter \"Q\" is not declared by an "
+                             "unnamed parameter table (declared: L, alpha, io, flag)\n");
+    /* declared names still read their defaults */
+    assert_int_equal(lookup_in_child(named, "beam_width", err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(ann_param_int(NULL, named, "beam_width"), 4);
+}
+
 static void test_status(void **state)
 {
     (void)state;
@@ -289,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_gt_round_trip_and_range),
         cmocka_unit_test(test_header_sizes_overflow_checked),
         cmocka_unit_test(test_params),
+        cmocka_unit_test(test_param_lookup_undeclared),
         cmocka_unit_test(test_status),
     };
     return cmocka_run_group_tests_name("core_files", tests, setup, teardown);

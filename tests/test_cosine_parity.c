@@ -14,7 +14,7 @@
  * each metric, so both graphs and both codebooks come out identical
  * (cosine builds already use squared L2 on unit vectors); diskann-record
  * and diskann-resident (LMDB) take the same graph and PQ from a build cache
- * (ANNLAB_ARTIFACT_DIR), so every difference left is the search path's.
+ * (ann_build_ctx.artifact_dir), so every difference left is the search path's.
  *
  * Asserted for each engine at L 10, 20 and 50 (W 4): |recall(cosine) -
  * recall(l2)| <= 0.005; at L 50 diskann-sector's cosine recall is at least
@@ -53,6 +53,7 @@ static const uint32_t Ls[] = { 10, 20, 50 };
 #define N_LS 3
 
 static char *root;
+static char art[4200]; /* the build-artifact cache the DiskANN builds share */
 static float *base, *queries;
 static int32_t gt[NQ * K];
 /* recall[engine][metric 0 cosine, 1 l2][L] */
@@ -78,9 +79,9 @@ static double measure(const char *engine, const char *path, const char *open_jso
              strcmp(engine, "diskann-sector") ? "{\"L\": %u}" : "{\"L\": %u, \"beam_width\": 4}",
              L);
     json_t *op = js(open_json), *sp = js(sp_text);
-    int rc = ops->open(path, op, &eng);
+    int rc = ann_engine_open(ops, path, op, &eng, NULL);
     if (rc == 0)
-        rc = ops->ctx_new(eng, sp, K, &ctx);
+        rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
     json_decref(op);
     json_decref(sp);
     if (rc)
@@ -108,9 +109,7 @@ static int setup(void **state)
     root = tu_tmpdir("cospar");
     if (!root)
         return -1;
-    char art[4200];
     snprintf(art, sizeof art, "%s/artifacts", root);
-    setenv("ANNLAB_ARTIFACT_DIR", art, 1);
     ann_gen_params gp = { .dim = DIM, .metric = ANN_METRIC_COSINE, .seed = 42 };
     ann_generator *g = NULL;
     base = malloc((size_t)N * DIM * sizeof *base);
@@ -141,7 +140,8 @@ static int setup(void **state)
             if (ann_vecsrc_from_memory(base, N, DIM, metrics[m], &src))
                 return -1;
             json_t *bp = js(params);
-            int rc = ann_engine_build(ann_engine_find(engines[e]), src, bp, path, NULL);
+            ann_build_ctx bctx = { .artifact_dir = art };
+            int rc = ann_engine_build(ann_engine_find(engines[e]), src, bp, path, &bctx, NULL);
             json_decref(bp);
             ann_vecsrc_destroy(src);
             if (rc) {
@@ -161,7 +161,6 @@ static int teardown(void **state)
 {
     (void)state;
     tu_rmdir(root);
-    unsetenv("ANNLAB_ARTIFACT_DIR");
     free(base);
     free(queries);
     return 0;

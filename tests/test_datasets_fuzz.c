@@ -1,6 +1,6 @@
 /*
  * test_datasets_fuzz.c: seeded mutation fuzzing of the dataset readers
- * (STYLE.md: data from disk is untrusted).  Valid small files in each
+ * (data from disk is untrusted).  Valid small files in each
  * format (.fvecs, .ivecs, idx.gz, wink JSON, a bundle's manifest.json) get
  * a few hundred seeded byte flips, truncations and insertions each; every
  * mutant must either be read or be refused with a negative code and a

@@ -9,7 +9,9 @@
  * that died before its last record), missing node / vector / code-chunk
  * records, a node record whose length does not match its degree, and a
  * build whose source fails part-way, and randomly mutated node and
- * metadata records.  Golden bytes pin the node record.
+ * metadata records.  Golden bytes pin the node record.  The same DiskANN
+ * build parameters (seed and threads included) give diskann-sector and
+ * diskann-record the same graph, neighbour list for neighbour list.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
 #include "engines/diskann_record/layout.h"
+#include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
 #include "tests/support/testutil.h"
 
@@ -71,7 +74,7 @@ static int build_index(const char *engine, const float *data, uint64_t n, ann_me
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     json_t *bp = js(build_json);
-    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
+    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
     if (rc)
         print_message("build %s: %s\n", engine, ann_errmsg(rc));
     json_decref(bp);
@@ -92,9 +95,9 @@ static int open_index(const char *engine, const char *path, const char *open_jso
     o->eng = NULL;
     o->ctx = NULL;
     json_t *op = js(open_json), *sp = js(search_json);
-    int rc = o->ops->open(path, op, &o->eng);
+    int rc = ann_engine_open(o->ops, path, op, &o->eng, NULL);
     if (!rc) {
-        rc = o->ops->ctx_new(o->eng, sp, k_max, &o->ctx);
+        rc = ann_engine_ctx_new(o->ops, o->eng, sp, k_max, &o->ctx);
         if (rc) {
             o->ops->close(o->eng);
             o->eng = NULL;
@@ -347,7 +350,7 @@ static void test_concurrent_contexts(void **state)
         json_t *sp = js("{}");
         for (int t = 0; t < 4; t++) {
             per[t] = o;
-            assert_int_equal(o.ops->ctx_new(o.eng, sp, K, &per[t].ctx), 0);
+            assert_int_equal(ann_engine_ctx_new(o.ops, o.eng, sp, K, &per[t].ctx), 0);
             args[t] = (mt_arg){ .o = &per[t], .first = t, .expect = expect };
             assert_int_equal(pthread_create(&th[t], NULL, mt_run, &args[t]), 0);
         }
@@ -742,7 +745,7 @@ static void test_failed_build_leaves_nothing(void **state)
     for (int e = 0; e < 2; e++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/failed-%s", tmp_root, engines[e]);
-        int rc = ann_engine_build(ann_engine_find(engines[e]), &src, NULL, path, NULL);
+        int rc = ann_engine_build(ann_engine_find(engines[e]), &src, NULL, path, NULL, NULL);
         assert_int_equal(rc, ANN_EDATA);
         assert_null(tu_read_file(path, NULL));
         opened o;
@@ -752,6 +755,112 @@ static void test_failed_build_leaves_nothing(void **state)
 }
 
 /* Parameters out of range or unknown are errors naming them. */
+/* ---- one graph through either engine ------------------------------------ */
+
+/* Every node's degree and neighbour ids, as each engine stored them:
+ * adj[v * (R + 1)] = degree, then the ids. */
+static uint32_t *sector_adjacency(const char *index, uint32_t R, uint64_t n, uint32_t *medoid)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", index, "index.sector");
+    size_t len = 0;
+    uint8_t *file = tu_read_file(path, &len);
+    assert_non_null(file);
+    dsec_header h;
+    assert_int_equal(dsec_header_decode(file, len, path, &h), 0);
+    assert_int_equal(h.n, n);
+    assert_int_equal(h.R, R);
+    *medoid = h.medoid;
+    uint32_t *adj = calloc(n * (R + 1), sizeof *adj);
+    for (uint32_t v = 0; v < n; v++) {
+        const uint8_t *rec = file + dsec_node_sector(&h, v) * DSEC_SECTOR_BYTES +
+                             dsec_node_offset(&h, v) + 4 * (size_t)h.dim;
+        uint32_t d = ann_get_u32(rec);
+        assert_true(d <= R);
+        adj[(size_t)v * (R + 1)] = d;
+        for (uint32_t i = 0; i < d; i++)
+            adj[(size_t)v * (R + 1) + 1 + i] = ann_get_u32(rec + 4 + 4 * i);
+    }
+    free(file);
+    return adj;
+}
+
+static uint32_t *record_adjacency(const char *index, uint32_t R, uint32_t m, uint64_t n,
+                                  uint32_t *medoid)
+{
+    kv_store *s = store_rw(index, "lmdb");
+    size_t len = 0;
+    uint8_t *meta = record_copy(s, DREC_TABLE_META, 0, &len);
+    assert_non_null(meta);
+    assert_true(len > 60);
+    *medoid = ann_get_u32(meta + 56);
+    free(meta);
+    uint32_t *adj = calloc(n * (R + 1), sizeof *adj);
+    for (uint32_t v = 0; v < n; v++) {
+        uint8_t *rec = record_copy(s, DREC_TABLE_NODE, v, &len);
+        assert_non_null(rec);
+        uint32_t d = ann_get_u32(rec + m);
+        assert_true(d <= R);
+        assert_int_equal(len, m + 4 + (size_t)d * (4 + m));
+        adj[(size_t)v * (R + 1)] = d;
+        for (uint32_t i = 0; i < d; i++)
+            adj[(size_t)v * (R + 1) + 1 + i] = ann_get_u32(rec + m + 4 + 4 * i);
+        free(rec);
+    }
+    assert_int_equal(kv_close(s), 0);
+    return adj;
+}
+
+/*
+ * Issue 16: diskann-sector and diskann-record read the same build
+ * parameters from one table (engines/core/diskann_params.h).  Built apart
+ * (no shared artifact cache) on one thread with the same seed, they store
+ * the same graph; before, diskann-record ignored seed and threads.  Another
+ * seed gives diskann-record another graph.
+ */
+static void test_same_graph_as_sector(void **state)
+{
+    (void)state;
+    enum { N = 1500, R = 16, M = 8 };
+    float *data = tu_clustered(N, DIM, 12, 23, 0);
+    const char *params = "{\"R\": 16, \"L_build\": 32, \"alpha\": 1.2, \"pq_bytes\": 8, "
+                         "\"seed\": 7, \"threads\": 1}";
+    char sector[4096], record[4096], other[4096];
+    snprintf(sector, sizeof sector, "%s/same-sector", tmp_root);
+    snprintf(record, sizeof record, "%s/same-record", tmp_root);
+    snprintf(other, sizeof other, "%s/same-record-seed2", tmp_root);
+    assert_int_equal(build_index("diskann-sector", data, N, ANN_METRIC_L2, params, sector), 0);
+    assert_int_equal(build_index("diskann-record", data, N, ANN_METRIC_L2,
+                                 "{\"R\": 16, \"L_build\": 32, \"alpha\": 1.2, \"pq_bytes\": 8, "
+                                 "\"seed\": 7, \"threads\": 1, \"kv\": \"lmdb\"}",
+                                 record),
+                     0);
+    assert_int_equal(build_index("diskann-record", data, N, ANN_METRIC_L2,
+                                 "{\"R\": 16, \"L_build\": 32, \"alpha\": 1.2, \"pq_bytes\": 8, "
+                                 "\"seed\": 2, \"threads\": 1, \"kv\": \"lmdb\"}",
+                                 other),
+                     0);
+    uint32_t m_sector = 0, m_record = 0, m_other = 0;
+    uint32_t *a = sector_adjacency(sector, R, N, &m_sector);
+    uint32_t *b = record_adjacency(record, R, M, N, &m_record);
+    uint32_t *c = record_adjacency(other, R, M, N, &m_other);
+    assert_int_equal(m_sector, m_record);
+    uint64_t edges = 0;
+    for (uint32_t v = 0; v < N; v++) {
+        const uint32_t *x = a + (size_t)v * (R + 1), *y = b + (size_t)v * (R + 1);
+        if (memcmp(x, y, (R + 1) * sizeof *x) != 0)
+            fail_msg("node %u: sector degree %u, record degree %u (or other neighbours)", v, x[0],
+                     y[0]);
+        edges += x[0];
+    }
+    assert_true(edges > (uint64_t)N * R / 2); /* a real graph, not an empty one */
+    assert_true(memcmp(b, c, (size_t)N * (R + 1) * sizeof *b) != 0);
+    free(a);
+    free(b);
+    free(c);
+    free(data);
+}
+
 static void test_params(void **state)
 {
     (void)state;
@@ -786,6 +895,7 @@ int main(void)
         cmocka_unit_test(test_mutated_records),
         cmocka_unit_test(test_failed_build_leaves_nothing),
         cmocka_unit_test(test_params),
+        cmocka_unit_test(test_same_graph_as_sector),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -93,7 +93,7 @@ static int build_index(const float *data, uint64_t n, uint32_t dim, ann_metric m
     if (rc)
         return rc;
     json_t *bp = js(params);
-    rc = ann_engine_build(ops(), src, bp, path, NULL);
+    rc = ann_engine_build(ops(), src, bp, path, NULL, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -102,6 +102,7 @@ static int build_index(const float *data, uint64_t n, uint32_t dim, ann_metric m
 typedef struct {
     ann_engine *eng;
     ann_ctx *ctx;
+    json_t *report; /* the open report */
 } opened;
 
 static int open_ctx(const char *path, const char *open_p, const char *search_p, uint32_t kmax,
@@ -109,10 +110,11 @@ static int open_ctx(const char *path, const char *open_p, const char *search_p, 
 {
     o->eng = NULL;
     o->ctx = NULL;
+    o->report = NULL;
     json_t *op = js(open_p), *sp = js(search_p);
-    int rc = ops()->open(path, op, &o->eng);
+    int rc = ann_engine_open(ops(), path, op, &o->eng, &o->report);
     if (rc == 0)
-        rc = ops()->ctx_new(o->eng, sp, kmax, &o->ctx);
+        rc = ann_engine_ctx_new(ops(), o->eng, sp, kmax, &o->ctx);
     json_decref(op);
     json_decref(sp);
     return rc;
@@ -122,6 +124,7 @@ static void close_ctx(opened *o)
 {
     ops()->ctx_free(o->ctx);
     ops()->close(o->eng);
+    json_decref(o->report);
 }
 
 static int setup(void **state)
@@ -306,7 +309,7 @@ static void test_recall_and_backends(void **state)
         if (rc)
             fail_msg("open with %s: %s", backends[b], ann_errmsg(rc));
         /* what the engine says it uses */
-        json_t *rep = ops()->open_report(o.eng);
+        json_t *rep = json_incref(o.report);
         assert_string_equal(json_string_value(json_object_get(rep, "io")), backends[b]);
         assert_string_equal(json_string_value(json_object_get(rep, "io_asked")), backends[b]);
         assert_true(json_boolean_value(json_object_get(rep, "o_direct")) == (b < 3));
@@ -344,7 +347,7 @@ static void test_recall_and_backends(void **state)
     /* A cache holding every node: the same answers, no reads at all. */
     opened o;
     assert_int_equal(open_ctx(f->big, "{\"cache_nodes\": 10000}", round, K, &o), 0);
-    json_t *rep = ops()->open_report(o.eng);
+    json_t *rep = json_incref(o.report);
     assert_int_equal(json_integer_value(json_object_get(rep, "cache_nodes")), 10000);
     assert_int_equal(json_integer_value(json_object_get(rep, "cache_bytes")),
                      10000 * (4 * BIG_DIM + 4 + 4 * 64));
@@ -815,7 +818,7 @@ static void test_parameters(void **state)
     /* left to the default: falls back and answers */
     assert_int_equal(open_ctx(f->small, "{}", "{}", K, &o), 0);
     assert_int_equal(o.eng->io_kind, ANN_AIO_LIBAIO);
-    json_t *rep = ops()->open_report(o.eng);
+    json_t *rep = json_incref(o.report);
     assert_string_equal(json_string_value(json_object_get(rep, "io")), "libaio");
     assert_string_equal(json_string_value(json_object_get(rep, "io_asked")), "io_uring");
     json_decref(rep);

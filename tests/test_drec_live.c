@@ -83,7 +83,7 @@ static int build(const char *engine, uint64_t n, const char *path)
     if (ann_vecsrc_from_memory(data, n, DIM, ANN_METRIC_COSINE, &src))
         return -1;
     json_t *bp = js(BUILD);
-    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
+    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
     if (rc)
         fprintf(stderr, "build %s: %s\n", engine, ann_errmsg(rc));
     json_decref(bp);
@@ -161,9 +161,9 @@ static int open_idx(int e, const char *path, const char *backend, int updates, u
     o->eng = NULL;
     o->ctx = NULL;
     json_t *opj = js(op), *spj = js(sp);
-    int rc = o->ops->open(path, opj, &o->eng);
+    int rc = ann_engine_open(o->ops, path, opj, &o->eng, NULL);
     if (!rc) {
-        rc = o->ops->ctx_new(o->eng, spj, K, &o->ctx);
+        rc = ann_engine_ctx_new(o->ops, o->eng, spj, K, &o->ctx);
         if (rc) {
             o->ops->close(o->eng);
             o->eng = NULL;
@@ -230,7 +230,7 @@ static double recall(opened *o)
     snprintf(sp, sizeof sp, "{\"L\": %u}", RECALL_L);
     json_t *spj = js(sp);
     ann_ctx *ctx = NULL;
-    assert_int_equal(o->ops->ctx_new(o->eng, spj, K, &ctx), 0);
+    assert_int_equal(ann_engine_ctx_new(o->ops, o->eng, spj, K, &ctx), 0);
     json_decref(spj);
     for (int q = 0; q < NQ; q++) {
         uint32_t ids[K];
@@ -525,7 +525,7 @@ static void test_bad_input(void **state)
     close_idx(&o);
     json_t *bad = js("{\"merge_every\": 5}");
     ann_engine *eng = NULL;
-    expect_error(o.ops->open(path, bad, &eng), ANN_EPARAM,
+    expect_error(ann_engine_open(o.ops, path, bad, &eng, NULL), ANN_EPARAM,
                  "open: merge_every 5 needs \"updates\": true");
     json_decref(bad);
 
@@ -652,7 +652,7 @@ static void background_case(int e, const char *backend, uint32_t merge_every)
     assert_int_equal(open_idx(e, path, backend, 1, merge_every, 100, &o), 0);
     searcher_arg a = { .o = &o };
     json_t *sp = js("{\"L\": 100}");
-    assert_int_equal(o.ops->ctx_new(o.eng, sp, 1, &a.ctx), 0);
+    assert_int_equal(ann_engine_ctx_new(o.ops, o.eng, sp, 1, &a.ctx), 0);
     json_decref(sp);
     atomic_store(&a.done_upto, NBASE);
     pthread_t th;

@@ -171,8 +171,11 @@ static void test_schema_and_flat_recall(void **state)
         const json_t *sv;
         json_object_foreach((json_t *)stages, sk, sv)
             assert_true(json_is_null(sv));
-        /* flat reports nothing about how it opened */
-        assert_true(json_is_null(json_object_get(c, "open_report")));
+        /* flat reads its mapped vector file through the page cache */
+        const json_t *orep = json_object_get(c, "open_report");
+        assert_string_equal(json_string_value(json_object_get(orep, "io")), "mmap");
+        assert_true(json_is_false(json_object_get(orep, "o_direct")));
+        assert_int_equal(json_integer_value(json_object_get(orep, "cache_bytes")), 0);
         for (size_t j = 0; j < 3; j++)
             assert_non_null(json_object_get(json_object_get(c, "device"), dev_keys[j]));
         for (size_t j = 0; j < 4; j++)
@@ -813,7 +816,7 @@ static void test_index_per_format(void **state)
     set_engine_format(flat, NULL);
     json_t *op = json_pack("{s:s}", "kv", "lmdb");
     ann_engine *e = NULL;
-    int rc = ann_engine_find("ivfpq-record")->open(old, op, &e);
+    int rc = ann_engine_open(ann_engine_find("ivfpq-record"), old, op, &e, NULL);
     json_decref(op);
     if (rc != ANN_EVERSION) /* what every cell on it would meet */
         fail_msg("open %s: %s", old, ann_errmsg(rc));

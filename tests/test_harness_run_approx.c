@@ -22,7 +22,9 @@
  * none yet is an error), and a build that fails in each way the runner
  * tells apart: a non-zero exit (a corrupt shared PQ artifact), a timeout and
  * a signal (a shared artifact that is a FIFO: the build blocks opening it),
- * all through ANNLAB_ARTIFACT_DIR, which `annlab run` leaves alone when set.
+ * each run given an index_root whose shared artifacts (<index_root>/artifacts,
+ * the build context's artifact cache) are a copy of a good run's with the
+ * codebook spoiled.
  */
 #include "datasets/generate.h"
 #include "engines/core/status.h"
@@ -364,8 +366,8 @@ static void check_reads(const fx *f, const json_t *cell, const approx_engine *e)
     json_t *op = js(e->open), *sp = js(e->search);
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
-    assert_int_equal(ops->open(index_dir, op, &eng), 0);
-    assert_int_equal(ops->ctx_new(eng, sp, K, &ctx), 0);
+    assert_int_equal(ann_engine_open(ops, index_dir, op, &eng, NULL), 0);
+    assert_int_equal(ann_engine_ctx_new(ops, eng, sp, K, &ctx), 0);
     ann_stats sum = { 0 };
     for (int q = 0; q < NQ; q++) {
         uint32_t ids[K];
@@ -586,13 +588,26 @@ static pid_t find_build_child(const char *run_dir)
  * build child).  The cell is recorded with the build's failure and the
  * run goes on.
  */
+/* dir/root/artifacts: a copy of dir/index-fail0/artifacts (a good run's);
+ * pqcb receives the copy's codebook path. */
+static void copy_artifacts(const char *dir, const char *root, char *pqcb, size_t cap)
+{
+    char cmd[9000], to[4400];
+    snprintf(to, sizeof to, "%s/%s", dir, root);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r '%s/index-fail0/artifacts' '%s/'", to, dir,
+             to);
+    assert_int_equal(system(cmd), 0);
+    snprintf(to, sizeof to, "%s/%s/artifacts", dir, root);
+    if (!find_pqcb(to, pqcb, cap))
+        fail_msg("no .pqcb under %s", to);
+}
+
 static void test_failed_builds(void **state)
 {
     fx *f = *state;
     SKIP_WITHOUT_BIN(f);
     char art[4400], cfg_path[4400], pqcb[4400], out[4400];
-    snprintf(art, sizeof art, "%s/artifacts-failing", f->dir);
-    setenv("ANNLAB_ARTIFACT_DIR", art, 1);
+    snprintf(art, sizeof art, "%s/index-fail0/artifacts", f->dir);
     snprintf(cfg_path, sizeof cfg_path, "%s/fail.json", f->dir);
     char *log = NULL;
     /* one good build first, so the artifact files exist */
@@ -608,7 +623,9 @@ static void test_failed_builds(void **state)
     if (!find_pqcb(art, pqcb, sizeof pqcb))
         fail_msg("no .pqcb under %s after a diskann build", art);
 
-    /* non-zero exit: garbage where the codebook was */
+    /* non-zero exit: garbage where the codebook was (named relative to the
+     * run's directory, as index_root is) */
+    copy_artifacts(f->dir, "index-fail1", pqcb, sizeof pqcb);
     assert_int_equal(tu_write_file(pqcb, "not a codebook", 14), 0);
     json_object_set_new(cfg, "index_root", json_string("index-fail1"));
     assert_int_equal(hf_write_json(cfg_path, cfg), 0);
@@ -619,11 +636,12 @@ static void test_failed_builds(void **state)
     const json_t *c = build_of(cells);
     const char *why = json_string_value(json_object_get(c, "reason"));
     if (strcmp(json_string_value(json_object_get(c, "status")), "error") ||
-        !strstr(why, "build failed: ") || !strstr(why, pqcb))
+        !strstr(why, "build failed: ") || !strstr(why, pqcb + strlen(f->dir) + 1))
         fail_msg("bad codebook: %s: %s", json_string_value(json_object_get(c, "status")), why);
     json_decref(cells);
 
     /* timeout: a FIFO blocks the build until build_timeout_s */
+    copy_artifacts(f->dir, "index-fail2", pqcb, sizeof pqcb);
     assert_int_equal(unlink(pqcb), 0);
     assert_int_equal(mkfifo(pqcb, 0644), 0);
     json_object_set_new(cfg, "index_root", json_string("index-fail2"));
@@ -642,6 +660,9 @@ static void test_failed_builds(void **state)
     json_decref(cells);
 
     /* signal: the same blocked build, killed by this test */
+    copy_artifacts(f->dir, "index-fail3", pqcb, sizeof pqcb);
+    assert_int_equal(unlink(pqcb), 0);
+    assert_int_equal(mkfifo(pqcb, 0644), 0);
     json_object_set_new(cfg, "index_root", json_string("index-fail3"));
     json_object_set_new(cfg, "build_timeout_s", json_real(600));
     assert_int_equal(hf_write_json(cfg_path, cfg), 0);
@@ -679,7 +700,6 @@ static void test_failed_builds(void **state)
     json_decref(cells);
     json_decref(cfg);
     unlink(pqcb);
-    unsetenv("ANNLAB_ARTIFACT_DIR");
 }
 
 int main(void)

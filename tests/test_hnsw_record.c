@@ -59,7 +59,7 @@ static int build(const float *data, uint64_t n, ann_metric m, const char *params
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     json_t *bp = js(params);
-    int rc = ann_engine_build(ops(), src, bp, path, NULL);
+    int rc = ann_engine_build(ops(), src, bp, path, NULL, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -110,9 +110,9 @@ static int run(const fixture *f, const char *index, const char *open, const char
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
     json_t *op = js(open), *sp = js(search);
-    int rc = ops()->open(index, op, &eng);
+    int rc = ann_engine_open(ops(), index, op, &eng, NULL);
     if (!rc)
-        rc = ops()->ctx_new(eng, sp, K, &ctx);
+        rc = ann_engine_ctx_new(ops(), eng, sp, K, &ctx);
     json_decref(op);
     json_decref(sp);
     double hits = 0;

@@ -67,7 +67,7 @@ static int build_dim(const char *engine, const float *data, uint64_t n, uint32_t
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, n, dim, m, &src), 0);
     json_t *bp = js(params);
-    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL);
+    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -141,9 +141,9 @@ static int run_set(const query_set *qs, const char *engine, const char *index, c
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
     json_t *op = js(open), *sp = js(search);
-    int rc = ops->open(index, op, &eng);
+    int rc = ann_engine_open(ops, index, op, &eng, NULL);
     if (!rc)
-        rc = ops->ctx_new(eng, sp, K, &ctx);
+        rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
     json_decref(op);
     json_decref(sp);
     double hits = 0;
@@ -299,7 +299,7 @@ static ann_engine *open_index(const char *index)
 {
     json_t *op = js("{\"kv\": \"lmdb\"}");
     ann_engine *e = NULL;
-    int rc = ann_engine_find("ivfpq-record")->open(index, op, &e);
+    int rc = ann_engine_open(ann_engine_find("ivfpq-record"), index, op, &e, NULL);
     json_decref(op);
     if (rc)
         fail_msg("open %s: %s", index, ann_errmsg(rc));
@@ -734,7 +734,7 @@ static void test_coarse_file_checked(void **state)
     free(bytes);
     json_t *op = js("{\"kv\": \"lmdb\"}");
     ann_engine *e = NULL;
-    int rc = ann_engine_find("ivfpq-record")->open(path, op, &e);
+    int rc = ann_engine_open(ann_engine_find("ivfpq-record"), path, op, &e, NULL);
     json_decref(op);
     assert_int_equal(rc, ANN_ECORRUPT);
     assert_null(e);
@@ -761,7 +761,7 @@ static void test_old_versions_refused(void **state)
         put_record(path, 0, IVFPQ_TABLE_META, 0, meta, len);
         json_t *op = js("{\"kv\": \"lmdb\"}");
         ann_engine *e = NULL;
-        int rc = ann_engine_find("ivfpq-record")->open(path, op, &e);
+        int rc = ann_engine_open(ann_engine_find("ivfpq-record"), path, op, &e, NULL);
         json_decref(op);
         assert_int_equal(rc, ANN_EVERSION);
         assert_null(e);

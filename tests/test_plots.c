@@ -31,7 +31,9 @@ static json_t *cell(const char *label, const char *engine, const char *mode, jso
     json_t *c = json_pack("{s:s, s:s, s:s, s:{}, s:o, s:{s:i}, s:i, s:n, s:s, s:f, s:f, s:{s:f, s:f},"
                           " s:{s:f}, s:{s:f, s:{s:f}}, s:i}",
                           "label", label, "engine", engine, "mode", mode, "build", "open", open, "search",
-                          "L", L, "threads", 1, "memory_cap_bytes", "status", "ok", "recall", recall, "qps",
+                          /* each engine's effort parameter (ann_engine_ops.effort_param) */
+                          strcmp(engine, "hnsw-record") ? "L" : "ef_search", L, "threads", 1,
+                          "memory_cap_bytes", "status", "ok", "recall", recall, "qps",
                           qps, "latency_us", "p50", p99 / 3, "p99", p99, "engine_stats", "reads", reads,
                           "device", "reads_per_query", 999.0, "cgroup", "reads_per_query", dev, "k", 10);
     assert_non_null(c);

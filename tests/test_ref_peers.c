@@ -73,7 +73,7 @@ static int build_index(const char *engine, const char *params, const float *data
     ann_vecsrc *src = NULL;
     assert_int_equal(ann_vecsrc_from_memory(data, n, DIM, m, &src), 0);
     json_t *bp = js(params);
-    int rc = ann_engine_build(ops, src, bp, path, NULL);
+    int rc = ann_engine_build(ops, src, bp, path, NULL, NULL);
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
@@ -126,11 +126,11 @@ static void open_peer(const char *engine, const char *index, const char *search,
                       ann_engine **eng, ann_ctx **ctx)
 {
     const ann_engine_ops *ops = ann_engine_find(engine);
-    int rc = ops->open(index, NULL, eng);
+    int rc = ann_engine_open(ops, index, NULL, eng, NULL);
     if (rc)
         fail_msg("%s: open: %s", engine, ann_errmsg(rc));
     json_t *sp = js(search);
-    rc = ops->ctx_new(*eng, sp, k_max, ctx);
+    rc = ann_engine_ctx_new(ops, *eng, sp, k_max, ctx);
     json_decref(sp);
     if (rc)
         fail_msg("%s: ctx_new: %s", engine, ann_errmsg(rc));
@@ -269,7 +269,7 @@ static void test_per_context_params(void **state)
         json_t *sp = js(pairs[i].high);
         if (pairs[i].shared_ef) {
             ann_ctx *refused = NULL;
-            int rc = ops->ctx_new(eng, sp, K, &refused);
+            int rc = ann_engine_ctx_new(ops, eng, sp, K, &refused);
             assert_int_equal(rc, ANN_EUNSUPPORTED);
             assert_null(refused);
             assert_non_null(strstr(ann_errmsg(rc),
@@ -277,7 +277,7 @@ static void test_per_context_params(void **state)
             open_peer(pairs[i].engine, f->index[p], pairs[i].high, K, &eng_hi, &hi);
         } else {
             eng_hi = NULL;
-            assert_int_equal(ops->ctx_new(eng, sp, K, &hi), 0);
+            assert_int_equal(ann_engine_ctx_new(ops, eng, sp, K, &hi), 0);
         }
         json_decref(sp);
         uint32_t *a = malloc(NQ * K * sizeof *a), *b = malloc(NQ * K * sizeof *b);
@@ -339,7 +339,7 @@ static void test_threads_share_engine(void **state)
         for (int t = 0; t < 3; t++) {
             w[t] = (worker){ .f = f, .ops = ops, .rc = 0 };
             json_t *sp = js(peers[p].search);
-            assert_int_equal(ops->ctx_new(eng, sp, K, &w[t].ctx), 0);
+            assert_int_equal(ann_engine_ctx_new(ops, eng, sp, K, &w[t].ctx), 0);
             json_decref(sp);
             assert_int_equal(pthread_create(&th[t], NULL, worker_run, &w[t]), 0);
         }
@@ -376,10 +376,10 @@ static void expect_ctx_error(const char *engine, const char *index, const char *
 {
     const ann_engine_ops *ops = ann_engine_find(engine);
     ann_engine *eng;
-    assert_int_equal(ops->open(index, NULL, &eng), 0);
+    assert_int_equal(ann_engine_open(ops, index, NULL, &eng, NULL), 0);
     json_t *sp = js(search);
     ann_ctx *ctx = NULL;
-    int rc = ops->ctx_new(eng, sp, k_max, &ctx);
+    int rc = ann_engine_ctx_new(ops, eng, sp, k_max, &ctx);
     json_decref(sp);
     assert_int_equal(rc, ANN_EPARAM);
     assert_null(ctx);
@@ -434,7 +434,7 @@ static void expect_open_error(const char *engine, const char *index, int code,
 {
     const ann_engine_ops *ops = ann_engine_find(engine);
     ann_engine *eng = NULL;
-    int rc = ops->open(index, NULL, &eng);
+    int rc = ann_engine_open(ops, index, NULL, &eng, NULL);
     assert_int_equal(rc, code);
     if (!strstr(ann_errmsg(rc), fragment))
         fail_msg("%s: message \"%s\" lacks \"%s\"", engine, ann_errmsg(rc), fragment);

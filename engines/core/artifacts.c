@@ -1,6 +1,7 @@
 /*
  * artifacts.c: get-or-build of a DiskANN build's intermediate products (PQ
- * codebook, PQ codes, Vamana graph), cached under $ANNLAB_ARTIFACT_DIR so
+ * codebook, PQ codes, Vamana graph), cached under the build's artifact
+ * directory (ann_artifacts_params.cache_dir) so
  * the record and sector engines are built on the very same graph and
  * codes.  Keys, file names and guarantees are described in artifacts.h.
  */
@@ -9,6 +10,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/fileio.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,13 +40,6 @@ void ann_artifacts_params_default(ann_artifacts_params *p, uint32_t dim)
     p->want_graph = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The PQ parameters in effect (seed 0 borrows the graph seed). */
 static pq_params pq_effective(const ann_artifacts_params *p)
 {
@@ -56,9 +51,8 @@ static pq_params pq_effective(const ann_artifacts_params *p)
     return q;
 }
 
-static int source_dir(const ann_vecsrc *src, char *buf, size_t cap)
+static int source_dir(const ann_vecsrc *src, const char *root, char *buf, size_t cap)
 {
-    const char *root = getenv("ANNLAB_ARTIFACT_DIR");
     if (!root || !root[0])
         return ANN_ENOTFOUND;
     char id[sizeof src->id];
@@ -75,7 +69,7 @@ static int source_dir(const ann_vecsrc *src, char *buf, size_t cap)
     int len = snprintf(buf, cap, "%s/%s-n%llu-d%u-%s", root, id, (unsigned long long)src->n,
                        src->dim, ann_metric_name(src->metric));
     if (len < 0 || (size_t)len >= cap)
-        return ann_fail(ANN_EPARAM, "ANNLAB_ARTIFACT_DIR: path too long (%s)", root);
+        return ann_fail(ANN_EPARAM, "artifact directory: path too long (%s)", root);
     return 0;
 }
 
@@ -83,7 +77,7 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
                        char *buf, size_t cap)
 {
     char dir[4096];
-    int rc = source_dir(src, dir, sizeof dir);
+    int rc = source_dir(src, p->cache_dir, dir, sizeof dir);
     if (rc)
         return rc;
     int len;
@@ -182,9 +176,9 @@ static int load_vectors(const ann_vecsrc *src, const ann_artifacts_params *p, an
 {
     if (a->vectors)
         return 0;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     int rc = vamana_load_vectors(src, p->graph.threads, &a->vectors);
-    a->load_s += now_s() - t0;
+    a->load_s += ann_mono_s() - t0;
     return rc;
 }
 
@@ -218,11 +212,11 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
             return 0;
         }
     }
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     int rc = pq_train(src, &q, &a->pq);
     if (rc)
         return rc;
-    double t1 = now_s();
+    double t1 = ann_mono_s();
     a->pq_train_s = t1 - t0;
     a->pq_codes = malloc(src->n * a->pq->m + 1);
     if (!a->pq_codes)
@@ -232,7 +226,7 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
                     : pq_encode_vecsrc(a->pq, src, q.threads, a->pq_codes);
     if (rc)
         return rc;
-    a->pq_encode_s = now_s() - t1;
+    a->pq_encode_s = ann_mono_s() - t1;
     if (cache == 0) {
         rc = ensure_parent(cb_path);
         if (rc == 0)
@@ -263,12 +257,12 @@ static int get_graph(const ann_vecsrc *src, const ann_artifacts_params *p, ann_a
     int rc = load_vectors(src, p, a);
     if (rc)
         return rc;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     rc = vamana_build_from_memory(a->vectors, src->n, src->dim, src->metric, &p->graph, &a->graph,
                                   &a->graph_stats);
     if (rc)
         return rc;
-    a->graph_s = now_s() - t0;
+    a->graph_s = ann_mono_s() - t0;
     if (cache == 0) {
         rc = ensure_parent(path);
         if (rc == 0)

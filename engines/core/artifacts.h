@@ -3,13 +3,14 @@
  * PQ codebook, one set of PQ codes and one Vamana graph.
  *
  * ann_artifacts_get() returns the intermediate products of a DiskANN
- * build.  When the environment variable ANNLAB_ARTIFACT_DIR names a
- * directory, each product is looked up there first, keyed by its own
- * parameters, and written there after it is built:
+ * build.  When the parameters name a cache directory (cache_dir: the
+ * build's ann_build_ctx.artifact_dir, engines/engine.h), each product is
+ * looked up there first, keyed by its own parameters, and written there
+ * after it is built:
  *
- *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcb
- *   $ANNLAB_ARTIFACT_DIR/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcodes
- *   $ANNLAB_ARTIFACT_DIR/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>-<f16|f32>.vamana
+ *   <cache_dir>/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcb
+ *   <cache_dir>/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcodes
+ *   <cache_dir>/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>-<f16|f32>.vamana
  *
  * The codebook and graph files are pq.h's and vamana.h's.  The codes file:
  *     0  char[8]  magic "ANNPQCD\0"
@@ -28,7 +29,7 @@
  * crashed build leaves nothing that loads, and verified at load (magic,
  * version, crc32, graph invariants, n/dim/m against the source); a cached
  * file that fails verification is an error naming it, never rebuilt over
- * silently.  With ANNLAB_ARTIFACT_DIR unset or empty nothing is cached.
+ * silently.  With cache_dir NULL or empty nothing is cached.
  * Multi-threaded builds are not bit-reproducible, so a cache hit returns
  * the graph built first for that key; that is the point of the cache.
  */
@@ -47,6 +48,7 @@ typedef struct ann_artifacts_params {
     int want_graph;       /* 0: PQ only (e.g. IVF-PQ) */
     int keep_vectors;     /* 1: out->vectors holds the base vectors (read from the
                              source if no build step needed them) */
+    const char *cache_dir; /* the artifact cache (see above); NULL or "": none */
 } ann_artifacts_params;
 
 /* Defaults: vamana_params_default, pq_params_default(dim), want_graph 1. */

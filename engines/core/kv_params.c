@@ -4,6 +4,7 @@
 #include "engines/core/kv_params.h"
 
 #include "engines/core/status.h"
+#include "engines/engine.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,16 +29,13 @@ const ann_param_spec kv_open_params[] = {
       .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
     { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 20,
       .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
 };
 
 int kv_options_from_params(const json_t *open_params, kv_options *opt)
 {
-    int rc = ann_params_validate(open_params, kv_open_params, "open");
-    if (rc)
-        return rc;
     memset(opt, 0, sizeof *opt);
-    rc = kv_backend_parse(ann_param_enum(open_params, kv_open_params, "kv"), &opt->backend);
+    int rc = kv_backend_parse(ann_param_enum(open_params, kv_open_params, "kv"), &opt->backend);
     if (!rc)
         rc = kv_profile_parse(ann_param_enum(open_params, kv_open_params, "profile"),
                               &opt->profile);
@@ -46,6 +44,16 @@ int kv_options_from_params(const json_t *open_params, kv_options *opt)
     opt->block_cache_mb = (uint32_t)ann_param_int(open_params, kv_open_params, "block_cache_mb");
     opt->read_only = 1;
     return 0;
+}
+
+void kv_open_report(const kv_options *opt, json_t *report)
+{
+    uint64_t mb = opt->block_cache_mb ? opt->block_cache_mb : KV_DEFAULT_BLOCK_CACHE_MB;
+    uint64_t cache = opt->backend == KV_BACKEND_ROCKSDB && opt->profile == KV_PROFILE_SERVER
+                         ? mb << 20 : 0;
+    ann_open_report_set(report, kv_backend_name(opt->backend), 0, cache);
+    json_object_set_new(report, "kv", json_string(kv_backend_name(opt->backend)));
+    json_object_set_new(report, "kv_profile", json_string(kv_profile_name(opt->profile)));
 }
 
 int kv_open_built(const char *index_dir, const kv_options *opt, char *store_dir, size_t bufsz,

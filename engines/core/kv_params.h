@@ -17,11 +17,21 @@
 extern const ann_param_spec kv_open_params[];
 
 /*
- * Validate open_params (NULL = {}) against kv_open_params and fill *opt for
- * a read-only open of an existing store.  Errors: ANN_EPARAM naming the
- * parameter ("open.kv: ...").  Thread-safe.
+ * Fill *opt for a read-only open of an existing store from open_params
+ * (NULL = {}), already validated against kv_open_params (ann_engine_open
+ * does that).  Errors: ANN_EPARAM naming a value kv.h does not know.
+ * Thread-safe.
  */
 int kv_options_from_params(const json_t *open_params, kv_options *opt);
+
+/*
+ * The open report (engines/engine.h) of a record engine reading a store
+ * opened with *opt: "io" and "kv" the backend, "o_direct" false,
+ * "kv_profile", "cache_bytes" (the RocksDB block cache of the server
+ * profile, else 0: LMDB and the embedded profile read through the page
+ * cache).
+ */
+void kv_open_report(const kv_options *opt, json_t *report);
 
 /* Build side: which stores a build writes, "rocksdb" | "lmdb" | "both"
  * (default "both", so either backend opens the index without a rebuild);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const ann_param_spec *find_spec(const ann_param_spec *specs, const char *name)
@@ -170,40 +171,57 @@ static const json_t *get(const json_t *obj, const char *name)
     return json_is_object(obj) ? json_object_get(obj, name) : NULL;
 }
 
+/* The spec of a name the caller must have declared (params.h: abort). */
+static const ann_param_spec *declared(const ann_param_spec *specs, const char *name)
+{
+    const ann_param_spec *s = find_spec(specs, name);
+    if (s)
+        return s;
+    const ann_param_spec *end = specs;
+    while (end && end->name)
+        end++;
+    fprintf(stderr, "annlab: programming error: parameter \"%s\" is not declared by %s (declared:",
+            name, end && end->owner ? end->owner : "an unnamed parameter table");
+    for (const ann_param_spec *p = specs; p && p->name; p++)
+        fprintf(stderr, "%s %s", p == specs ? "" : ",", p->name);
+    fprintf(stderr, "%s)\n", specs && specs->name ? "" : " none");
+    abort();
+}
+
 int64_t ann_param_int(const json_t *obj, const ann_param_spec *specs, const char *name)
 {
+    const ann_param_spec *s = declared(specs, name);
     const json_t *v = get(obj, name);
     if (json_is_integer(v))
         return json_integer_value(v);
-    const ann_param_spec *s = find_spec(specs, name);
-    return s ? (int64_t)s->def : 0;
+    return (int64_t)s->def;
 }
 
 double ann_param_real(const json_t *obj, const ann_param_spec *specs, const char *name)
 {
+    const ann_param_spec *s = declared(specs, name);
     const json_t *v = get(obj, name);
     if (json_is_number(v))
         return json_number_value(v);
-    const ann_param_spec *s = find_spec(specs, name);
-    return s ? s->def : 0.0;
+    return s->def;
 }
 
 int ann_param_bool(const json_t *obj, const ann_param_spec *specs, const char *name)
 {
+    const ann_param_spec *s = declared(specs, name);
     const json_t *v = get(obj, name);
     if (json_is_boolean(v))
         return json_is_true(v);
-    const ann_param_spec *s = find_spec(specs, name);
-    return s ? s->def != 0.0 : 0;
+    return s->def != 0.0;
 }
 
 const char *ann_param_enum(const json_t *obj, const ann_param_spec *specs, const char *name)
 {
+    const ann_param_spec *s = declared(specs, name);
     const json_t *v = get(obj, name);
     if (json_is_string(v))
         return json_string_value(v);
-    const ann_param_spec *s = find_spec(specs, name);
-    return s ? s->def_str : NULL;
+    return s->def_str;
 }
 
 int ann_param_is_set(const json_t *obj, const char *name)

@@ -30,10 +30,15 @@ typedef struct ann_param_spec {
     const char *help;            /* one line, shown by `annlab engines` */
     int at_least_k;              /* search INT: must be >= the k asked (a search
                                     list shorter than k cannot return k results) */
+    const char *owner;           /* end entry only: whose table this is, for
+                                    messages ("diskann-sector search") */
 } ann_param_spec;
 
-/* A spec table ends with an entry whose name is NULL. */
+/* A spec table ends with an entry whose name is NULL; ANN_PARAM_END_OF
+ * names the table's owner (engine and kind) for programming-error
+ * messages. */
 #define ANN_PARAM_END { .name = NULL }
+#define ANN_PARAM_END_OF(who) { .name = NULL, .owner = (who) }
 
 /* Callback receiving one human-readable problem (already prefixed by path). */
 typedef void (*ann_param_report_fn)(void *user, const char *msg);
@@ -65,7 +70,12 @@ int ann_params_check_k(const json_t *obj, const ann_param_spec *specs, uint32_t 
                        const char *path);
 
 /* Getters: the value in obj, or the spec's default when absent.  The name
- * must be in specs (a programming error otherwise: returns the default 0). */
+ * must be declared in specs: looking up a name the
+ * table does not declare is a programming error (a misspelt "beam_width"
+ * must not read as 0), so the getter prints
+ *   annlab: programming error: parameter "beam_widht" is not declared by
+ *   diskann-sector search (declared: L, beam_width, ...)
+ * on stderr and aborts. */
 int64_t ann_param_int(const json_t *obj, const ann_param_spec *specs, const char *name);
 double ann_param_real(const json_t *obj, const ann_param_spec *specs, const char *name);
 int ann_param_bool(const json_t *obj, const ann_param_spec *specs, const char *name);

@@ -2,19 +2,13 @@
  * progress.c: progress lines of long steps (see progress.h).
  */
 #include "engines/core/progress.h"
+#include "engines/core/ticks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void ann_progress_duration(double s, char *buf, unsigned len)
 {
@@ -39,7 +33,7 @@ void ann_progress_begin(ann_progress *p, const char *what, uint64_t total, const
     p->enabled = !(off && !strcmp(off, "0")) && total > 0;
     p->after_s = after && *after ? atof(after) : 2.0;
     p->tty = isatty(2);
-    p->t0 = mono_s();
+    p->t0 = ann_mono_s();
     p->next_draw_s = p->t0 + p->after_s;
     pthread_mutex_init(&p->lock, NULL);
 }
@@ -65,7 +59,7 @@ void ann_progress_add(ann_progress *p, uint64_t n)
     if (!p || !p->enabled)
         return;
     uint64_t done = atomic_fetch_add(&p->done, n) + n;
-    double now = mono_s();
+    double now = ann_mono_s();
     if (now < p->t0 + p->after_s || pthread_mutex_trylock(&p->lock) != 0)
         return;
     if (done > p->total)
@@ -96,7 +90,7 @@ void ann_progress_end(ann_progress *p)
     if (!p)
         return;
     if (p->enabled && p->shown) {
-        double el = mono_s() - p->t0;
+        double el = ann_mono_s() - p->t0;
         uint64_t done = atomic_load(&p->done);
         char dur[32];
         ann_progress_duration(el, dur, sizeof dur);

@@ -1,5 +1,8 @@
 /*
- * ticks.h: a cheap clock for timing the stages of one query.
+ * ticks.h: annlab's clocks, in one place: elapsed time (ann_mono_ns,
+ * ann_mono_s), any POSIX clock (ann_clock_ns, ann_clock_s: a thread's or
+ * the process's CPU time), and a cheap clock for timing the stages of one
+ * query.
  *
  * A query's stages last microseconds and there are hundreds of them, so the
  * clock must cost a few nanoseconds: on x86-64 it is the time-stamp counter
@@ -36,11 +39,32 @@ static inline uint64_t ann_ticks(void)
 }
 #endif
 
-static inline uint64_t ann_mono_ns(void)
+/* Clock clk in nanoseconds (CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID, ...). */
+static inline uint64_t ann_clock_ns(clockid_t clk)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: elapsed time. */
+static inline uint64_t ann_mono_ns(void)
+{
+    return ann_clock_ns(CLOCK_MONOTONIC);
+}
+
+/* Clock clk in seconds (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID, ...). */
+static inline double ann_clock_s(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC in seconds: elapsed time. */
+static inline double ann_mono_s(void)
+{
+    return ann_clock_s(CLOCK_MONOTONIC);
 }
 
 /* Add the ticks since t to acc[stage]; return now (the next stage's start). */

@@ -49,6 +49,7 @@
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/core/visited.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -75,13 +76,6 @@ void vamana_params_default(vamana_params *p)
 {
     *p = (vamana_params){ .R = 64, .L_build = 100, .alpha = 1.2f, .passes = 1,
                           .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = 1 };
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static uint64_t vm_rand(uint64_t *s)
@@ -771,9 +765,9 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
             goto out;
     }
 
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     g->entry = vamana_medoid(vectors, n, dim, metric, threads);
-    double t1 = now_s();
+    double t1 = ann_mono_s();
     st.medoid_s = t1 - t0;
 
     if (p->build_f16) {
@@ -818,7 +812,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     ann_progress_end(&prog);
     if (rc)
         goto out;
-    double t2 = now_s();
+    double t2 = ann_mono_s();
     st.graph_s = t2 - t1;
 
     rc = ann_parallel_for(threads, n, 1024, vm_final_run, &b);
@@ -832,7 +826,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
         rc = (int)added;
         goto out;
     }
-    st.finalize_s = now_s() - t2;
+    st.finalize_s = ann_mono_s() - t2;
     for (int t = 0; t < nscratch; t++) {
         st.dist_evals += scratch[t].dist_evals;
         st.prune_dist_evals += scratch[t].prune_evals;
@@ -907,11 +901,11 @@ int vamana_build(const ann_vecsrc *src, const vamana_params *p, vamana_graph **o
     *out = NULL;
     if (out_vectors)
         *out_vectors = NULL;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     int rc = vamana_load_vectors(src, p->threads, &x);
     if (rc)
         return rc;
-    double load = now_s() - t0;
+    double load = ann_mono_s() - t0;
     rc = vamana_build_from_memory(x, src->n, src->dim, src->metric, p, out, &st);
     st.load_s = load;
     if (rc == 0 && stats)

@@ -16,8 +16,10 @@
 #include "engines/diskann_record/drec.h"
 
 #include "engines/core/artifacts.h"
+#include "engines/core/diskann_params.h"
 #include "engines/core/binio.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,13 +28,6 @@
 #include <time.h>
 
 #define DREC_VEC_CHUNK_ROWS 4096u /* rows read from the source at a time */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* What one store receives: borrowed from the build. */
 typedef struct drec_records {
@@ -185,22 +180,22 @@ out:
     return rc;
 }
 
-int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report,
-               uint32_t layout, const char *name)
+int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report, uint32_t layout, const char *name)
 {
     int rc = 0;
     ann_artifacts art = { 0 };
     char path[4200];
-    const uint32_t R = (uint32_t)ann_param_int(params, drec_build_params, "R");
-    const uint32_t L_build = (uint32_t)ann_param_int(params, drec_build_params, "L_build");
-    const float alpha = (float)ann_param_real(params, drec_build_params, "alpha");
-    uint32_t m = (uint32_t)ann_param_int(params, drec_build_params, "pq_bytes");
+    ann_artifacts_params ap;
+    rc = ann_diskann_build_read(params, drec_build_params, src, bctx, &ap);
+    if (rc)
+        return rc;
+    const uint32_t R = ap.graph.R, L_build = ap.graph.L_build, m = ap.pq.pq_bytes;
+    const float alpha = ap.graph.alpha;
     const char *kv_which = ann_param_enum(params, drec_build_params, "kv");
-    if (m == 0)
-        m = pq_default_bytes(src->dim);
-    if (m > src->dim || m > DREC_MAX_PQ_BYTES)
-        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds the dimension %u (or %u)", m,
-                        src->dim, DREC_MAX_PQ_BYTES);
+    if (m > DREC_MAX_PQ_BYTES) /* a default dim/8 for dim > 8192 */
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds %u, the most a diskann-record "
+                                    "index holds (set pq_bytes)", m, DREC_MAX_PQ_BYTES);
     if (src->n >= UINT32_MAX)
         return ann_fail(ANN_EPARAM, "%s build: %llu vectors, ids are 32-bit", name,
                         (unsigned long long)src->n);
@@ -218,16 +213,6 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     r.meta.mode = src->n < DREC_SCAN_BELOW ? DREC_MODE_SCAN : DREC_MODE_GRAPH;
 
     if (r.meta.mode == DREC_MODE_GRAPH) {
-        ann_artifacts_params ap;
-        ann_artifacts_params_default(&ap, src->dim);
-        ap.graph.R = R;
-        ap.graph.L_build = L_build;
-        ap.graph.alpha = alpha;
-        ap.pq.pq_bytes = m;
-        ap.graph.build_f16 =
-            !strcmp(ann_param_enum(params, drec_build_params, "build_precision"), "f16");
-        ap.want_graph = 1;
-        ap.keep_vectors = 1;
         rc = ann_artifacts_get(src, &ap, &art);
         if (rc)
             goto out;
@@ -254,7 +239,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
         r.meta.chunk_rows = layout == DREC_LAYOUT_RESIDENT ? DREC_CODE_CHUNK_ROWS : 0;
     }
 
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     json_t *stores = json_object();
     for (int bi = 0; bi < 2; bi++) {
         kv_backend be = bi == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
@@ -277,7 +262,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     if (report) {
         json_t *ph = json_pack("{s:f, s:f, s:f, s:f, s:f}", "pq_train_s", art.pq_train_s,
                                "pq_encode_s", art.pq_encode_s, "graph_s", art.graph_s, "load_s",
-                               art.load_s, "layout_write_s", now_s() - t0);
+                               art.load_s, "layout_write_s", ann_mono_s() - t0);
         json_object_set_new(report, "phases", ph);
         json_object_set_new(report, "stores", stores);
         json_object_set_new(report, "mode",

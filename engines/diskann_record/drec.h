@@ -108,12 +108,13 @@ extern const ann_param_spec drec_search_params[];
  * artifacts (engines/core/artifacts.h), then records into each store the
  * `kv` parameter selects, the metadata record last.
  */
-int drec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report,
-               uint32_t layout, const char *name);
+int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report, uint32_t layout, const char *name);
 
-/* Open an index built for engine `name` with the given layout. */
+/* Open an index built for engine `name` with the given layout; fills the
+ * open report (kv_open_report). */
 int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const char *name,
-              ann_engine **out);
+              ann_engine **out, json_t *report);
 void drec_close(ann_engine *e);
 
 /* Live updates (live.c).  drec_live_open: after the metadata is read,

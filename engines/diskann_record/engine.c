@@ -8,9 +8,11 @@
  * codes), plus per context a PQ table, a candidate list and an
  * epoch-stamped visited map of n entries.
  *
- * Parameters.  Build: R, L_build, alpha, pq_bytes (as diskann-sector, so
- * both share one graph through the artifact cache), kv = which stores to
- * write (both by default, so `kv` can be swept at open without a rebuild).
+ * Parameters.  Build: diskann-sector's (engines/core/diskann_params.h: R,
+ * L_build, alpha, pq_bytes, seed, threads, build_precision), so both build
+ * the same graph, and share it through the artifact cache; kv = which
+ * stores to write (both by default, so `kv` can be swept at open without a
+ * rebuild).
  * Open: kv (default: rocksdb when built, else lmdb), profile, block_cache_mb;
  * for live updates (live.c) updates (open the store writable: insert,
  * remove and merge work), merge_every (background merge once that many
@@ -28,6 +30,8 @@
  */
 #include "engines/diskann_record/drec.h"
 
+#include "engines/core/diskann_params.h"
+#include "engines/core/kv_params.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -38,22 +42,13 @@
 #include <unistd.h>
 
 static const char *const build_kv_choices[] = { "both", "rocksdb", "lmdb", NULL };
-static const char *const precision_choices[] = { "f16", "f32", NULL };
 
+/* The DiskANN build parameters (engines/core/diskann_params.h), then kv. */
 const ann_param_spec drec_build_params[] = {
-    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
-      .help = "max out-degree of the Vamana graph" },
-    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
-      .help = "search list size while building" },
-    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,
-      .help = "RobustPrune distance factor" },
-    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = DREC_MAX_PQ_BYTES, .def = 0,
-      .help = "PQ code bytes per vector (0: dim/8)" },
+    ANN_DISKANN_BUILD_PARAMS,
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = build_kv_choices, .def_str = "both",
       .help = "stores to write: both, rocksdb or lmdb" },
-    { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
-      .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident build"),
 };
 
 const ann_param_spec drec_open_params[] = {
@@ -73,7 +68,7 @@ const ann_param_spec drec_open_params[] = {
               "searches scan the pending records)" },
     { .name = "merge_every", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 30, .def = 0,
       .help = "merge in the background once this many inserts are pending (0: only on demand)" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident open"),
 };
 
 const ann_param_spec drec_search_params[] = {
@@ -81,7 +76,7 @@ const ann_param_spec drec_search_params[] = {
       .help = "candidate list size, at least k", .at_least_k = 1 },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
       .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-record/-resident search"),
 };
 
 void drec_close(ann_engine *e)
@@ -142,11 +137,9 @@ out:
 }
 
 int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const char *name,
-              ann_engine **out)
+              ann_engine **out, json_t *report)
 {
-    int rc = ann_params_validate(open_params, drec_open_params, "open");
-    if (rc)
-        return rc;
+    int rc = 0;
     ann_engine *e = NULL;
     kv_reader *rd = NULL;
     kv_val mv = { 0 };
@@ -226,6 +219,7 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
     rc = drec_live_open(e, rd, open_params);
     if (rc)
         goto out;
+    kv_open_report(&o, report);
     *out = e;
     e = NULL;
 out:
@@ -256,12 +250,7 @@ static void drec_ctx_free(ann_ctx *c)
 
 static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, drec_search_params, "search");
-    /* L < k used to run as L = k while the cell said L */
-    if (!rc)
-        rc = ann_params_check_k(search_params, drec_search_params, k_max ? k_max : 1, "search");
-    if (rc)
-        return rc;
+    int rc = 0;
     ann_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return ann_fail(-ENOMEM, "%s: no memory for a search context", e->store_dir);
@@ -297,23 +286,27 @@ out:
 
 /* ---- diskann-record: neighbour codes in the node records --------------- */
 
-static int record_build(const ann_vecsrc *src, const json_t *params, const char *dir,
-                        json_t *report)
+static int record_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                        const char *dir, json_t *report)
 {
-    return drec_build(src, params, dir, report, DREC_LAYOUT_FULL, "diskann-record");
+    return drec_build(src, params, bctx, dir, report, DREC_LAYOUT_FULL, "diskann-record");
 }
 
-static int record_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int record_open(const char *dir, const json_t *open_params, ann_engine **out,
+                       json_t *report)
 {
-    return drec_open(dir, open_params, DREC_LAYOUT_FULL, "diskann-record", out);
+    return drec_open(dir, open_params, DREC_LAYOUT_FULL, "diskann-record", out, report);
 }
 
 const ann_engine_ops diskann_record_engine_ops = {
     .name = "diskann-record",
     .description = "DiskANN on kv records (RocksDB|LMDB): node record = ids + neighbours' PQ codes",
+    .title = "DiskANN (records)",
+    .reads_unit = "kv gets",
     .build_params = drec_build_params,
     .open_params = drec_open_params,
     .search_params = drec_search_params,
+    .effort_param = "L",
     .build = record_build,
     .open = record_open,
     .close = drec_close,
@@ -329,23 +322,27 @@ const ann_engine_ops diskann_record_engine_ops = {
 
 /* ---- diskann-resident: ids in records, every code in memory ------------ */
 
-static int resident_build(const ann_vecsrc *src, const json_t *params, const char *dir,
-                          json_t *report)
+static int resident_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                          const char *dir, json_t *report)
 {
-    return drec_build(src, params, dir, report, DREC_LAYOUT_RESIDENT, "diskann-resident");
+    return drec_build(src, params, bctx, dir, report, DREC_LAYOUT_RESIDENT, "diskann-resident");
 }
 
-static int resident_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int resident_open(const char *dir, const json_t *open_params, ann_engine **out,
+                         json_t *report)
 {
-    return drec_open(dir, open_params, DREC_LAYOUT_RESIDENT, "diskann-resident", out);
+    return drec_open(dir, open_params, DREC_LAYOUT_RESIDENT, "diskann-resident", out, report);
 }
 
 const ann_engine_ops diskann_resident_engine_ops = {
     .name = "diskann-resident",
     .description = "DiskANN on kv records with all PQ codes resident in memory (ids-only records)",
+    .title = "DiskANN, resident codes",
+    .reads_unit = "kv gets",
     .build_params = drec_build_params,
     .open_params = drec_open_params,
     .search_params = drec_search_params,
+    .effort_param = "L",
     .build = resident_build,
     .open = resident_open,
     .close = drec_close,

@@ -45,17 +45,11 @@
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "engines/core/topk.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
-
-static inline uint64_t now_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 typedef struct drec_query {
     ann_ctx *ctx;
@@ -75,9 +69,9 @@ static int get_record(drec_query *q, uint8_t table, uint32_t id, kv_val *val)
     ann_ctx *c = q->ctx;
     uint8_t key[KV_KEY_U32_BYTES];
     size_t klen = kv_key_u32(key, table, id);
-    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    uint64_t t0 = ann_clock_ns(CLOCK_MONOTONIC);
     int rc = kv_get(c->rd, key, klen, val);
-    q->local.io_wait_ns += now_ns(CLOCK_MONOTONIC) - t0;
+    q->local.io_wait_ns += ann_clock_ns(CLOCK_MONOTONIC) - t0;
     if (rc == ANN_ENOTFOUND)
         return ann_fail(ANN_ECORRUPT, "%s: %s %u: record missing", c->eng->store_dir,
                         table == DREC_TABLE_NODE ? "node" : "vector", id);
@@ -300,7 +294,7 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
                 ann_stats *stats)
 {
     const ann_engine *e = ctx->eng;
-    uint64_t cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t cpu0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     drec_query q = { .ctx = ctx, .query = query };
     kv_stats kv0, kv1;
     ann_topk top;
@@ -338,7 +332,7 @@ out:
     if (counted)
         atomic_fetch_sub(&L->pc_active, 1);
     uint32_t got = ann_topk_sorted(&top, ids, dists);
-    q.local.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    q.local.cpu_ns = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     stats->reads += q.local.reads;
     stats->bytes_read += q.local.bytes_read;
     stats->hops += q.local.hops;

@@ -10,7 +10,9 @@
 #include "engines/core/artifacts.h"
 #include "engines/core/binio.h"
 #include "engines/core/crc32c.h"
+#include "engines/core/diskann_params.h"
 #include "engines/core/status.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,32 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const precision_choices[] = { "f16", "f32", NULL };
-
+/* The DiskANN build parameters (engines/core/diskann_params.h), no others. */
 const ann_param_spec dsec_build_params[] = {
-    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,
-      .help = "max out-degree of the Vamana graph" },
-    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 4096, .def = 100,
-      .help = "search list size while building" },
-    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,
-      .help = "RobustPrune distance factor" },
-    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = DSEC_MAX_DIM, .def = 0,
-      .help = "PQ code bytes per vector (0: dim/8)" },
-    { .name = "seed", .type = ANN_PARAM_INT, .min = 1, .max = 4294967295.0, .def = 1,
-      .help = "seed of PQ training and insertion order" },
-    { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,
-      .help = "build threads (0: all cores)" },
-    { .name = "build_precision", .type = ANN_PARAM_ENUM, .choices = precision_choices,
-      .def_str = "f16", .help = "graph build distances on f16 copies (half the memory) or f32" },
-    ANN_PARAM_END,
+    ANN_DISKANN_BUILD_PARAMS,
+    ANN_PARAM_END_OF("diskann-sector build"),
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Encode node v (vector, degree, neighbours; unused slots DSEC_NO_ID) at rec. */
 static void encode_node(const dsec_header *h, const float *vec, const vamana_graph *g, uint32_t v,
@@ -198,30 +179,16 @@ out:
     return rc;
 }
 
-int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report)
 {
-    int rc = ann_params_validate(params, dsec_build_params, "build");
-    if (rc)
-        return rc;
+    int rc = 0;
     char path[4096];
     ann_artifacts art = { 0 };
     ann_artifacts_params ap;
-    ann_artifacts_params_default(&ap, src->dim);
-    ap.graph.R = (uint32_t)ann_param_int(params, dsec_build_params, "R");
-    ap.graph.L_build = (uint32_t)ann_param_int(params, dsec_build_params, "L_build");
-    ap.graph.alpha = (float)ann_param_real(params, dsec_build_params, "alpha");
-    ap.graph.seed = (uint64_t)ann_param_int(params, dsec_build_params, "seed");
-    ap.graph.threads = (int)ann_param_int(params, dsec_build_params, "threads");
-    ap.graph.build_f16 =
-        !strcmp(ann_param_enum(params, dsec_build_params, "build_precision"), "f16");
-    uint32_t pq_bytes = (uint32_t)ann_param_int(params, dsec_build_params, "pq_bytes");
-    ap.pq.pq_bytes = pq_bytes ? pq_bytes : pq_default_bytes(src->dim);
-    ap.pq.seed = ap.graph.seed;
-    ap.pq.threads = ap.graph.threads;
-    ap.keep_vectors = 1;
-    if (ap.pq.pq_bytes > src->dim)
-        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap.pq.pq_bytes,
-                        src->dim);
+    rc = ann_diskann_build_read(params, dsec_build_params, src, bctx, &ap);
+    if (rc)
+        return rc;
     if (src->n == 0 || src->n >= DSEC_NO_ID)
         return ann_fail(ANN_EPARAM, "diskann-sector build: %llu vectors (need 1 .. 2^32-2)",
                         (unsigned long long)src->n);
@@ -229,7 +196,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     rc = ann_artifacts_get(src, &ap, &art);
     if (rc)
         goto out;
-    double t0 = mono_s();
+    double t0 = ann_mono_s();
     dsec_header h = {
         .version = DSEC_VERSION,
         .n = src->n,
@@ -262,7 +229,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     if (report) {
         json_t *ph = json_pack("{s:f, s:f, s:f, s:f, s:f, s:b, s:b}", "load_s", art.load_s,
                                "pq_train_s", art.pq_train_s, "pq_encode_s", art.pq_encode_s,
-                               "graph_s", art.graph_s, "layout_s", mono_s() - t0, "pq_cached",
+                               "graph_s", art.graph_s, "layout_s", ann_mono_s() - t0, "pq_cached",
                                art.pq_cached, "graph_cached", art.graph_cached);
         if (ph)
             json_object_set_new(report, "phases", ph);

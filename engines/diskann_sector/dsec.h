@@ -112,7 +112,8 @@ int dsec_write_sums_file(const char *path, const dsec_header *h, const float *ve
  * ANN_EVERSION also when it is missing (an index of format 1). */
 int dsec_sums_load(const char *path, const dsec_header *h, uint32_t **sums);
 
-int dsec_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report);
 int dsec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
                 ann_stats *stats);
 

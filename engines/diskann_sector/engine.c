@@ -50,7 +50,7 @@ const ann_param_spec dsec_open_params[] = {
               "default), buffered (pread via the page cache) or mmap" },
     { .name = "cache_nodes", .type = ANN_PARAM_INT, .min = 0, .max = 4294967294.0, .def = 0,
       .help = "nodes around the medoid kept in RAM (BFS order), filled at open" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-sector open"),
 };
 
 const ann_param_spec dsec_search_params[] = {
@@ -63,7 +63,7 @@ const ann_param_spec dsec_search_params[] = {
       .help = "pipeline (no per-round barrier) or round (DiskANN's rounds of W reads)" },
     { .name = "adaptive_beam", .type = ANN_PARAM_BOOL, .def = 1,
       .help = "pipeline: start 2 reads wide, widen to W as expansions feed the list" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("diskann-sector search"),
 };
 
 static void dsec_close(ann_engine *e)
@@ -166,11 +166,19 @@ static int setup_cached_io(ann_engine *e)
     return 0;
 }
 
-static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
+/* engine.h's open report: the backend after any fallback, the cache. */
+static void open_report(const ann_engine *e, json_t *report)
 {
-    int rc = ann_params_validate(params, dsec_open_params, "open");
-    if (rc)
-        return rc;
+    const char *io = e->io > DSEC_IO_PREAD ? io_choices[e->io] : ann_aio_kind_name(e->io_kind);
+    ann_open_report_set(report, io, e->direct, (uint64_t)e->cache_count * e->h.node_bytes);
+    json_object_set_new(report, "io_asked", json_string(io_choices[e->io]));
+    json_object_set_new(report, "page_cache", json_boolean(!e->direct));
+    json_object_set_new(report, "cache_nodes", json_integer((json_int_t)e->cache_count));
+}
+
+static int dsec_open(const char *dir, const json_t *params, ann_engine **out, json_t *report)
+{
+    int rc = 0;
     if (!ann_host_le())
         return ann_fail(ANN_EUNSUPPORTED, "diskann-sector: big-endian hosts are not supported");
     ann_engine *e = calloc(1, sizeof *e);
@@ -218,6 +226,7 @@ static int dsec_open(const char *dir, const json_t *params, ann_engine **out)
         if (rc)
             goto out;
     }
+    open_report(e, report);
     *out = e;
     e = NULL;
 out:
@@ -228,15 +237,6 @@ out:
 static uint64_t dsec_size(const ann_engine *e)
 {
     return e->h.n;
-}
-
-static json_t *dsec_open_report(const ann_engine *e)
-{
-    const char *io = e->io > DSEC_IO_PREAD ? io_choices[e->io] : ann_aio_kind_name(e->io_kind);
-    return json_pack("{s:s, s:s, s:b, s:b, s:I, s:I}", "io", io, "io_asked", io_choices[e->io],
-                     "o_direct", e->direct, "page_cache", !e->direct, "cache_nodes",
-                     (json_int_t)e->cache_count, "cache_bytes",
-                     (json_int_t)((uint64_t)e->cache_count * e->h.node_bytes));
 }
 
 static void dsec_ctx_free(ann_ctx *c)
@@ -264,12 +264,7 @@ static void dsec_ctx_free(ann_ctx *c)
 
 static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(params, dsec_search_params, "search");
-    /* L < k used to run as L = k while the cell said L */
-    if (!rc)
-        rc = ann_params_check_k(params, dsec_search_params, k_max ? k_max : 1, "search");
-    if (rc)
-        return rc;
+    int rc = 0;
     ann_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return ann_fail(-ENOMEM, "diskann-sector: no memory for a context");
@@ -319,14 +314,16 @@ out:
 const ann_engine_ops diskann_sector_engine_ops = {
     .name = "diskann-sector",
     .description = "DiskANN on a 4 KiB-sector file: O_DIRECT beam search, PQ in RAM",
+    .title = "DiskANN (sector file)",
+    .reads_unit = "sector reads",
     .build_params = dsec_build_params,
     .open_params = dsec_open_params,
     .search_params = dsec_search_params,
+    .effort_param = "L",
     .build = dsec_build,
     .open = dsec_open,
     .close = dsec_close,
     .size = dsec_size,
-    .open_report = dsec_open_report,
     .format_version = DSEC_FORMAT,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,

@@ -56,13 +56,6 @@
 #include <string.h>
 #include <time.h>
 
-static inline uint64_t clock_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int dsec_node_decode(const ann_engine *e, uint32_t id, const uint8_t *rec, float *vec,
                      uint32_t *nbrs)
 {
@@ -226,9 +219,9 @@ static int collect(query *s, int count_hops)
     lap(s, ANN_STAGE_CANDLIST);
     int got = ann_aio_reap(c->q, 0, c->done, c->W);
     if (got == 0) {
-        uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+        uint64_t t0 = ann_clock_ns(CLOCK_MONOTONIC);
         got = ann_aio_reap(c->q, 1, c->done, c->W);
-        s->st.io_wait_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+        s->st.io_wait_ns += ann_clock_ns(CLOCK_MONOTONIC) - t0;
         if (count_hops)
             s->st.hops++;
     }
@@ -398,7 +391,7 @@ int dsec_search(ann_ctx *c, const float *query_vec, uint32_t k, uint32_t *ids, f
     memset(&s, 0, sizeof s);
     s.c = c;
     s.q = query_vec;
-    uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t cpu0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     ann_ticks_span span;
     ann_ticks_begin(&span);
     s.t = span.t0;
@@ -421,7 +414,7 @@ int dsec_search(ann_ctx *c, const float *query_vec, uint32_t k, uint32_t *ids, f
         drain(c);
     lap(&s, ANN_STAGE_CANDLIST);
     ann_ticks_end(&span);
-    s.st.cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    s.st.cpu_ns = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     s.st.stage_mask = (1u << ANN_STAGE_COUNT) - 1;
     for (int i = 0; i < ANN_STAGE_COUNT; i++)
         s.st.stage_ns[i] = ann_ticks_to_ns(&span, s.tk[i]);

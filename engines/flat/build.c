@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int flat_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int flat_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report)
 {
+    (void)bctx; /* no shared artifacts */
     (void)params;
     (void)report;
     int rc = 0;

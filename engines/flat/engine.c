@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const ann_param_spec no_params[] = { ANN_PARAM_END };
+static const ann_param_spec no_params[] = { ANN_PARAM_END_OF("flat (no parameters)") };
 
 static void flat_close(ann_engine *e)
 {
@@ -61,11 +61,11 @@ static int check_blocks(const ann_engine *e, const json_t *meta, const char *pat
     return 0;
 }
 
-static int flat_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int flat_open(const char *dir, const json_t *open_params, ann_engine **out,
+                     json_t *report)
 {
-    int rc = ann_params_validate(open_params, no_params, "open");
-    if (rc)
-        return rc;
+    (void)open_params; /* none declared */
+    int rc = 0;
     char path[4096];
     json_error_t jerr;
     json_t *meta = NULL;
@@ -128,6 +128,7 @@ static int flat_open(const char *dir, const json_t *open_params, ann_engine **ou
      * page cache keeps them): a page still mapped cannot be evicted, and a
      * cold cell evicts the index after open. */
     (void)madvise((void *)e->map, e->map_bytes, MADV_DONTNEED);
+    ann_open_report_set(report, "mmap", 0, 0);
     *out = e;
     e = NULL;
 out:
@@ -153,9 +154,7 @@ static void flat_ctx_free(ann_ctx *c)
 
 static int flat_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, no_params, "search");
-    if (rc)
-        return rc;
+    (void)search_params; /* none declared */
     ann_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return ann_fail(-ENOMEM, "flat: no memory for a context");
@@ -174,6 +173,7 @@ static int flat_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
 const ann_engine_ops flat_engine_ops = {
     .name = "flat",
     .description = "exact search by full scan (ground truth)",
+    .title = "exact (flat)",
     .build_params = no_params,
     .open_params = no_params,
     .search_params = no_params,

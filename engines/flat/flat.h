@@ -26,7 +26,8 @@ struct ann_ctx {
     uint32_t *heap_id;
 };
 
-int flat_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+int flat_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report);
 int flat_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
                 ann_stats *stats);
 

@@ -6,6 +6,7 @@
 
 #include "engines/core/distance.h"
 #include "engines/core/topk.h"
+#include "engines/core/ticks.h"
 
 #include <time.h>
 
@@ -13,8 +14,7 @@ int flat_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
                 ann_stats *stats)
 {
     const ann_engine *e = ctx->eng;
-    struct timespec c0, c1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    uint64_t c0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     if (k > ctx->k_max)
         k = ctx->k_max;
     ann_topk top;
@@ -33,9 +33,9 @@ int flat_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
             ann_topk_push(&top, d, (uint32_t)i);
     }
     uint32_t got = ann_topk_sorted(&top, ids, dists);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    uint64_t c1 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     stats->full_dists += e->n;
     stats->bytes_read += e->n * e->dim * sizeof(float);
-    stats->cpu_ns += (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec));
+    stats->cpu_ns += c1 - c0;
     return (int)got;
 }

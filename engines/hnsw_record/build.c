@@ -39,6 +39,7 @@
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,7 +60,7 @@ const ann_param_spec hnsw_build_params[] = {
       .help = "build threads (0 = all cores; 1 gives one graph per seed)" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
       .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("hnsw-record build"),
 };
 
 /* One inserting thread's scratch. */
@@ -412,18 +413,11 @@ out:
     return rc;
 }
 
-static double now_s(void)
+int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
-{
-    int rc = ann_params_validate(params, hnsw_build_params, "build");
-    if (rc)
-        return rc;
+    (void)bctx; /* no shared artifacts */
+    int rc = 0;
     if (src->n >= HNSW_NO_NODE)
         return ann_fail(ANN_EPARAM, "hnsw-record: %llu vectors, at most %u",
                         (unsigned long long)src->n, HNSW_NO_NODE - 1);
@@ -450,11 +444,11 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
     if (rc)
         goto out;
     g.x = x;
-    double t0 = now_s();
+    double t0 = ann_mono_s();
     rc = g_build(&g, seed);
     if (rc)
         goto out;
-    double t1 = now_s();
+    double t1 = ann_mono_s();
     hnsw_meta meta = {
         .metric = src->metric, .n = src->n, .dim = src->dim, .M = g.M, .M0 = g.M0,
         .ef_construction = g.ef_construction, .entry = g.entry, .max_level = g.max_level,
@@ -470,7 +464,7 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, jso
         if (rc)
             goto out;
     }
-    double t2 = now_s();
+    double t2 = ann_mono_s();
     uint64_t edges0 = 0;
     for (uint64_t v = 0; v < g.n; v++)
         edges0 += g.links0[v * (1 + (size_t)g.M0)];

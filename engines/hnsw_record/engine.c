@@ -20,7 +20,7 @@ static const ann_param_spec hnsw_search_params[] = {
     { .name = "ef_search", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 16, .def = 64,
       .at_least_k = 1,
       .help = "candidate list size at layer 0 (must be >= k)" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("hnsw-record search"),
 };
 
 static void hnsw_close(ann_engine *e)
@@ -31,7 +31,8 @@ static void hnsw_close(ann_engine *e)
     free(e);
 }
 
-static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **out,
+                     json_t *report)
 {
     kv_options opt;
     int rc = kv_options_from_params(open_params, &opt);
@@ -68,6 +69,7 @@ static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **ou
     rc = hnsw_meta_decode(val.data, val.len, e->store_dir, &e->meta);
     if (rc)
         goto out;
+    kv_open_report(&opt, report);
     *out = e;
     e = NULL;
 out:
@@ -103,13 +105,8 @@ static void hnsw_ctx_free(ann_ctx *c)
 static int hnsw_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max,
                         ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, hnsw_search_params, "search");
-    if (rc)
-        return rc;
-    int64_t ef = ann_param_int(search_params, hnsw_search_params, "ef_search");
-    if (ef < (int64_t)k_max)
-        return ann_fail(ANN_EPARAM, "search.ef_search: %lld is less than k = %u",
-                        (long long)ef, k_max);
+    int rc = 0;
+    int64_t ef = ann_param_int(search_params, hnsw_search_params, "ef_search"); /* >= k_max */
     const hnsw_meta *m = &e->meta;
     ann_ctx *c = calloc(1, sizeof *c);
     if (!c)
@@ -144,9 +141,12 @@ out:
 const ann_engine_ops hnsw_record_engine_ops = {
     .name = "hnsw-record",
     .description = "HNSW whose nodes (vector + links) are records in RocksDB or LMDB",
+    .title = "HNSW (records)",
+    .reads_unit = "kv gets",
     .build_params = hnsw_build_params,
     .open_params = kv_open_params,
     .search_params = hnsw_search_params,
+    .effort_param = "ef_search",
     .build = hnsw_build,
     .open = hnsw_open,
     .close = hnsw_close,

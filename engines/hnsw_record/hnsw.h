@@ -66,7 +66,8 @@ const uint8_t *hnsw_node_list(const hnsw_node_view *v, uint32_t l, uint32_t *cou
 void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out);
 int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_meta *out);
 
-int hnsw_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+               const char *dir, json_t *report);
 int hnsw_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
                 ann_stats *stats);
 

@@ -24,6 +24,7 @@
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
+#include "engines/core/ticks.h"
 
 #include <string.h>
 #include <time.h>
@@ -81,13 +82,6 @@ out:
     return rc;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Greedy descent through layers max_level..1; leaves the closest node found
  * in *cur / *cur_d with its lists in c->best_links. */
 static int descend(ann_ctx *c, const float *query, uint32_t *cur, float *cur_d, ann_stats *stats)
@@ -133,7 +127,7 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
                 ann_stats *stats)
 {
     const hnsw_meta *m = &c->eng->meta;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int rc = 0, got = 0;
     if (k > c->k_max)
         k = c->k_max;
@@ -194,6 +188,6 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
     }
 out:
     kv_reader_end(c->rd);
-    stats->cpu_ns += thread_cpu_ns() - t0;
+    stats->cpu_ns += ann_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
     return rc ? rc : got;
 }

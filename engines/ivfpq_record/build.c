@@ -40,6 +40,7 @@
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 #include "engines/ivfpq_record/layout.h"
+#include "engines/core/ticks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,7 +60,7 @@ const ann_param_spec ivfpq_build_params[] = {
       .help = "build threads (0 = all cores)" },
     { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_build_choices,
       .def_str = KV_BUILD_DEFAULT, .help = "record stores to write" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("ivfpq-record build"),
 };
 
 #define IVFPQ_COARSE_ROWS_PER_LIST 256
@@ -76,13 +77,6 @@ typedef struct ivfpq_built {
     uint8_t *codes;       /* n x m, by id */
     float *betas;         /* n, by id: <c, r'> + |r'|^2 / 2 (layout.h) */
 } ivfpq_built;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Rows i * n / s for i < s, copied into a new array. */
 static float *strided_sample(const float *x, uint64_t n, uint32_t dim, uint64_t s)
@@ -204,11 +198,11 @@ out:
     return rc;
 }
 
-int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                const char *dir, json_t *report)
 {
-    int rc = ann_params_validate(params, ivfpq_build_params, "build");
-    if (rc)
-        return rc;
+    (void)bctx; /* no shared artifacts */
+    int rc = 0;
     if (src->n > UINT32_MAX)
         return ann_fail(ANN_EPARAM, "ivfpq-record: %llu vectors, at most %u",
                         (unsigned long long)src->n, UINT32_MAX);
@@ -233,7 +227,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
     ann_vecwriter w = { 0 };
     int writer_open = 0;
     char path[4200];
-    double t0 = now_s(), t_coarse = t0, t_pq = t0, t_encode = t0;
+    double t0 = ann_mono_s(), t_coarse = t0, t_pq = t0, t_encode = t0;
 
     x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
     centroids = malloc(((size_t)m->lists ? m->lists : 1) * src->dim * sizeof(float));
@@ -276,7 +270,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
         rc = assign_lists(&b, centroids, threads, assign);
         if (rc)
             goto out;
-        t_coarse = now_s();
+        t_coarse = ann_mono_s();
 
         /* residual codebook, trained on a strided sample of residuals */
         pq_params pp;
@@ -303,7 +297,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
         rc = pq_train(res_src, &pp, &cb);
         if (rc)
             goto out;
-        t_pq = now_s();
+        t_pq = ann_mono_s();
 
         /* encode residuals in blocks */
         enc = malloc((size_t)IVFPQ_ENCODE_ROWS * src->dim * sizeof(float));
@@ -335,7 +329,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
                 }
             }
         }
-        t_encode = now_s();
+        t_encode = ann_mono_s();
 
         /* lists: counting sort of ids by list, ascending within a list */
         for (uint64_t v = 0; v < src->n; v++)
@@ -385,7 +379,7 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, js
     json_object_set_new(report, "phases",
                         json_pack("{s:f, s:f, s:f, s:f}", "coarse_s", t_coarse - t0, "pq_train_s",
                                   t_pq - t_coarse, "encode_s", t_encode - t_pq, "records_s",
-                                  now_s() - t_encode));
+                                  ann_mono_s() - t_encode));
     json_object_set_new(report, "nlist", json_integer(m->nlist));
     json_object_set_new(report, "lists", json_integer(m->lists));
     json_object_set_new(report, "pq_bytes", json_integer(m->pq_bytes));

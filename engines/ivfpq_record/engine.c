@@ -26,7 +26,7 @@ static const ann_param_spec ivfpq_search_params[] = {
       .help = "lists scanned per query (<= nlist)" },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 1, .max = 1000, .def = 10,
       .help = "candidates re-ranked with full vectors, per result" },
-    ANN_PARAM_END,
+    ANN_PARAM_END_OF("ivfpq-record search"),
 };
 
 static void ivfpq_close(ann_engine *e)
@@ -108,7 +108,8 @@ out:
     return rc;
 }
 
-static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **out)
+static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **out,
+                      json_t *report)
 {
     kv_options opt;
     int rc = kv_options_from_params(open_params, &opt);
@@ -148,6 +149,7 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
     rc = load_files(e, dir);
     if (rc)
         goto out;
+    kv_open_report(&opt, report);
     *out = e;
     e = NULL;
 out:
@@ -185,9 +187,7 @@ static void ivfpq_ctx_free(ann_ctx *c)
 static int ivfpq_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_max,
                          ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, ivfpq_search_params, "search");
-    if (rc)
-        return rc;
+    int rc = 0;
     const ivfpq_meta *m = &e->meta;
     uint32_t nprobe = (uint32_t)ann_param_int(search_params, ivfpq_search_params, "nprobe");
     uint32_t rerank = (uint32_t)ann_param_int(search_params, ivfpq_search_params, "rerank");
@@ -232,9 +232,12 @@ out:
 const ann_engine_ops ivfpq_record_engine_ops = {
     .name = "ivfpq-record",
     .description = "IVF-PQ whose lists (PQ codes of residuals) and vectors are kv records",
+    .title = "IVF-PQ (records)",
+    .reads_unit = "kv gets",
     .build_params = ivfpq_build_params,
     .open_params = kv_open_params,
     .search_params = ivfpq_search_params,
+    .effort_param = "nprobe",
     .build = ivfpq_build,
     .open = ivfpq_open,
     .close = ivfpq_close,

@@ -89,7 +89,8 @@ float ivfpq_list_term(const ann_engine *e, const float *query, uint32_t list);
 void ivfpq_chunk_estimate(const ann_engine *e, const float *table, float list_term,
                           const uint8_t *rec, uint32_t count, float *out);
 
-int ivfpq_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report);
+int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                const char *dir, json_t *report);
 int ivfpq_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float *dists,
                  ann_stats *stats);
 

@@ -55,16 +55,10 @@
 #include "engines/core/distance.h"
 #include "engines/core/status.h"
 #include "engines/ivfpq_record/layout.h"
+#include "engines/core/ticks.h"
 
 #include <string.h>
 #include <time.h>
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void ivfpq_query_table(const ann_engine *e, const float *query, float *table)
 {
@@ -180,7 +174,7 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
 {
     const ann_engine *e = c->eng;
     const ivfpq_meta *m = &e->meta;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int rc = 0, got = 0;
     if (k > c->k_max)
         k = c->k_max;
@@ -220,6 +214,6 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     got = (int)ann_topk_sorted(&top, ids, dists);
 out:
     kv_reader_end(c->rd);
-    stats->cpu_ns += thread_cpu_ns() - t0;
+    stats->cpu_ns += ann_clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
     return rc ? rc : got;
 }

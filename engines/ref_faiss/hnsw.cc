@@ -36,12 +36,12 @@ const int RFH_VERSION = 1;
 const ann_param_spec rfh_build_params[] = {
     ann_cxx_param_int("M", 2, 2048, 16, "links per node above layer 0 (2M at layer 0)"),
     ann_cxx_param_int("ef_construction", 1, 1 << 20, 128, "candidate list size while building"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-faiss-hnsw build"),
 };
-const ann_param_spec rfh_no_params[] = { ann_cxx_param_end() };
+const ann_param_spec rfh_no_params[] = { ann_cxx_param_end("ref-faiss-hnsw open") };
 const ann_param_spec rfh_search_params[] = {
     ann_cxx_param_int_k("ef_search", 1, 1 << 20, 64, "candidate list size at layer 0 (must be >= k)"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-faiss-hnsw search"),
 };
 
 struct rfh_engine {
@@ -88,11 +88,9 @@ int rfh_build_body(const ann_vecsrc *src, const json_t *params, const char *dir,
     return 0;
 }
 
-int rfh_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int rfh_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *, const char *dir,
+              json_t *report)
 {
-    int rc = ann_params_validate(params, rfh_build_params, "build");
-    if (rc)
-        return rc;
     return ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-hnsw build",
                          [&]() { return rfh_build_body(src, params, dir, report); });
 }
@@ -162,16 +160,16 @@ out:
     return rc;
 }
 
-int rfh_open(const char *dir, const json_t *open_params, ann_engine **out)
+int rfh_open(const char *dir, const json_t *, ann_engine **out, json_t *report)
 {
-    int rc = ann_params_validate(open_params, rfh_no_params, "open");
-    if (rc)
-        return rc;
+    int rc = 0;
     rfh_engine *e = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-hnsw open",
                        [&]() { return rfh_open_body(dir, &e); });
-    if (rc == 0)
+    if (rc == 0) {
+        ann_open_report_set(report, "memory", 0, 0); /* the whole index in RAM */
         *out = reinterpret_cast<ann_engine *>(e);
+    }
     return rc;
 }
 
@@ -187,13 +185,8 @@ uint64_t rfh_size(const ann_engine *eng)
 
 int rfh_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, rfh_search_params, "search");
-    if (rc)
-        return rc;
-    int64_t ef = ann_param_int(search_params, rfh_search_params, "ef_search");
-    if (ef < (int64_t)k_max)
-        return ann_fail(ANN_EPARAM, "search.ef_search: %lld is less than k = %u",
-                        (long long)ef, k_max);
+    int rc = 0;
+    int64_t ef = ann_param_int(search_params, rfh_search_params, "ef_search"); /* >= k_max (engine.h) */
     rfh_engine *e = reinterpret_cast<rfh_engine *>(eng);
     rfh_ctx *c = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-hnsw ctx_new", [&]() {
@@ -269,9 +262,12 @@ int rfh_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, floa
 extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .name = "ref-faiss-hnsw",
     .description = "reference peer: FAISS IndexHNSWFlat in memory (Debian libfaiss)",
+    .title = "HNSW in memory (FAISS)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rfh_build_params,
     .open_params = rfh_no_params,
     .search_params = rfh_search_params,
+    .effort_param = "ef_search",
     .build = rfh_build,
     .open = rfh_open,
     .close = rfh_close,
@@ -283,6 +279,5 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .remove = nullptr,
     .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
-    .open_report = nullptr,
     .format_version = RFH_VERSION,
 };

@@ -54,13 +54,13 @@ const ann_param_spec rfi_build_params[] = {
     ann_cxx_param_int("nlist", 0, 1 << 24, 0, "inverted lists (0 = round(4 sqrt(n)))"),
     ann_cxx_param_int("pq_bytes", 0, 4096, 0,
                       "PQ sub-quantizers of 8 bits, must divide dim (0 = pq.h default, dim/8)"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-faiss-ivfpq build"),
 };
-const ann_param_spec rfi_no_params[] = { ann_cxx_param_end() };
+const ann_param_spec rfi_no_params[] = { ann_cxx_param_end("ref-faiss-ivfpq open") };
 const ann_param_spec rfi_search_params[] = {
     ann_cxx_param_int("nprobe", 1, 1 << 24, 16, "lists scanned per query (<= nlist)"),
     ann_cxx_param_int("rerank", 1, 1000, 10, "candidates re-ranked exactly, per result (k_factor)"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-faiss-ivfpq search"),
 };
 
 struct rfi_engine {
@@ -136,11 +136,9 @@ int rfi_build_body(const ann_vecsrc *src, const json_t *params, const char *dir,
     return 0;
 }
 
-int rfi_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int rfi_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *, const char *dir,
+              json_t *report)
 {
-    int rc = ann_params_validate(params, rfi_build_params, "build");
-    if (rc)
-        return rc;
     return ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-ivfpq build",
                          [&]() { return rfi_build_body(src, params, dir, report); });
 }
@@ -218,16 +216,16 @@ out:
     return rc;
 }
 
-int rfi_open(const char *dir, const json_t *open_params, ann_engine **out)
+int rfi_open(const char *dir, const json_t *, ann_engine **out, json_t *report)
 {
-    int rc = ann_params_validate(open_params, rfi_no_params, "open");
-    if (rc)
-        return rc;
+    int rc = 0;
     rfi_engine *e = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-ivfpq open",
                        [&]() { return rfi_open_body(dir, &e); });
-    if (rc == 0)
+    if (rc == 0) {
+        ann_open_report_set(report, "memory", 0, 0); /* the whole index in RAM */
         *out = reinterpret_cast<ann_engine *>(e);
+    }
     return rc;
 }
 
@@ -269,9 +267,7 @@ int rfi_ctx_new_body(const rfi_engine *e, const json_t *sp, uint32_t k_max, rfi_
 
 int rfi_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, rfi_search_params, "search");
-    if (rc)
-        return rc;
+    int rc = 0;
     rfi_ctx *c = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-ivfpq ctx_new", [&]() {
         return rfi_ctx_new_body(reinterpret_cast<const rfi_engine *>(eng), search_params, k_max,
@@ -335,9 +331,12 @@ int rfi_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, floa
 extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .name = "ref-faiss-ivfpq",
     .description = "reference peer: FAISS IndexIVFPQ + IndexRefineFlat in memory (Debian libfaiss)",
+    .title = "IVF-PQ in memory (FAISS)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rfi_build_params,
     .open_params = rfi_no_params,
     .search_params = rfi_search_params,
+    .effort_param = "nprobe",
     .build = rfi_build,
     .open = rfi_open,
     .close = rfi_close,
@@ -349,6 +348,5 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .remove = nullptr,
     .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
-    .open_report = nullptr,
     .format_version = RFI_VERSION,
 };

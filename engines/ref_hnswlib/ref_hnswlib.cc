@@ -61,12 +61,12 @@ const ann_param_spec rh_build_params[] = {
     ann_cxx_param_int("M", 2, RH_M_MAX, 16, "links per node above layer 0 (2M at layer 0)"),
     ann_cxx_param_int("ef_construction", 1, 1 << 20, 128, "candidate list size while building"),
     ann_cxx_param_int("threads", 0, 1024, 0, "build threads (0 = all cores)"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-hnswlib build"),
 };
-const ann_param_spec rh_no_params[] = { ann_cxx_param_end() };
+const ann_param_spec rh_no_params[] = { ann_cxx_param_end("ref-hnswlib open") };
 const ann_param_spec rh_search_params[] = {
     ann_cxx_param_int_k("ef_search", 1, 1 << 20, 64, "candidate list size at layer 0 (must be >= k)"),
-    ann_cxx_param_end(),
+    ann_cxx_param_end("ref-hnswlib search"),
 };
 
 struct rh_engine {
@@ -153,11 +153,9 @@ int rh_build_body(const ann_vecsrc *src, const json_t *params, const char *dir, 
     return 0;
 }
 
-int rh_build(const ann_vecsrc *src, const json_t *params, const char *dir, json_t *report)
+int rh_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *, const char *dir,
+             json_t *report)
 {
-    int rc = ann_params_validate(params, rh_build_params, "build");
-    if (rc)
-        return rc;
     return ann_cxx_guard(ANN_EINTERNAL, "ref-hnswlib build",
                          [&]() { return rh_build_body(src, params, dir, report); });
 }
@@ -234,15 +232,15 @@ out:
     return rc;
 }
 
-int rh_open(const char *dir, const json_t *open_params, ann_engine **out)
+int rh_open(const char *dir, const json_t *, ann_engine **out, json_t *report)
 {
-    int rc = ann_params_validate(open_params, rh_no_params, "open");
-    if (rc)
-        return rc;
+    int rc = 0;
     rh_engine *e = nullptr;
     rc = ann_cxx_guard(ANN_EINTERNAL, "ref-hnswlib open", [&]() { return rh_open_body(dir, &e); });
-    if (rc == 0)
+    if (rc == 0) {
+        ann_open_report_set(report, "memory", 0, 0); /* the whole index in RAM */
         *out = reinterpret_cast<ann_engine *>(e);
+    }
     return rc;
 }
 
@@ -258,13 +256,7 @@ uint64_t rh_size(const ann_engine *eng)
 
 int rh_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out)
 {
-    int rc = ann_params_validate(search_params, rh_search_params, "search");
-    if (rc)
-        return rc;
-    int64_t ef = ann_param_int(search_params, rh_search_params, "ef_search");
-    if (ef < (int64_t)k_max)
-        return ann_fail(ANN_EPARAM, "search.ef_search: %lld is less than k = %u",
-                        (long long)ef, k_max);
+    int64_t ef = ann_param_int(search_params, rh_search_params, "ef_search"); /* >= k_max (engine.h) */
     rh_ctx *c = new (std::nothrow) rh_ctx;
     if (!c)
         return ann_fail(-ENOMEM, "ref-hnswlib: no memory for a context");
@@ -346,9 +338,12 @@ const char *rh_machine_note(void)
 extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .name = "ref-hnswlib",
     .description = "reference peer: hnswlib HNSW in memory (Debian libhnswlib-dev)",
+    .title = "HNSW in memory (hnswlib)",
+    .reads_unit = nullptr, /* in memory: no reads */
     .build_params = rh_build_params,
     .open_params = rh_no_params,
     .search_params = rh_search_params,
+    .effort_param = "ef_search",
     .build = rh_build,
     .open = rh_open,
     .close = rh_close,
@@ -360,6 +355,5 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .remove = nullptr,
     .merge = nullptr,
     .machine_note = rh_machine_note,
-    .open_report = nullptr,
     .format_version = RH_VERSION,
 };

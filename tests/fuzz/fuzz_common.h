@@ -61,7 +61,7 @@ static inline void fz_build(const char *engine, const char *params, const char *
     json_t *bp = json_loads(params, 0, &jerr);
     snprintf(path, len, "%s/%s", fz_dir, name);
     if (!ops || !bp || ann_vecsrc_from_memory(fz_data, FZ_N, FZ_DIM, ANN_METRIC_L2, &src) != 0 ||
-        ann_engine_build(ops, src, bp, path, NULL) != 0) {
+        ann_engine_build(ops, src, bp, path, NULL, NULL) != 0) {
         fprintf(stderr, "fuzz: cannot build the seed %s index: %s\n", engine, ann_errmsg(-1));
         abort();
     }
@@ -77,7 +77,7 @@ static inline void fz_open_search(const char *engine, const char *path, const ch
     json_t *op = json_loads(open_p, 0, NULL), *sp = json_loads(search_p, 0, NULL);
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
-    if (ops->open(path, op, &eng) == 0 && ops->ctx_new(eng, sp, FZ_K, &ctx) == 0) {
+    if (ann_engine_open(ops, path, op, &eng, NULL) == 0 && ann_engine_ctx_new(ops, eng, sp, FZ_K, &ctx) == 0) {
         uint64_t n = ops->size(eng);
         for (int q = 0; q < 4; q++) {
             uint32_t ids[FZ_K];

@@ -65,7 +65,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     json_t *bp = json_pack("{s:i, s:i, s:i, s:i}", "R", 6, "L_build", 20, "pq_bytes", 4,
                            "threads", 1);
     if (ann_vecsrc_from_memory(g_data, FZ_N, FZ_DIM, ANN_METRIC_L2, &src) != 0 ||
-        ann_engine_build(ops, src, bp, g_index, NULL) != 0) {
+        ann_engine_build(ops, src, bp, g_index, NULL, NULL) != 0) {
         fprintf(stderr, "fuzz_sector: cannot build the seed index\n");
         abort();
     }
@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_t *sp = json_pack("{s:i, s:i}", "L", 20, "beam_width", 4);
     ann_engine *eng = NULL;
     ann_ctx *ctx = NULL;
-    if (ops->open(g_index, op, &eng) == 0 && ops->ctx_new(eng, sp, FZ_K, &ctx) == 0) {
+    if (ann_engine_open(ops, g_index, op, &eng, NULL) == 0 && ann_engine_ctx_new(ops, eng, sp, FZ_K, &ctx) == 0) {
         uint64_t n = ops->size(eng);
         for (int q = 0; q < 4; q++) {
             uint32_t ids[FZ_K];

@@ -1,0 +1,35 @@
+/*
+ * diskann_params.c: the one reader of the DiskANN build parameters
+ * (diskann_params.h).
+ */
+#include "engines/core/diskann_params.h"
+
+#include "engines/core/status.h"
+
+#include <string.h>
+
+const char *const ann_diskann_precision_choices[] = { "f16", "f32", NULL };
+
+int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
+                           const ann_vecsrc *src, const ann_build_ctx *bctx,
+                           ann_artifacts_params *ap)
+{
+    ann_artifacts_params_default(ap, src->dim);
+    ap->graph.R = (uint32_t)ann_param_int(params, specs, "R");
+    ap->graph.L_build = (uint32_t)ann_param_int(params, specs, "L_build");
+    ap->graph.alpha = (float)ann_param_real(params, specs, "alpha");
+    ap->graph.seed = (uint64_t)ann_param_int(params, specs, "seed");
+    ap->graph.threads = (int)ann_param_int(params, specs, "threads");
+    ap->graph.build_f16 = !strcmp(ann_param_enum(params, specs, "build_precision"), "f16");
+    uint32_t m = (uint32_t)ann_param_int(params, specs, "pq_bytes");
+    ap->pq.pq_bytes = m ? m : pq_default_bytes(src->dim);
+    ap->pq.seed = ap->graph.seed;
+    ap->pq.threads = ap->graph.threads;
+    ap->want_graph = 1;
+    ap->keep_vectors = 1;
+    ap->cache_dir = bctx ? bctx->artifact_dir : NULL;
+    if (ap->pq.pq_bytes > src->dim)
+        return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap->pq.pq_bytes,
+                        src->dim);
+    return 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * diskann_params.h: the build parameters of the DiskANN engines
+ * (diskann-sector, diskann-record, diskann-resident), declared once and
+ * read once, so the same config builds the same PQ codebook and Vamana
+ * graph through any of them (engines/core/artifacts.h):
+ *
+ *   R                1..512      64     max out-degree of the graph
+ *   L_build          1..10000    100    search list size while building
+ *   alpha            1.0..4.0    1.2    RobustPrune distance factor
+ *   pq_bytes         0..1024     0      PQ code bytes per vector (0: dim/8);
+ *                                       1024 is diskann-record's format bound
+ *                                       (the medoid code in its metadata)
+ *   seed             1..2^32-1   1      PQ training sample and insertion order
+ *   threads          0..1024     0      build threads (0: all cores); a build
+ *                                       on one thread is bit-reproducible
+ *   build_precision  f16 | f32   f16    graph build distances on f16 copies
+ *
+ * An engine's table is ANN_DISKANN_BUILD_PARAMS followed by its own entries
+ * (diskann-record: kv) and its end entry.
+ */
+#ifndef ANNLAB_CORE_DISKANN_PARAMS_H
+#define ANNLAB_CORE_DISKANN_PARAMS_H
+
+#include "engines/core/artifacts.h"
+#include "engines/core/params.h"
+#include "engines/engine.h"
+
+#include <jansson.h>
+
+#define ANN_DISKANN_MAX_PQ_BYTES 1024u
+
+extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32" */
+
+#define ANN_DISKANN_BUILD_PARAMS                                                                  \
+    { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,                        \
+      .help = "max out-degree of the Vamana graph" },                                             \
+    { .name = "L_build", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,               \
+      .help = "search list size while building" },                                                \
+    { .name = "alpha", .type = ANN_PARAM_REAL, .min = 1.0, .max = 4.0, .def = 1.2,                \
+      .help = "RobustPrune distance factor" },                                                    \
+    { .name = "pq_bytes", .type = ANN_PARAM_INT, .min = 0, .max = ANN_DISKANN_MAX_PQ_BYTES,       \
+      .def = 0, .help = "PQ code bytes per vector (0: dim/8)" },                                  \
+    { .name = "seed", .type = ANN_PARAM_INT, .min = 1, .max = 4294967295.0, .def = 1,             \
+      .help = "seed of PQ training and insertion order" },                                        \
+    { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,                  \
+      .help = "build threads (0: all cores)" },                                                   \
+    { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \
+      .choices = ann_diskann_precision_choices, .def_str = "f16",                                 \
+      .help = "graph build distances on f16 copies (half the memory) or f32" }
+
+/*
+ * Fill *ap (ann_artifacts_get's parameters: graph, PQ with the graph's seed
+ * and threads, want_graph, keep_vectors, the cache directory of bctx) from
+ * params, already validated against specs (a table that begins with
+ * ANN_DISKANN_BUILD_PARAMS), for the vectors of src.  ANN_EPARAM
+ * "build.pq_bytes: <m> exceeds dim <dim>" when the code is longer than a
+ * vector.
+ */
+int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
+                           const ann_vecsrc *src, const ann_build_ctx *bctx,
+                           ann_artifacts_params *ap);
+
+#endif
