@@ -18,7 +18,10 @@ for t in "$@"; do
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi   # crashed before its summary
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   if [ "$rc" -ne 0 ]; then
-    bad_bins+=("$name"); printf 'FAIL %s (exit %d)\n' "$name" "$rc"; printf '%s\n' "$out" | tail -40
+    bad_bins+=("$name"); printf 'FAIL %s (exit %d)\n' "$name" "$rc"
+    # the failing cases' own lines first (a sanitizer's report can fill the tail)
+    printf '%s\n' "$out" | grep -E -B3 '^\[ +(ERROR|LINE|FAILED) +\]' | head -30
+    printf -- '--- last lines:\n'; printf '%s\n' "$out" | tail -40
   else
     if [ "$s" -gt 0 ]; then
       printf 'ok   %-28s %3d passed, %d skipped\n' "$name" "$p" "$s"
