@@ -92,6 +92,14 @@ void ann_progress_end(ann_progress *p)
     if (p->enabled && p->shown) {
         double el = ann_mono_s() - p->t0;
         uint64_t done = atomic_load(&p->done);
+        /* the last decile's line, when the add that crossed it found another
+         * thread printing (trylock) and skipped it */
+        if (!p->tty && p->decile < 10 && p->total && done >= p->total) {
+            char text[256];
+            status_text(p, p->total, ann_mono_s(), text, sizeof text);
+            fprintf(stderr, "progress: %s: %s\n", p->what, text);
+            p->decile = 10;
+        }
         char dur[32];
         ann_progress_duration(el, dur, sizeof dur);
         fprintf(stderr, "%s%s%s: done, %llu %s in %s (%.0f %s/s)\n", p->tty ? "\r\033[K" : "",
