@@ -576,6 +576,25 @@ static int mg_put_code(merger *g, uint32_t id, const uint8_t *code)
     return 0;
 }
 
+/* A working node for id, empty (room for cap neighbours), indexed in g;
+ * NULL when memory runs out (nothing added). */
+static mg_node *mg_add_node(merger *g, uint32_t id)
+{
+    mg_node *n = calloc(1, sizeof *n);
+    if (n)
+        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
+    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
+        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
+        if (n)
+            free(n->nbrs);
+        free(n);
+        return NULL;
+    }
+    g->nodes[g->n_nodes++] = n;
+    n->id = id;
+    return n;
+}
+
 /* Parse node id's record into a new working copy (codes into the cache). */
 static int mg_load_node(merger *g, uint32_t id, mg_node **out)
 {
@@ -598,19 +617,11 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
         return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
                         "its degree", e->store_dir, id, v.len);
     }
-    mg_node *n = calloc(1, sizeof *n);
-    if (n)
-        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
-    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
-        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
-        if (n)
-            free(n->nbrs);
-        free(n);
+    mg_node *n = mg_add_node(g, id);
+    if (!n) {
         kv_val_release(&v);
         return mg_nomem(g);
     }
-    g->nodes[g->n_nodes++] = n;
-    n->id = id;
     n->deg = d;
     for (uint32_t i = 0; i < d; i++)
         n->nbrs[i] = ann_get_u32(rec + head + 4 + 4 * (size_t)i);
@@ -628,18 +639,9 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
 /* A new working node (a pending vector being linked). */
 static int mg_new_node(merger *g, uint32_t id, mg_node **out)
 {
-    mg_node *n = calloc(1, sizeof *n);
-    if (n)
-        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
-    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
-        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
-        if (n)
-            free(n->nbrs);
-        free(n);
+    mg_node *n = mg_add_node(g, id);
+    if (!n)
         return mg_nomem(g);
-    }
-    g->nodes[g->n_nodes++] = n;
-    n->id = id;
     n->is_new = n->dirty = 1;
     *out = n;
     return 0;
