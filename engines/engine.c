@@ -169,10 +169,11 @@ int ann_engine_build(const ann_engine_ops *ops, const ann_vecsrc *src, const jso
         goto out;
     }
     /* fsync, rename into place; a sibling that got there first (EEXIST) is
-     * a transient failure of this build, whose index is then the other's */
+     * a transient failure of this build (ANN_EBUSY: another process in the
+     * way), whose index is then the other's */
     rc = ann_stagedir_commit(&sd);
     if (rc == -EEXIST)
-        rc = ann_fail(-EEXIST, "%s: another build renamed its index there first", index_dir);
+        rc = ann_fail(ANN_EBUSY, "%s: another build renamed its index there first", index_dir);
     if (rc)
         goto out;
     if (report_out) {

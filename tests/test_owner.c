@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "engines/engine.h"
 #include "engines/core/fileio.h"
 #include "engines/core/owner.h"
 #include "engines/core/stagedir.h"
@@ -321,6 +322,63 @@ static void test_open_refuses_what_is_not_a_file(void **state)
     assert_int_equal(ann_add_u64(UINT64_MAX, 1, &x, "hdr"), ANN_EFORMAT);
 }
 
+/*
+ * Only a failure that may not happen again is transient (--resume retries
+ * it): an output that already exists is deterministic, and the one race
+ * that meets EEXIST, a sibling build renaming its index into place while
+ * this one ran, is reported as ANN_EBUSY.
+ */
+static const char *race_final;
+
+static int race_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
+                      const char *tmp_dir, json_t *report)
+{
+    (void)src, (void)params, (void)bctx, (void)report;
+    write_in(tmp_dir, "ours", "x");
+    /* the sibling: a complete index appears at the final name meanwhile */
+    if (mkdir(race_final, 0755) != 0)
+        return ann_fail_errno("%s: mkdir", race_final);
+    write_in(race_final, "theirs", "y");
+    return 0;
+}
+
+static void test_transient_classes(void **state)
+{
+    (void)state;
+    assert_false(ann_is_transient(-EEXIST));
+    assert_false(ann_is_transient(-ENOTEMPTY));
+    assert_false(ann_is_transient(ANN_EFORMAT));
+    assert_true(ann_is_transient(-ENOSPC));
+    assert_true(ann_is_transient(ANN_EBUSY));
+
+    static const ann_param_spec none[] = { ANN_PARAM_END_OF("race build") };
+    ann_engine_ops ops = { .name = "race", .build_params = none, .build = race_build };
+    ann_vecsrc src = { .n = 1, .dim = 1, .metric = ANN_METRIC_L2, .id = "race" };
+    char final[4200];
+    snprintf(final, sizeof final, "%s/race-index", dir);
+    race_final = final;
+    json_t *params = json_object();
+    int rc = ann_engine_build(&ops, &src, params, final, NULL, NULL);
+    assert_int_equal(rc, ANN_EBUSY);
+    assert_true(ann_is_transient(rc));
+    char want[4400];
+    snprintf(want, sizeof want, "%s: another build renamed its index there first", final);
+    assert_string_equal(ann_errmsg(rc), want);
+    /* the sibling's index is untouched, ours is gone */
+    char theirs[4400];
+    snprintf(theirs, sizeof theirs, "%s/theirs", final);
+    char *t = read_text(theirs);
+    assert_string_equal(t, "y");
+    free(t);
+    assert_int_equal(count_entries(final), 1);
+    /* a second attempt meets the index that is there: deterministic */
+    rc = ann_engine_build(&ops, &src, params, final, NULL, NULL);
+    assert_int_equal(rc, -EEXIST);
+    assert_false(ann_is_transient(rc));
+    json_decref(params);
+    assert_int_equal(ann_tree_remove(final), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_lock_names_its_holder),
         cmocka_unit_test(test_stagedir_replaces_whole_or_not_at_all),
         cmocka_unit_test(test_open_refuses_what_is_not_a_file),
+        cmocka_unit_test(test_transient_classes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -94,8 +94,6 @@ int ann_is_transient(int code)
     case -EBUSY:
     case -EAGAIN:
     case -ETXTBSY:
-    case -EEXIST:
-    case -ENOTEMPTY:
     case -EINTR:
     case -EMFILE:
     case -ENFILE:

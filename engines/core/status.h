@@ -60,12 +60,13 @@ void ann_err_clear(void);
 /*
  * 1 when code is a failure that may not happen again on a later attempt
  * with the same inputs: the disk or a quota full (ENOSPC, EDQUOT), another
- * process in the way (ANN_EBUSY, EBUSY, EAGAIN, ETXTBSY, and EEXIST /
- * ENOTEMPTY, which a rename into place meets when a sibling got there
- * first), an interrupted call (EINTR), exhausted descriptors (EMFILE,
- * ENFILE), a stale or timed-out network file (ESTALE, ETIMEDOUT); else 0.
- * Everything else, the corruption and format errors included, is
- * deterministic.  `annlab run` records a cell that failed with a transient
+ * process in the way (ANN_EBUSY, EBUSY, EAGAIN, ETXTBSY), an interrupted
+ * call (EINTR), exhausted descriptors (EMFILE, ENFILE), a stale or
+ * timed-out network file (ESTALE, ETIMEDOUT); else 0.  Everything else is
+ * deterministic: the corruption and format errors, and EEXIST / ENOTEMPTY
+ * (an output that is already there stays there on the next attempt; the one
+ * race that meets them, a sibling build renaming its index into place
+ * first, is reported as ANN_EBUSY by ann_engine_build).  `annlab run` records a cell that failed with a transient
  * code as "transient" and retries it on --resume.  Thread-safe.
  */
 int ann_is_transient(int code);
