@@ -1306,6 +1306,92 @@ static void test_warm_capped_reads_device(void **state)
 }
 
 /*
+ * A capped cell whose engine needs more memory than its cap: ref-hnswlib
+ * holds its whole index in anonymous memory (80k x 128 floats, 41 MB, past
+ * a 32 MiB cap), so the OOM killer acts inside the cell's own group.  The
+ * cell is recorded "oom" with the cap in its reason, the uncapped cell
+ * beside it is "ok", the run counts it (and exits 0: a failed cell is a
+ * recorded result); --resume does not run an oom cell again (it is not
+ * transient), --retry-failed does.
+ */
+static void test_capped_cell_oom(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+#if defined(__SANITIZE_ADDRESS__)
+    print_message("ASan build: a 32 MiB cap cannot hold the cell process itself; skipping\n");
+    skip();
+#endif
+    if (!ann_engine_find("ref-hnswlib")) {
+        print_message("ref-hnswlib not compiled in: skipping\n");
+        skip();
+    }
+    char bundle[4400], cfg_path[4400], out[4400];
+    snprintf(bundle, sizeof bundle, "%s/bundle-oom", f->dir);
+    assert_int_equal(hf_bundle(bundle, 80000, 128, 20, 10, 10, 12), 0);
+    snprintf(cfg_path, sizeof cfg_path, "%s/oom.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-oom", f->dir);
+    json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s, s:{s:i, s:i}, s:{s:[i]}}], s:[i], s:[s],"
+                            " s:[n, s], s:b, s:i, s:i, s:f, s:s}",
+                            "name", "oom", "dataset", "path", bundle, "k", 10, "engines", "engine",
+                            "ref-hnswlib", "build", "M", 8, "ef_construction", 32, "search",
+                            "ef_search", 20, "threads", 1, "modes", "warm", "memory_caps", "32MiB",
+                            "drop_caches", 0, "queries", 20, "warmup_queries", 10,
+                            "qps_min_seconds", 0.01, "index_root", "index-oom");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    const json_t *capped = json_array_get(cells, 1);
+    const char *st = json_string_value(json_object_get(capped, "status"));
+    if (!strcmp(st, "skipped")) {
+        print_message("capped cells skipped here: %s\n",
+                      json_string_value(json_object_get(capped, "reason")));
+        free(log);
+        json_decref(cells);
+        skip();
+    }
+    if (rc != 0)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "1 ok, 0 error, 0 timeout, 1 oom, 0 skipped, 0 already recorded"));
+    free(log);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cells, 0), "status")),
+                        "ok");
+    assert_string_equal(st, "oom");
+    assert_int_equal(json_integer_value(json_object_get(capped, "memory_cap_bytes")),
+                     32 * 1024 * 1024);
+    const char *reason = json_string_value(json_object_get(capped, "reason"));
+    assert_non_null(reason);
+    if (!strstr(reason, "under memory cap 33554432 bytes"))
+        fail_msg("oom reason \"%s\" does not name the cap", reason);
+    json_decref(cells);
+
+    /* --resume: nothing to do (an oom is not transient) */
+    rc = run(f, cfg_path, out, 1, &log);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "0 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 2 already recorded"));
+    free(log);
+    cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    json_decref(cells);
+    /* --retry-failed: the oom cell once more, the ok one left */
+    const char *args[] = { "run", cfg_path, "--out", out, "--retry-failed", NULL };
+    rc = hf_annlab(f->dir, &log, args);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "0 ok, 0 error, 0 timeout, 1 oom, 0 skipped, 1 already recorded"));
+    free(log);
+    cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cells, 2), "status")),
+                        "oom");
+    json_decref(cells);
+}
+
+/*
  * `run --dry-run` lists every parameter, whether each index is built and
  * an estimate from the last run; a build's progress lines reach the
  * runner's output (ANNLAB_PROGRESS_AFTER_S=0 makes a small build long
@@ -1373,6 +1459,7 @@ int main(void)
         cmocka_unit_test(test_index_lock_and_dead_temporaries),
         cmocka_unit_test(test_failure_classes_and_retries),
         cmocka_unit_test(test_build_json_and_bundle_checked),
+        cmocka_unit_test(test_capped_cell_oom),
         cmocka_unit_test(test_warm_capped_reads_device),
         cmocka_unit_test(test_dry_run_and_build_progress),
     };
