@@ -16,6 +16,7 @@
 #include "datasets/bundle.h"
 
 #include "datasets/dsutil.h"
+#include "engines/core/digest.h"
 #include "engines/core/exact.h"
 #include "engines/core/progress.h"
 #include "engines/core/fileio.h"
@@ -78,6 +79,52 @@ static int check_member(const ann_bundle *b, const char *file, uint64_t n, uint3
     return rc;
 }
 
+/*
+ * manifest.json's own digest: the sha256 of the manifest without its
+ * "manifest_sha256" field, dumped compact with sorted keys (jansson dumps
+ * what it parsed identically), so a changed byte anywhere in it, the
+ * provenance included, is caught.  out: 72 bytes.
+ */
+static int manifest_digest(const json_t *m, char *out)
+{
+    json_t *copy = json_copy((json_t *)m);
+    if (!copy)
+        return ann_fail(-ENOMEM, "manifest.json: no memory for its digest");
+    json_object_del(copy, "manifest_sha256");
+    char *text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(copy);
+    if (!text)
+        return ann_fail(-ENOMEM, "manifest.json: no memory for its digest");
+    int rc = ann_sha256_buf(text, strlen(text), out);
+    free(text);
+    return rc;
+}
+
+/*
+ * A manifest that records its own digest must match it; one without
+ * (written before annlab sealed manifests) is read as it is, and
+ * `dataset verify` says so.
+ */
+static int manifest_check_seal(const char *path, const json_t *m, int *sealed)
+{
+    const json_t *want = json_object_get(m, "manifest_sha256");
+    *sealed = want != NULL;
+    if (!want)
+        return 0;
+    if (!json_is_string(want))
+        return ann_fail(ANN_EFORMAT, "%s: field \"manifest_sha256\" must be a string", path);
+    char have[72];
+    int rc = manifest_digest(m, have);
+    if (rc)
+        return rc;
+    if (strcmp(have, json_string_value(want)) != 0)
+        return ann_fail(ANN_ECORRUPT,
+                        "%s: changed since it was written (its content hashes to %s, "
+                        "manifest_sha256 records %s)",
+                        path, have, json_string_value(want));
+    return 0;
+}
+
 int ann_bundle_open(const char *dir, ann_bundle *b)
 {
     int rc = 0;
@@ -98,7 +145,15 @@ int ann_bundle_open(const char *dir, ann_bundle *b)
         goto out;
     }
     const json_t *m = b->manifest;
-    if (!json_is_object(m) || !json_is_string(json_object_get(m, "format")) ||
+    if (!json_is_object(m)) {
+        rc = ann_fail(ANN_EFORMAT, "%s: not a JSON object", path);
+        goto out;
+    }
+    /* its own digest first: a damaged field reads as damage, not as a
+     * wrong format or version */
+    if ((rc = manifest_check_seal(path, m, &b->sealed)))
+        goto out;
+    if (!json_is_string(json_object_get(m, "format")) ||
         strcmp(json_string_value(json_object_get(m, "format")), BUNDLE_FORMAT) != 0) {
         rc = ann_fail(ANN_EFORMAT, "%s: field \"format\" is not \"%s\"", path, BUNDLE_FORMAT);
         goto out;
@@ -588,6 +643,10 @@ int ann_bundle_finish(const char *dir, const char *name, ann_metric metric, uint
     json_object_set_new(man, "gt_check", gt_check);
     gt_check = NULL;
     json_object_set_new(man, "created_utc", json_string(created));
+    char seal[72];
+    if ((rc = manifest_digest(man, seal)))
+        goto out;
+    json_object_set_new(man, "manifest_sha256", json_string(seal));
     rc = write_manifest(dir, man);
 out:
     json_decref(man);
@@ -655,6 +714,11 @@ int ann_bundle_verify(const char *dir, uint32_t sample, json_t **report)
         goto out;
     }
     json_object_set_new(rep, "checksums", json_string("ok"));
+    json_object_set_new(rep, "manifest",
+                        json_string(b.sealed ? "sealed (manifest_sha256 matches)"
+                                             : "not sealed (written before annlab recorded "
+                                               "manifest_sha256; making the bundle again "
+                                               "with --force seals it)"));
 
     /* Queries and warm-up: finite values (checked by the reader). */
     rc = ann_bundle_queries(&b, &queries);

@@ -34,6 +34,7 @@ typedef struct ann_bundle {
     uint32_t n_warmup; /* 0 when there is no warmup.fbin */
     char checksum[72]; /* "sha256:<hex>" of base.fbin, from the manifest */
     json_t *manifest;  /* owned */
+    int sealed;        /* the manifest records its own digest (manifest_sha256) */
 } ann_bundle;
 
 /*

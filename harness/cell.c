@@ -33,6 +33,7 @@
  */
 #include "harness/child.h"
 
+#include "engines/core/digest.h"
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 #include "engines/engine.h"
@@ -46,6 +47,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -387,8 +389,36 @@ static void cell_figures_fini(cell_figures *f)
 }
 
 /*
- * prepare: read the spec, load the inputs (queries, ground truth) and
- * allocate every buffer before anything is measured; find the disk of the
+ * The index's files as its build.json recorded them (whole-file digests,
+ * cached by size, mtime and inode, so after `annlab run` has checked them
+ * nothing is read again here).  A cell started by hand, or a file changed
+ * since the run checked it, is refused here, before an engine trusts a byte
+ * (LMDB's pages carry no checksums: a flipped byte in a B-tree page can
+ * crash mdb_get).  An index without build.json (made without
+ * ann_engine_build) has nothing to check against.
+ */
+static int cell_verify_index(const cell_spec *c)
+{
+    char path[PATH_MAX + 16];
+    if (snprintf(path, sizeof path, "%s/build.json", c->index_dir) >= (int)sizeof path)
+        return ann_fail(ANN_ECONFIG, "%s: index path too long", c->index_dir);
+    if (access(path, F_OK) != 0)
+        return 0;
+    json_error_t jerr;
+    json_t *info = json_load_file(path, 0, &jerr);
+    if (!info)
+        return ann_fail(ANN_ECORRUPT, "%s: unreadable (%s); remove %s to rebuild it", path,
+                        jerr.text, c->index_dir);
+    const json_t *files = json_object_get(info, "files");
+    int rc = files ? ann_digest_verify(c->index_dir, files, "build.json", NULL) : 0;
+    json_decref(info);
+    return rc;
+}
+
+/*
+ * prepare: read the spec, load the inputs (queries, ground truth), check
+ * the index against its build.json (cell_verify_index) and allocate every
+ * buffer before anything is measured; find the disk of the
  * index and, in a cgroup, the cell's own group.
  */
 static int cell_prepare(const char *spec_path, const json_t *spec, int in_cg, cell_spec *c,
@@ -422,6 +452,8 @@ static int cell_prepare(const char *spec_path, const json_t *spec, int in_cg, ce
     /* inputs, loaded before anything is measured */
     if ((rc = ann_bundle_open(c->dataset_dir, &s->ds)) ||
         (rc = ann_bundle_queries(&s->ds, &s->queries)) || (rc = ann_bundle_gt(&s->ds, &s->gt)))
+        return rc;
+    if ((rc = cell_verify_index(c)))
         return rc;
     c->nq = want_q && want_q < s->ds.nq ? want_q : s->ds.nq;
     c->dim = s->ds.dim;

@@ -8,7 +8,14 @@ Categories, each tried several times with seeded faults:
 
   corrupt <engine> <file>    one bit flipped at a seeded offset of one index
                              file, the index opened and searched directly by
-                             `annlab cell` (the engine's own checks only)
+                             `annlab cell` with build.json's digest list
+                             removed from the copy (the engine's own checks
+                             only; LMDB's pages carry no checksums, so a
+                             flipped B-tree byte can crash mdb_get: that is
+                             what the digests, checked by `annlab run` and
+                             `annlab cell`, are for)
+  cell corrupt <engine>      the same flip with build.json intact: `annlab
+                             cell` checks the digests first
   run corrupt <engine>       the same through `annlab run` (its checks of the
                              index against build.json's digests first)
   bundle <file>              one bit flipped in a dataset bundle member:
@@ -114,6 +121,24 @@ def index_files(d):
             yield os.path.relpath(os.path.join(root, name), d)
 
 
+def cell_trial(annlab, spec, index, work):
+    """`annlab cell` on index: (outcome or "unaffected", recall or None, note)."""
+    spec2 = dict(spec, index_dir=index, latency_path=os.path.join(work, "corrupt", "lat.txt"))
+    sp = os.path.join(work, "corrupt", "spec.json")
+    with open(sp, "w") as f:
+        json.dump(spec2, f)
+    outp = os.path.join(work, "corrupt", "out.json")
+    if os.path.exists(outp):
+        os.unlink(outp)
+    rc, _, err, hung = sh([annlab, "cell", sp, outp], timeout=60)
+    o = classify_exit(rc, err, hung)
+    if o:
+        return o, None, err.strip()[-300:]
+    with open(outp) as f:
+        got = json.load(f)
+    return "unaffected", got["recall"], f"recall {got['recall']}"
+
+
 def engines_config(annlab, work):
     listed = subprocess.run([annlab, "engines"], capture_output=True, text=True).stdout
     names = [line.split()[0] for line in listed.splitlines() if line.strip()]
@@ -200,6 +225,17 @@ def main():
                 off = flip(os.path.join(copy, rel), random.Random(f"{engine}/{rel}/{s}"))
                 if off is None:
                     continue
+                bj = os.path.join(copy, "build.json")
+                with open(bj) as f:
+                    info = json.load(f)
+                # the digests intact: checked by annlab cell before the engine
+                o = cell_trial(annlab, spec, copy, work)
+                t.add(f"cell corrupt {engine}", o[0] if o[0] != "unaffected" or o[1] == cell["recall"]
+                      else "silently wrong", f"{rel} byte {off}: {o[2]}")
+                # the engine's own checks only
+                info.pop("files", None)
+                with open(bj, "w") as f:
+                    json.dump(info, f)
                 spec2 = dict(spec, index_dir=copy,
                              latency_path=os.path.join(work, "corrupt", "lat.txt"))
                 sp = os.path.join(work, "corrupt", "spec.json")

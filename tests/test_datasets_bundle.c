@@ -260,6 +260,8 @@ static void test_verify_catches_tampering(void **state)
     json_t *rep = NULL;
     assert_int_equal(ann_bundle_verify(d, 100, &rep), 0);
     assert_string_equal(json_string_value(json_object_get(rep, "verdict")), "pass");
+    assert_string_equal(json_string_value(json_object_get(rep, "manifest")),
+                        "sealed (manifest_sha256 matches)");
     json_decref(rep);
 
     /* Flip one byte of a query: the checksum no longer matches. */
@@ -276,14 +278,30 @@ static void test_verify_catches_tampering(void **state)
     assert_string_equal(json_string_value(json_object_get(rep, "verdict")), "fail");
     json_decref(rep);
 
-    /* A manifest whose n disagrees with base.fbin is refused, naming both. */
+    /* The manifest records its own digest: any changed field is refused
+     * as a change, the provenance nobody else reads included. */
     snprintf(p, sizeof p, "%s/manifest.json", d);
     json_t *m = json_load_file(p, 0, NULL);
     assert_non_null(m);
+    assert_true(json_is_string(json_object_get(m, "manifest_sha256")));
+    json_object_set_new(m, "made_by", json_string("someone else"));
+    assert_int_equal(json_dump_file(m, p, JSON_INDENT(2)), 0);
+    char want_changed[4300];
+    snprintf(want_changed, sizeof want_changed,
+             "%s: changed since it was written (its content hashes to sha256:", p);
+    ann_bundle b0;
+    assert_msg(ann_bundle_open(d, &b0), want_changed);
+    assert_msg(ann_bundle_open(d, &b0), ", manifest_sha256 records sha256:");
+    json_object_set_new(m, "manifest_sha256", json_integer(1));
+    assert_int_equal(json_dump_file(m, p, 0), 0);
+    assert_msg(ann_bundle_open(d, &b0), "field \"manifest_sha256\" must be a string");
+
+    /* A manifest without the seal (written by an older annlab) is read;
+     * one whose n disagrees with base.fbin is refused, naming both. */
+    json_object_del(m, "manifest_sha256");
     json_object_set_new(m, "n", json_integer(199));
     assert_int_equal(json_dump_file(m, p, 0), 0);
     json_decref(m);
-    ann_bundle b0;
     assert_msg(ann_bundle_open(d, &b0), "base.fbin: holds 200 x 8 but manifest.json says 199 x 8");
 
     /* Without a manifest the directory is not a bundle. */

@@ -1206,6 +1206,32 @@ static void test_build_json_and_bundle_checked(void **state)
     assert_int_equal(tu_write_file(bj, text, len), 0);
     free(text);
 
+    /* `annlab cell` started by hand on an index changed since the run
+     * checked it: refused against build.json before the engine opens it */
+    char spec[4500], vec[4700], cell_out[4500];
+    snprintf(out, sizeof out, "%s/out-bj-1", f->dir);
+    cells = load_cells(out);
+    snprintf(spec, sizeof spec, "%s/specs/%s.json", out,
+             json_string_value(json_object_get(json_array_get(cells, 0), "id")));
+    json_decref(cells);
+    snprintf(vec, sizeof vec, "%s/index-bj/flat/%s/vectors.fbin", f->dir, name);
+    snprintf(cell_out, sizeof cell_out, "%s/cell-out.json", f->dir);
+    unsigned char *vb = tu_read_file(vec, &len);
+    assert_non_null(vb);
+    vb[len - 3] ^= 0x01;
+    assert_int_equal(tu_write_file(vec, vb, len), 0);
+    const char *cell_args[] = { "cell", spec, cell_out, NULL };
+    assert_int_equal(hf_annlab(f->dir, &log, cell_args), 1);
+    snprintf(want, sizeof want, "annlab cell: index-bj/flat/%s/vectors.fbin: sha256 sha256:",
+             name);
+    if (!strstr(log, want) || !strstr(log, " differs from build.json (sha256:"))
+        fail_msg("log \"%s\" lacks \"%s\"", log, want);
+    free(log);
+    assert_int_equal(access(cell_out, F_OK), -1);
+    vb[len - 3] ^= 0x01;
+    assert_int_equal(tu_write_file(vec, vb, len), 0);
+    free(vb);
+
     /* the bundle: one flipped byte in base.fbin, caught before any cell */
     char copy[4400], cmd[9000], base[4500];
     snprintf(copy, sizeof copy, "%s/bundle-flipped", f->dir);

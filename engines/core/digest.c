@@ -16,6 +16,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static void sha256_hex(const unsigned char *md, char *out)
+{
+    memcpy(out, "sha256:", 7);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+}
+
 int ann_sha256_file(const char *path, char *out, uint64_t *bytes)
 {
     int rc = 0, fd = -1;
@@ -59,9 +66,7 @@ int ann_sha256_file(const char *path, char *out, uint64_t *bytes)
         rc = ann_fail(ANN_EINTERNAL, "%s: sha256 final failed in libcrypto", path);
         goto out;
     }
-    memcpy(out, "sha256:", 7);
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
+    sha256_hex(md, out);
     if (bytes)
         *bytes = total;
 out:
@@ -69,6 +74,16 @@ out:
     free(buf);
     close(fd);
     return rc;
+}
+
+int ann_sha256_buf(const void *buf, size_t len, char *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (EVP_Digest(buf, len, md, &md_len, EVP_sha256(), NULL) != 1 || md_len != 32)
+        return ann_fail(ANN_EINTERNAL, "sha256 of %zu bytes failed in libcrypto", len);
+    sha256_hex(md, out);
+    return 0;
 }
 
 int ann_digest_skips(const char *name)

@@ -20,6 +20,7 @@
 #define ANNLAB_CORE_DIGEST_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ANN_DIGEST_CACHE ".verified.json"
@@ -31,6 +32,9 @@
  * ANN_EINTERNAL when libcrypto fails.
  */
 int ann_sha256_file(const char *path, char *out, uint64_t *bytes);
+
+/* The sha256 of len bytes at buf, as ann_sha256_file writes it. */
+int ann_sha256_buf(const void *buf, size_t len, char *out);
 
 /* 1 when a file of this name is left out of digests (see above). */
 int ann_digest_skips(const char *name);
