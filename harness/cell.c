@@ -67,7 +67,9 @@ typedef struct qps_shared {
     const float *queries;
     uint32_t nq, dim, k, threads;
     uint64_t total;            /* queries to issue */
+    uint64_t deadline_ns;      /* ann_mono_ns() past which no query starts; 0: none */
     atomic_uint_fast64_t next; /* next query number */
+    atomic_uint_fast64_t done; /* queries answered */
     atomic_int failed_rc;
     atomic_int pinned;
     int pin; /* pin_threads */
@@ -92,6 +94,8 @@ static void *qps_worker(void *arg)
     while (!atomic_load(&sh->go))
         sched_yield();
     for (;;) {
+        if (sh->deadline_ns && ann_mono_ns() > sh->deadline_ns)
+            break; /* max_cell_seconds */
         uint64_t i = atomic_fetch_add(&sh->next, 1);
         if (i >= sh->total || atomic_load(&sh->failed_rc))
             break;
@@ -103,12 +107,15 @@ static void *qps_worker(void *arg)
             atomic_compare_exchange_strong(&sh->failed_rc, &expected, r);
             break;
         }
+        atomic_fetch_add(&sh->done, 1);
     }
     return NULL;
 }
 
-/* One QPS measurement: `passes` passes over the queries; *qps and *wall_s set. */
-static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s)
+/* One QPS measurement: `passes` passes over the queries, or what of them
+ * starts before sh->deadline_ns; *qps (queries answered per second),
+ * *wall_s and *done set. */
+static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s, uint64_t *done)
 {
     int rc = 0;
     unsigned started = 0;
@@ -120,6 +127,7 @@ static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s)
     }
     sh->total = passes * sh->nq;
     atomic_store(&sh->next, 0);
+    atomic_store(&sh->done, 0);
     atomic_store(&sh->failed_rc, 0);
     atomic_store(&sh->pinned, 0);
     atomic_store(&sh->go, 0);
@@ -143,7 +151,8 @@ static int qps_run(qps_shared *sh, uint64_t passes, double *qps, double *wall_s)
         rc = atomic_load(&sh->failed_rc);
     if (!rc) {
         *wall_s = (double)(t1 - t0) / 1e9;
-        *qps = (double)sh->total / *wall_s;
+        *done = atomic_load(&sh->done);
+        *qps = (double)*done / *wall_s;
     }
 out:
     if (ts)
@@ -351,6 +360,7 @@ typedef struct cell_spec {
     const char *engine, *dataset_dir, *index_dir, *latency_path, *neighbors_path;
     uint32_t k, threads, reps, want_warm;
     double qps_min_s;
+    double max_s;      /* max_cell_seconds: each measured phase's time bound; 0: none */
     int pin, cold, capped, in_cg;
     uint32_t nq, dim;  /* the queries measured, their dimension */
     devstat_dev dev;   /* the disk holding the index, when dev_ok */
@@ -374,9 +384,23 @@ typedef struct cell_figures {
     double wall_s;                        /* the last QPS measurement's */
     uint64_t passes_done;
     int pinned;
+    /* max_cell_seconds: the queries and repeats the figures cover, and
+     * which phases the bound cut short (CUT_* bits) */
+    uint32_t nq_done, reps_done, warm_done;
+    uint64_t qps_queries; /* answered in the last QPS measurement */
+    uint64_t stat_queries; /* the latency-pass queries in sum, user_ns, the disk counters */
+    unsigned cut;
     harness_mem mem;
     harness_recall_out rout;
 } cell_figures;
+
+enum { CUT_WARM_UP = 1, CUT_LATENCY = 2, CUT_QPS = 4 };
+
+/* Past max_cell_seconds since t0_ns (never when there is no bound). */
+static int out_of_time(const cell_spec *c, uint64_t t0_ns)
+{
+    return c->max_s > 0 && (double)(ann_mono_ns() - t0_ns) / 1e9 > c->max_s;
+}
 
 static void cell_figures_fini(cell_figures *f)
 {
@@ -440,6 +464,7 @@ static int cell_prepare(const char *spec_path, const json_t *spec, int in_cg, ce
     uint32_t want_q = (uint32_t)json_integer_value(json_object_get(spec, "queries"));
     c->want_warm = (uint32_t)json_integer_value(json_object_get(spec, "warmup_queries"));
     c->qps_min_s = json_number_value(json_object_get(spec, "qps_min_seconds"));
+    c->max_s = json_number_value(json_object_get(c->cell, "max_cell_seconds")); /* 0 if absent */
     int drop = json_is_true(json_object_get(spec, "drop_caches"));
     c->pin = json_is_true(json_object_get(spec, "pin_threads"));
     c->cold = mode && !strcmp(mode, "cold");
@@ -548,7 +573,13 @@ static int cell_warm_up(const cell_spec *c, cell_state *s, cell_figures *f)
             if (n_warm > c->want_warm)
                 n_warm = c->want_warm;
         }
-        for (uint32_t i = 0; i < n_warm; i++) {
+        uint64_t t0 = ann_mono_ns();
+        uint32_t i = 0;
+        for (; i < n_warm; i++) {
+            if (i > 0 && out_of_time(c, t0)) {
+                f->cut |= CUT_WARM_UP;
+                break;
+            }
             ann_stats st;
             memset(&st, 0, sizeof st);
             int r = s->ops->search(s->ctxs[0], s->warmup + (size_t)i * c->dim, c->k, s->ids,
@@ -556,8 +587,9 @@ static int cell_warm_up(const cell_spec *c, cell_state *s, cell_figures *f)
             if (r < 0)
                 return ann_fail_wrap(r, "warm-up query %u", i);
         }
+        f->warm_done = i;
         f->warm = json_pack("{s:I, s:i, s:s}", "bytes_read_into_cache",
-                            (json_int_t)f->prep.preload_bytes, "warmup_queries", (int)n_warm,
+                            (json_int_t)f->prep.preload_bytes, "warmup_queries", (int)i,
                             "warmup_source",
                             s->ds.n_warmup ? "warmup.fbin" : "none (dataset has no warmup.fbin)");
         if (c->capped && s->cg)
@@ -584,6 +616,9 @@ static int cell_warm_up(const cell_spec *c, cell_state *s, cell_figures *f)
  * by default: on a VM whose device interrupts land on another CPU, every
  * completion then costs a cross-CPU wake-up (measured: diskann-sector
  * 1.4-10x slower pinned to the CPU without the disk's interrupts).
+ * max_cell_seconds after the first query no further query starts: cut in
+ * the first pass, every later figure covers the queries it answered; cut
+ * in a later pass, that pass is dropped.
  */
 static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
 {
@@ -596,13 +631,21 @@ static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
         cg_group_read(s->cg, c->dev_ok ? devstat_devt(&c->dev) : 0, &f->cg0);
     if ((rc = devstat_sample_take(c->dev_ok ? &c->dev : NULL, 0, &f->ds0)))
         return rc;
+    f->nq_done = nq;
+    f->reps_done = 0;
+    uint64_t t_start = ann_mono_ns();
     for (uint32_t r = 0; r < c->reps; r++) {
         if (c->cold && r > 0) {
             evict_report again;
             if ((rc = evict_cold_dir(c->index_dir, &c->ep, &again)))
                 return rc;
         }
-        for (uint32_t q = 0; q < nq; q++) {
+        uint32_t q = 0;
+        for (; q < f->nq_done; q++) {
+            if ((r > 0 || q > 0) && out_of_time(c, t_start)) {
+                f->cut |= CUT_LATENCY;
+                break;
+            }
             ann_stats st;
             memset(&st, 0, sizeof st);
             uint32_t *out_ids = s->ids + (size_t)q * k;
@@ -624,11 +667,18 @@ static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
             /* every repeat: on a VM the first pass after warm-up can be
              * several times slower (page-table work on first touch) */
             ann_stats_add(&f->sum, &st);
+            f->stat_queries++;
             f->user_ns += c1.user_ns - c0.user_ns;
             f->sys_ns += c1.sys_ns - c0.sys_ns;
         }
+        if (q < f->nq_done) {
+            if (r > 0)
+                break; /* this pass is incomplete: the ones before it count */
+            f->nq_done = q;
+        }
+        f->reps_done = r + 1;
         harness_latency lat;
-        if ((rc = harness_latency_summary(s->lat_ns + (size_t)r * nq, nq, &lat)))
+        if ((rc = harness_latency_summary(s->lat_ns + (size_t)r * nq, f->nq_done, &lat)))
             return rc;
         s->rep_p[0][r] = lat.p50;
         s->rep_p[1][r] = lat.p95;
@@ -654,8 +704,8 @@ static int cell_qps(const cell_spec *c, cell_state *s, cell_figures *f)
 {
     int rc = 0;
     qps_shared sh = { .pin = c->pin, .ops = s->ops, .ctxs = s->ctxs, .queries = s->queries,
-                      .nq = c->nq, .dim = c->dim, .k = c->k, .threads = c->threads };
-    for (uint32_t r = 0; r < c->reps; r++) {
+                      .nq = f->nq_done, .dim = c->dim, .k = c->k, .threads = c->threads };
+    for (uint32_t r = 0; r < f->reps_done; r++) {
         if (c->cold) {
             evict_report again;
             if ((rc = evict_cold_dir(c->index_dir, &c->ep, &again)))
@@ -663,18 +713,27 @@ static int cell_qps(const cell_spec *c, cell_state *s, cell_figures *f)
             json_decref(f->qps_evict);
             f->qps_evict = evict_report_json(&again);
         }
-        /* one pass first; warm runs more until qps_min_seconds is reached */
+        /* one pass first; warm runs more until qps_min_seconds is reached;
+         * max_cell_seconds after it starts no query starts */
         double qps = 0, w = 0;
-        if ((rc = qps_run(&sh, 1, &qps, &w)))
+        uint64_t done = 0;
+        sh.deadline_ns = c->max_s > 0 ? ann_mono_ns() + (uint64_t)(c->max_s * 1e9) : 0;
+        if ((rc = qps_run(&sh, 1, &qps, &w, &done)))
             return rc;
         uint64_t passes = 1;
-        if (!c->cold && w < c->qps_min_s) {
+        if (done < sh.nq) {
+            f->cut |= CUT_QPS;
+        } else if (!c->cold && w < c->qps_min_s) {
             passes = (uint64_t)(c->qps_min_s / (w > 1e-6 ? w : 1e-6)) + 1;
             if (passes > 100000)
                 passes = 100000;
-            if ((rc = qps_run(&sh, passes, &qps, &w)))
+            sh.deadline_ns = c->max_s > 0 ? ann_mono_ns() + (uint64_t)(c->max_s * 1e9) : 0;
+            if ((rc = qps_run(&sh, passes, &qps, &w, &done)))
                 return rc;
+            if (done < passes * sh.nq)
+                f->cut |= CUT_QPS;
         }
+        f->qps_queries = done;
         s->rep_qps[r] = qps;
         f->wall_s = w;
         f->passes_done = passes;
@@ -694,14 +753,15 @@ static int cell_recall(const cell_spec *c, cell_state *s, cell_figures *f)
     int rc = ann_bundle_base(&s->ds, &s->base);
     if (rc)
         return rc;
-    harness_recall_in rin = { .base = s->base, .queries = s->queries, .nq = c->nq, .k = c->k,
-                              .ids = s->ids, .counts = s->counts, .gt = &s->gt };
+    harness_recall_in rin = { .base = s->base, .queries = s->queries, .nq = f->nq_done,
+                              .k = c->k, .ids = s->ids, .counts = s->counts, .gt = &s->gt };
     if ((rc = harness_recall(&rin, &f->rout, NULL)))
         return ann_fail_wrap(rc, "recall of %s", c->engine);
-    if ((rc = write_latencies(c->latency_path, s->lat_ns, c->nq, c->reps)))
+    /* cut in the first pass: one pass of nq_done; else reps_done whole ones */
+    if ((rc = write_latencies(c->latency_path, s->lat_ns, f->nq_done, f->reps_done)))
         return rc;
     if (c->neighbors_path &&
-        (rc = write_neighbors(c->neighbors_path, s->ids, s->counts, c->nq, c->k)))
+        (rc = write_neighbors(c->neighbors_path, s->ids, s->counts, f->nq_done, c->k)))
         return rc;
     return 0;
 }
@@ -711,14 +771,32 @@ static int cell_recall(const cell_spec *c, cell_state *s, cell_figures *f)
 static int cell_record(const cell_spec *c, const cell_state *s, cell_figures *f,
                        const char *out_path)
 {
-    const uint32_t reps = c->reps;
-    double nall = (double)c->nq * reps;
+    const uint32_t reps = f->reps_done;
+    double nall = (double)f->stat_queries;
     json_t *result = json_object();
     json_object_set_new(result, "recall", json_real(f->rout.recall));
     json_object_set_new(result, "recall_plain", json_real(f->rout.recall_plain));
     json_object_set_new(result, "recall_p5", json_real(f->rout.recall_p5));
-    json_object_set_new(result, "queries", json_integer(c->nq));
+    json_object_set_new(result, "queries", json_integer(f->nq_done));
     json_object_set_new(result, "repeats", json_integer(reps));
+    /* max_cell_seconds: every figure covers the queries done, and says so */
+    json_object_set_new(result, "queries_done", json_integer(f->nq_done));
+    json_object_set_new(result, "partial", json_boolean(f->cut != 0));
+    if (c->max_s > 0) {
+        json_t *cut = json_array();
+        if (f->cut & CUT_WARM_UP)
+            json_array_append_new(cut, json_string("warm-up"));
+        if (f->cut & CUT_LATENCY)
+            json_array_append_new(cut, json_string("latency"));
+        if (f->cut & CUT_QPS)
+            json_array_append_new(cut, json_string("qps"));
+        json_object_set_new(result, "time_bound",
+                            json_pack("{s:f, s:o, s:i, s:i, s:i, s:I}", "max_cell_seconds",
+                                      c->max_s, "cut", cut, "queries_asked", (int)c->nq,
+                                      "repeats_asked", (int)c->reps, "warmup_queries_done",
+                                      (int)f->warm_done, "qps_queries_last",
+                                      (json_int_t)f->qps_queries));
+    }
     json_object_set_new(
         result, "latency_us",
         json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "p50", harness_median(s->rep_p[0], reps),

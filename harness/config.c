@@ -30,6 +30,10 @@ typedef struct cfg_key {
     double def;
 } cfg_key;
 
+/* max_cell_seconds, config-wide or per engine entry: absent means no bound */
+#define MAX_CELL_S_MIN 0.001
+#define MAX_CELL_S_MAX 1e7
+
 static const cfg_key cfg_keys[] = {
     { "name", "a string", 0 },
     { "description", "a string", 0 },
@@ -47,6 +51,7 @@ static const cfg_key cfg_keys[] = {
     { "timeout_s", "a number", 600 },
     { "build_timeout_s", "a number", 7200 },
     { "qps_min_seconds", "a number", 0.5 },
+    { "max_cell_seconds", "a number", 0 },
     { "drop_caches", "true or false", 1 },
     { "pin_threads", "true or false", 0 },
     { "exclude", "a list of objects", 0 },
@@ -379,10 +384,17 @@ static void check_engines(const json_t *cfg, harness_problems *probs)
         json_t *v;
         json_object_foreach(e, key, v) {
             if (strcmp(key, "engine") && strcmp(key, "label") && strcmp(key, "build") &&
-                strcmp(key, "open") && strcmp(key, "search"))
-                harness_problem(probs, "%s.%s: unknown key (known: engine, label, build, open, search)",
+                strcmp(key, "open") && strcmp(key, "search") && strcmp(key, "max_cell_seconds"))
+                harness_problem(probs,
+                                "%s.%s: unknown key (known: engine, label, build, open, search, "
+                                "max_cell_seconds)",
                                 path, key);
         }
+        const json_t *mcs = json_object_get(e, "max_cell_seconds");
+        if (mcs && !(json_is_number(mcs) && json_number_value(mcs) >= MAX_CELL_S_MIN &&
+                     json_number_value(mcs) <= MAX_CELL_S_MAX))
+            harness_problem(probs, "%s.max_cell_seconds: expected a number in [%g, %g]", path,
+                            MAX_CELL_S_MIN, MAX_CELL_S_MAX);
         const json_t *label = json_object_get(e, "label");
         if (label && (!json_is_string(label) || !is_name_ok(json_string_value(label))))
             harness_problem(probs, "%s.label: expected a name of letters, digits, '-', '_', '.'", path);
@@ -648,6 +660,7 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     check_real(cfg, "timeout_s", 0.001, 1e7, probs);
     check_real(cfg, "build_timeout_s", 0.001, 1e7, probs);
     check_real(cfg, "qps_min_seconds", 0, 3600, probs);
+    check_real(cfg, "max_cell_seconds", MAX_CELL_S_MIN, MAX_CELL_S_MAX, probs);
     const json_t *dc = json_object_get(cfg, "drop_caches");
     if (dc && !json_is_boolean(dc))
         harness_problem(probs, "drop_caches: expected true or false");
@@ -692,7 +705,8 @@ void harness_cell_id(const json_t *cell, char out[17])
 {
     json_t *ident = json_object();
     static const char *const keys[] = { "engine", "label", "build", "open", "search",
-                                        "mode", "threads", "memory_cap_bytes" };
+                                        "mode", "threads", "memory_cap_bytes",
+                                        "max_cell_seconds" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(cell, keys[i]);
         if (v)
@@ -851,6 +865,13 @@ static json_t *expand(const json_t *cfg, json_t **paths, size_t *hits)
                                      "search", s, "mode", m, "threads", t);
             json_object_set_new(cell, "memory_cap_bytes",
                                 cap ? json_integer((json_int_t)cap) : json_null());
+            /* part of the cell (and its id) only when bounded: unbounded
+             * cells keep the ids they always had */
+            const json_t *mcs = json_object_get(e, "max_cell_seconds");
+            if (!mcs)
+                mcs = json_object_get(cfg, "max_cell_seconds");
+            if (mcs)
+                json_object_set_new(cell, "max_cell_seconds", json_real(json_number_value(mcs)));
             long ex = excluded(cfg, cell);
             if (ex >= 0) {
                 if (hits)

@@ -73,7 +73,8 @@ int harness_parse_bytes(const json_t *v, uint64_t *bytes);
 /*
  * Expand a valid config into cells: a new JSON array (caller decrefs) of
  * objects {"id", "engine", "label", "build", "open", "search", "mode",
- * "threads", "memory_cap_bytes"}, in the order engine entry, build sweep,
+ * "threads", "memory_cap_bytes"} (and "max_cell_seconds" when the entry
+ * or the config sets one), in the order engine entry, build sweep,
  * open sweep, search sweep, threads, mode, memory cap (the last varies
  * fastest).  A list value in build/open/search is a sweep: the Cartesian
  * product over keys in sorted order, each list in its given order.  Cells
@@ -84,8 +85,9 @@ json_t *harness_config_expand(const json_t *cfg);
 
 /*
  * The identity of a cell: the first 16 hex digits of SHA-256 over the
- * canonical JSON (sorted keys, compact) of {engine, build, open, search,
- * mode, threads, memory_cap_bytes}.  out must hold 17 bytes.
+ * canonical JSON (sorted keys, compact) of {engine, label, build, open,
+ * search, mode, threads, memory_cap_bytes, max_cell_seconds}, the last
+ * only when set (an unbounded cell's id is what it always was).  out must hold 17 bytes.
  */
 void harness_cell_id(const json_t *cell, char out[17]);
 

@@ -61,7 +61,8 @@ static long long paper_threads(const json_t *c)
 /*
  * One figure into buf: the number at o.k1[.k2] times scale with format f,
  * "-" when the cell is absent or the figure missing, the cell's status when
- * the cell did not finish.
+ * the cell did not finish; marked "+" when the cell stopped at
+ * max_cell_seconds (its figures cover only the queries it answered).
  */
 static const char *paper_fig(char *buf, size_t len, const json_t *c, const char *k1, const char *k2,
                              const char *f, double scale)
@@ -79,6 +80,8 @@ static const char *paper_fig(char *buf, size_t len, const json_t *c, const char 
         snprintf(buf, len, f, json_number_value(v) * scale);
     else
         snprintf(buf, len, "-");
+    if (v && json_is_true(json_object_get(c, "partial")) && strlen(buf) + 2 <= len)
+        strcat(buf, "+");
     return buf;
 }
 
@@ -598,6 +601,12 @@ int harness_paper_render(const json_t *cfg, const json_t *cells, FILE *fp)
         return ann_fail(ANN_ECONFIG, "tables: \"%s\" is not a table layout (known: %s)", name,
                         harness_paper_layout_names);
     }
+    size_t i, partial = 0;
+    const json_t *c;
+    json_array_foreach(cells, i, c) partial += json_is_true(json_object_get(c, "partial"));
+    if (partial)
+        fprintf(fp, "\n+ partial: the cell reached max_cell_seconds; its figures cover only the "
+                    "queries it answered (`queries_done`, `time_bound` in cells.jsonl).\n");
     fprintf(fp, "\n");
     return 0;
 }

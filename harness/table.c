@@ -70,6 +70,19 @@ static void fmt(char *buf, size_t len, const json_t *v, const char *f, double sc
         snprintf(buf, len, f, json_number_value(v) * scale);
 }
 
+/* ", partial 32/500" when cell c stopped at max_cell_seconds (cell.c),
+ * else "": its figures cover only the queries it answered. */
+static void partial_mark(char *buf, size_t len, const json_t *c)
+{
+    buf[0] = '\0';
+    if (!c || !json_is_true(json_object_get(c, "partial")))
+        return;
+    snprintf(buf, len, ", partial %lld/%lld",
+             (long long)json_integer_value(json_object_get(c, "queries_done")),
+             (long long)json_integer_value(
+                 json_object_get(json_object_get(c, "time_bound"), "queries_asked")));
+}
+
 /* Row key of a cell for grouping: label, build, open, search. */
 static char *row_key(const json_t *c, int with_mode, int with_cap)
 {
@@ -271,6 +284,14 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
         fprintf(fp, "machine load while measuring: not recorded (cells before machine_cpu)\n\n");
     }
     free(oc);
+    size_t partial = 0;
+    json_array_foreach(cells, i, c) partial += json_is_true(json_object_get(c, "partial"));
+    if (partial)
+        fprintf(fp,
+                "time bound: %zu cell%s reached max_cell_seconds and stopped issuing queries; "
+                "their figures cover only the queries answered (`partial n/N` below, "
+                "`time_bound` in cells.jsonl)\n\n",
+                partial, partial == 1 ? "" : "s");
 }
 
 int harness_tables_render(const char *run_dir, FILE *fp)
@@ -369,7 +390,11 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
         fmt(bc, sizeof bc, num(cold, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
         fmt(bw, sizeof bw, num(warm, "device", "proc_read_bytes_per_query"), "%.1f", 1.0 / 1024);
         engine_cols(fp, any);
-        fprintf(fp, "| %s |", r);
+        char pm[64] = "";
+        const json_t *marked[3] = { cold, warm, q };
+        for (int m = 0; m < 3 && !pm[0]; m++)
+            partial_mark(pm, sizeof pm, marked[m]);
+        fprintf(fp, "| %s%s |", r, pm);
         if (has_cold)
             fprintf(fp, " %s | %s |", c50, c99);
         if (has_warm)
@@ -422,9 +447,11 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
             fmt(dr, sizeof dr, num(cc, "device", "reads_per_query"), "%.2f", 1);
             fmt(cr, sizeof cr, num(json_object_get(cc, "device"), "cgroup", "reads_per_query"), "%.2f", 1);
             fmt(cap, sizeof cap, num(cc, "memory_cap_bytes", NULL), "%.0f", 1.0 / 1048576);
+            char pm[64];
+            partial_mark(pm, sizeof pm, cc);
             engine_cols(fp, cc);
-            fprintf(fp, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", harness_jstr(cc, "mode"), cap,
-                    harness_jstr(cc, "status"), r, p50, qps, dr, cr);
+            fprintf(fp, "| %s | %s | %s%s | %s | %s | %s | %s | %s |\n", harness_jstr(cc, "mode"),
+                    cap, harness_jstr(cc, "status"), pm, r, p50, qps, dr, cr);
         }
     }
     json_decref(keys);

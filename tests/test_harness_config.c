@@ -124,7 +124,8 @@ static void test_validate_reports_all_with_paths(void **state)
     /* the registered list grows as engines land */
     assert_true(has_prefix(&p, "engines[0].engine: unknown engine \"nope\" (registered: flat"));
     assert_true(has_problem(&p, "engines[1].search.L: unknown parameter (known: none)"));
-    assert_true(has_problem(&p, "engines[2].colour: unknown key (known: engine, label, build, open, search)"));
+    assert_true(has_problem(&p, "engines[2].colour: unknown key (known: engine, label, build, open, "
+                                "search, max_cell_seconds)"));
     assert_true(has_problem(&p, "threads[0]: expected an integer in [1, 1024]"));
     assert_true(has_problem(&p, "threads[2]: repeats threads[1]"));
     assert_true(has_problem(&p, "modes[1]: expected \"cold\" or \"warm\""));
@@ -305,6 +306,56 @@ static void test_validate_semantics(void **state)
     json_decref(cfg);
 }
 
+/*
+ * max_cell_seconds: config-wide or per engine entry (the entry's wins),
+ * checked for range and type; part of a cell (and its id) only when set,
+ * so unbounded cells keep their ids.
+ */
+static void test_max_cell_seconds(void **state)
+{
+    (void)state;
+    json_t *bad = parse("{\"name\": \"x\", \"dataset\": \"d\", \"max_cell_seconds\": 0,"
+                        " \"engines\": [{\"engine\": \"flat\", \"max_cell_seconds\": \"1m\"}]}");
+    harness_problems p = { 0 };
+    harness_config_check(bad, &p);
+    print_problems(&p);
+    assert_true(has_problem(&p, "max_cell_seconds: 0 is out of range [0.001, 1e+07]"));
+    assert_true(
+        has_problem(&p, "engines[0].max_cell_seconds: expected a number in [0.001, 1e+07]"));
+    assert_int_equal(p.n, 2);
+    harness_problems_fini(&p);
+    json_decref(bad);
+
+    json_t *plain = parse("{\"name\": \"x\", \"dataset\": \"d\", \"modes\": [\"warm\"],"
+                          " \"engines\": [{\"engine\": \"flat\"}]}");
+    json_t *cfg = parse("{\"name\": \"x\", \"dataset\": \"d\", \"modes\": [\"warm\"],"
+                        " \"max_cell_seconds\": 30, \"engines\": [{\"engine\": \"flat\"},"
+                        " {\"engine\": \"flat\", \"label\": \"f2\", \"max_cell_seconds\": 2.5}]}");
+    assert_int_equal(harness_config_check(cfg, &p), 0);
+    harness_problems_fini(&p);
+    json_t *c0 = harness_config_expand(plain), *c1 = harness_config_expand(cfg);
+    assert_int_equal(json_array_size(c1), 2);
+    const json_t *unb = json_array_get(c0, 0), *b0 = json_array_get(c1, 0),
+                 *b1 = json_array_get(c1, 1);
+    assert_null(json_object_get(unb, "max_cell_seconds"));
+    assert_true(json_number_value(json_object_get(b0, "max_cell_seconds")) == 30.0);
+    assert_true(json_number_value(json_object_get(b1, "max_cell_seconds")) == 2.5);
+    /* the bound is part of the cell's identity; without one the id is unchanged */
+    assert_string_not_equal(json_string_value(json_object_get(unb, "id")),
+                            json_string_value(json_object_get(b0, "id")));
+    json_t *again = json_deep_copy(b0);
+    json_object_del(again, "max_cell_seconds");
+    json_object_del(again, "id");
+    char id[17];
+    harness_cell_id(again, id);
+    assert_string_equal(id, json_string_value(json_object_get(unb, "id")));
+    json_decref(again);
+    json_decref(c0);
+    json_decref(c1);
+    json_decref(plain);
+    json_decref(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_engine_param_sweeps),
         cmocka_unit_test(test_parse_bytes),
         cmocka_unit_test(test_validate_semantics),
+        cmocka_unit_test(test_max_cell_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -608,6 +608,7 @@ static void test_index_per_metric(void **state)
     assert_non_null(man);
     assert_string_equal(json_string_value(json_object_get(man, "metric")), "l2");
     json_object_set_new(man, "metric", json_string("ip"));
+    json_object_del(man, "manifest_sha256"); /* edited by hand: unsealed, as an older bundle */
     assert_int_equal(hf_write_json(mpath, man), 0);
     json_decref(man);
     const char *dirs[2];
@@ -1418,6 +1419,92 @@ static void test_capped_cell_oom(void **state)
 }
 
 /*
+ * max_cell_seconds: a cell past its bound stops issuing queries and its
+ * figures cover the queries it answered.  Flat on 20k x 64 takes about
+ * 0.1 ms a query here (300 queries: tens of ms); a bound of 1 ms cuts the
+ * first latency pass after the first query or a few.  The unbounded cell
+ * beside it answers all 300.
+ */
+static void test_time_bounded_cell(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char bundle[4400], cfg_path[4400], out[4400], path[4600];
+    snprintf(bundle, sizeof bundle, "%s/bundle-tb", f->dir);
+    assert_int_equal(hf_bundle(bundle, 20000, 64, 300, 20, 10, 13), 0);
+    snprintf(cfg_path, sizeof cfg_path, "%s/tb.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-tb", f->dir);
+    json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s}, {s:s, s:s, s:f}], s:[i], s:[s],"
+                            " s:b, s:i, s:i, s:f, s:s}",
+                            "name", "tb", "dataset", "path", bundle, "k", 10, "engines", "engine",
+                            "flat", "engine", "flat", "label", "flat-bounded", "max_cell_seconds",
+                            0.001, "threads", 1, "modes", "warm", "drop_caches", 0, "repeats", 2,
+                            "warmup_queries", 10, "qps_min_seconds", 0.01, "index_root", "index-tb");
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    free(log);
+    json_t *cells = load_cells(out);
+    assert_int_equal(json_array_size(cells), 2);
+    const json_t *full = json_array_get(cells, 0), *cut = json_array_get(cells, 1);
+    assert_false(json_is_true(json_object_get(full, "partial")));
+    assert_int_equal(json_integer_value(json_object_get(full, "queries_done")), 300);
+    assert_int_equal(json_integer_value(json_object_get(full, "repeats")), 2);
+    assert_null(json_object_get(full, "time_bound"));
+
+    assert_string_equal(json_string_value(json_object_get(cut, "status")), "ok");
+    assert_true(json_is_true(json_object_get(cut, "partial")));
+    json_int_t done = json_integer_value(json_object_get(cut, "queries_done"));
+    print_message("bounded cell: %lld of 300 queries\n", (long long)done);
+    assert_true(done >= 1 && done < 300);
+    assert_int_equal(json_integer_value(json_object_get(cut, "queries")), done);
+    assert_int_equal(json_integer_value(json_object_get(cut, "repeats")), 1);
+    const json_t *tb = json_object_get(cut, "time_bound");
+    assert_int_equal(json_integer_value(json_object_get(tb, "queries_asked")), 300);
+    assert_int_equal(json_integer_value(json_object_get(tb, "repeats_asked")), 2);
+    /* the 10 warm-up queries may be cut too; the latency pass is */
+    const json_t *phases = json_object_get(tb, "cut");
+    int latency_cut = 0;
+    for (size_t i = 0; i < json_array_size(phases); i++)
+        latency_cut |= !strcmp(json_string_value(json_array_get(phases, i)), "latency");
+    assert_true(latency_cut);
+    /* flat is exact: recall 1 over the queries it answered */
+    assert_true(json_number_value(json_object_get(cut, "recall")) == 1.0);
+    /* the raw files hold those queries and no more */
+    snprintf(path, sizeof path, "%s/%s", out,
+             json_string_value(json_object_get(cut, "latency_file")));
+    size_t len = 0;
+    char *lat = tu_read_file(path, &len);
+    assert_non_null(lat);
+    json_int_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += lat[i] == '\n';
+    free(lat);
+    assert_int_equal(lines, done + 1); /* and the header */
+    snprintf(path, sizeof path, "%s/%s", out,
+             json_string_value(json_object_get(cut, "neighbors_file")));
+    ann_gt nb = { 0 };
+    assert_int_equal(ann_gt_load(path, 20000, &nb), 0);
+    assert_int_equal(nb.nq, done);
+    ann_gt_free(&nb);
+    /* and the table says so */
+    snprintf(path, sizeof path, "%s/tables.md", out);
+    char *md = tu_read_file(path, &len);
+    assert_non_null(md);
+    char want[64];
+    snprintf(want, sizeof want, "| 1.000, partial %lld/300 |", (long long)done);
+    if (!strstr(md, want) || !strstr(md, "time bound: 1 cell reached max_cell_seconds"))
+        fail_msg("tables.md lacks \"%s\"", want);
+    free(md);
+    json_decref(cells);
+}
+
+/*
  * `run --dry-run` lists every parameter, whether each index is built and
  * an estimate from the last run; a build's progress lines reach the
  * runner's output (ANNLAB_PROGRESS_AFTER_S=0 makes a small build long
@@ -1486,6 +1573,7 @@ int main(void)
         cmocka_unit_test(test_failure_classes_and_retries),
         cmocka_unit_test(test_build_json_and_bundle_checked),
         cmocka_unit_test(test_capped_cell_oom),
+        cmocka_unit_test(test_time_bounded_cell),
         cmocka_unit_test(test_warm_capped_reads_device),
         cmocka_unit_test(test_dry_run_and_build_progress),
     };
