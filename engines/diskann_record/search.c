@@ -60,6 +60,12 @@ typedef struct drec_query {
      * row below pc_tail was committed before the snapshot) */
     int pc_complete;
     uint64_t pc_head, pc_tail;
+    /* pending inserts to score: the count read before the snapshot (a merge
+     * that linked one commits before it lowers the count: read earlier, a
+     * vector pending in the snapshot is counted) or after it (an insert
+     * raises the count before its commit: a record the snapshot holds is
+     * counted) */
+    int any_pending;
     ann_stats local;
 } drec_query;
 
@@ -265,7 +271,7 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
             return rc;
     }
 
-    if (atomic_load(&e->live.pending) > 0) {
+    if (q->any_pending) {
         int rc = score_pending(q);
         if (rc)
             return rc;
@@ -311,10 +317,12 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
     q.pc_complete = atomic_load(&L->pc_complete);
     q.pc_head = atomic_load(&L->pc_head);
     q.pc_tail = atomic_load(&L->pc_tail); /* rows appended after their commits */
+    q.any_pending = atomic_load(&L->pending) > 0;
     rc = kv_reader_begin(ctx->rd);
     if (rc)
         goto out;
     began = 1;
+    q.any_pending |= atomic_load(&L->pending) > 0;
     /* after the snapshot: it holds no id at or above this bound */
     q.bound = atomic_load(&e->live.id_bound);
     if (e->meta.mode == DREC_MODE_GRAPH && ann_visited_grow(&ctx->visited, q.bound) != 0) {
