@@ -50,6 +50,9 @@ static int cmd_engines(int argc, char **argv)
             print_params("build", e->build_params);
             print_params("open", e->open_params);
             print_params("search", e->search_params);
+            if (e->effort_param)
+                printf("    %-6s %-16s %s\n", "effort", e->effort_param,
+                       "the search parameter a recall curve sweeps and a target recall tunes");
         }
     }
     return 0;
