@@ -674,45 +674,44 @@ static int index_of(json_t *obj, const char *key)
 static int templates_resolve(const harness_plot_opts *o, const int *drawn, plot_template *t)
 {
     int rc = 0;
+    plot_template one = { .text = NULL };
+    char dir[4096] = "";
     for (size_t i = 0; i < o->n_templates; i++) {
-        plot_template one;
         size_t kind = 0;
-        if ((rc = template_read(o->templates[i], &one)))
-            return rc;
-        if ((rc = template_kind(&one, &kind))) {
-            free(one.text);
-            return rc;
-        }
+        if ((rc = template_read(o->templates[i], &one)) || (rc = template_kind(&one, &kind)))
+            goto out;
         if (t[kind].text) {
             rc = ann_fail(ANN_EPARAM, "%s: a second template for %s (the first: %s)", one.path,
                           figure_kinds[kind], t[kind].path);
-            free(one.text);
-            return rc;
+            goto out;
         }
         if (!drawn[kind]) {
             rc = ann_fail(ANN_EPARAM, "%s: a template for %s, a figure this run has no cells for", one.path,
                           figure_kinds[kind]);
-            free(one.text);
-            return rc;
+            goto out;
         }
         t[kind] = one;
+        one.text = NULL;
     }
-    char dir[4096] = "";
     for (size_t j = 0; j < N_KINDS; j++) {
         if (!drawn[j] || t[j].text)
             continue;
         if (!dir[0] && (rc = templates_dir(dir, sizeof dir)))
-            return rc;
+            goto out;
         char path[4200];
         size_t kind = 0;
         snprintf(path, sizeof path, "%s/%s.gp", dir, figure_kinds[j]);
         if ((rc = template_read(path, &t[j])) || (rc = template_kind(&t[j], &kind)))
-            return rc;
-        if (kind != j)
-            return ann_fail(ANN_EFORMAT, "%s: a template for %s, not %s", path, figure_kinds[kind],
-                            figure_kinds[j]);
+            goto out;
+        if (kind != j) {
+            rc = ann_fail(ANN_EFORMAT, "%s: a template for %s, not %s", path, figure_kinds[kind],
+                          figure_kinds[j]);
+            goto out;
+        }
     }
-    return 0;
+out:
+    free(one.text);
+    return rc; /* the caller frees t[] */
 }
 
 int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *made)
