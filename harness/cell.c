@@ -278,18 +278,16 @@ static int tune_cell(cell_state *s, const json_t *spec, json_t *search, const ch
     float *warm = NULL;
     ann_vecsrc *base = NULL;
     uint32_t n_warm = 0;
+    const ann_param_spec *sp = harness_tune_effort_spec(s->ops);
+    if (!sp || strcmp(sp->name, param))
+        return ann_fail(ANN_EPARAM, "search.%s: a target recall tunes the effort parameter of %s, which is %s",
+                        param, s->ops->name, sp ? sp->name : "none");
     const char *gt_path = json_string_value(json_object_get(spec, "tune_gt_path"));
     if (!gt_path || !s->ds.n_warmup)
         return ann_fail(ANN_EPARAM,
                         "search.%s: a target recall is found on warm-up queries, and dataset %s has "
                         "none (no warmup.fbin); it is never tuned on the test queries",
                         param, s->ds.name);
-    const ann_param_spec *sp = NULL;
-    for (const ann_param_spec *p = s->ops->search_params; p && p->name; p++)
-        if (!strcmp(p->name, param))
-            sp = p;
-    if (!sp)
-        return ann_fail(ANN_EPARAM, "search.%s: not a search parameter of %s", param, s->ops->name);
     if ((rc = ann_gt_load(gt_path, s->ds.n, &gt)) || (rc = ann_bundle_warmup(&s->ds, &warm, &n_warm)) ||
         (rc = ann_bundle_base(&s->ds, &base)))
         goto out;

@@ -192,8 +192,8 @@ static void param_report_fn(void *user, const char *msg)
     harness_problem(r->probs, "%.*s[%d]%s", (int)r->prefix_len, msg, r->index, msg + r->prefix_len);
 }
 
-int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const char *path,
-                                harness_problems *probs)
+int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const ann_engine_ops *ops,
+                                const char *path, harness_problems *probs)
 {
     int before = probs->n;
     if (obj == NULL)
@@ -209,7 +209,7 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
         snprintf(keypath, sizeof keypath, "%s.%s", path, key);
         param_report r = { .probs = probs, .index = -1, .prefix_len = strlen(keypath) };
         if (json_is_object(v)) { /* {"target_recall": R}: harness/tune.h */
-            harness_tune_check(v, key, specs, path, keypath, probs);
+            harness_tune_check(v, key, ops, path, keypath, probs);
             continue;
         }
         if (!json_is_array(v)) {
@@ -228,7 +228,7 @@ int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, 
             if (json_is_object(e) && json_object_get(e, "target_recall")) {
                 char ip[600];
                 snprintf(ip, sizeof ip, "%s[%zu]", keypath, i);
-                harness_tune_check(e, key, specs, path, ip, probs);
+                harness_tune_check(e, key, ops, path, ip, probs);
                 continue;
             }
             if (json_is_array(e) || json_is_object(e)) {
@@ -429,7 +429,7 @@ static void check_engines(const json_t *cfg, harness_problems *probs)
                                                    : ops->search_params;
             char spath[96];
             snprintf(spath, sizeof spath, "%s.%s", path, sections[s]);
-            harness_check_engine_params(json_object_get(e, sections[s]), specs, spath, probs);
+            harness_check_engine_params(json_object_get(e, sections[s]), specs, ops, spath, probs);
         }
         check_at_least_k(cfg, e, ops, path, probs);
     }

@@ -13,6 +13,7 @@
 #define ANNLAB_HARNESS_CONFIG_H
 
 #include "engines/core/params.h"
+#include "engines/engine.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -47,11 +48,12 @@ int harness_config_check(const json_t *cfg, harness_problems *probs);
  * Check one engine parameter object (build, open or search) whose values may
  * be sweeps (lists) against an engine's declared table.  path is the JSON
  * path of the object ("engines[0].search"); a bad element of a sweep is
- * named with its index ("engines[0].search.L[2]: ...").  Appends problems;
- * returns how many.
+ * named with its index ("engines[0].search.L[2]: ...").  ops is the engine
+ * (NULL: none): a {"target_recall": R} value must stand for its effort
+ * parameter (harness/tune.h).  Appends problems; returns how many.
  */
-int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const char *path,
-                                harness_problems *probs);
+int harness_check_engine_params(const json_t *obj, const ann_param_spec *specs, const ann_engine_ops *ops,
+                                const char *path, harness_problems *probs);
 
 /*
  * Checks that need the prepared dataset: "k" at most the ground truth depth

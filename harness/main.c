@@ -50,6 +50,9 @@ static int cmd_engines(int argc, char **argv)
             print_params("build", e->build_params);
             print_params("open", e->open_params);
             print_params("search", e->search_params);
+            if (e->effort_param)
+                printf("    %-6s %-16s %s\n", "effort", e->effort_param,
+                       "the search parameter a recall curve sweeps and a target recall tunes");
         }
     }
     return 0;
@@ -79,10 +82,13 @@ static const command_help commands[] = {
       "write RUN_DIR/tables.md again and print it (summary at matched recall first)",
       "  --baseline LABEL  the engine (label) the summary's ratios are taken against (default:\n"
       "                    the config's \"baseline\", else the first engine of the config)\n" },
-    { "plot", "plot RUN_DIR [--recall-axis linear|log|logit]",
+    { "plot", "plot RUN_DIR [--recall-axis linear|log|logit] [--template FILE.gp]...",
       "draw the figures of a run again (PNG and SVG, data and gnuplot scripts in plots/)",
       "  --recall-axis A  recall axis: linear (default), log (1 - recall on a log scale: 0.9,\n"
-      "                   0.99, 0.999 equally spaced) or logit\n" },
+      "                   0.99, 0.999 equally spaced) or logit\n"
+      "  --template F     draw the figure kind F declares (\"# annlab figure: KIND\") with F, an\n"
+      "                   edited copy of the repository's plots/KIND.gp; once per kind\n"
+      "                   (plots/README.md: what a template reads)\n" },
     { "compare", "compare BASE_RUN NEW_RUN [--report R.md] [--plot P.png] [tolerances]",
       "the regression gate between two runs: exit 1 on a regression", NULL },
     { "export", "export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR] [--force]",

@@ -82,4 +82,27 @@ int harness_plots_render(const char *run_dir, int *made);
  * log scale) or "logit"; ANN_EPARAM for another name. */
 int harness_plots_render_axis(const char *run_dir, const char *axis, int *made);
 
+/* How `annlab plot` draws a run's figures. */
+typedef struct harness_plot_opts {
+    const char *recall_axis;       /* "linear" (NULL), "log", "logit" */
+    const char *const *templates;  /* --template files: each replaces the repository's
+                                      template of the figure kind it declares */
+    size_t n_templates;
+} harness_plot_opts;
+
+/*
+ * Write the figures of a run, each through its gnuplot template (plots/ in
+ * the repository, found by plots/README.md above the executable, else in
+ * the current directory; $ANNLAB_PLOTS_DIR overrides; plots/README.md says
+ * what a template reads).  Every template is read and its
+ * "# annlab figure: KIND" line checked before anything is written:
+ * a missing or unreadable file is its -errno, a template without that line
+ * or of another kind than the file it stands for ANN_EFORMAT, two for one
+ * kind or one for a figure the run does not draw ANN_EPARAM, each naming
+ * the file.  A figure whose template gnuplot rejects is not written (its
+ * previous files stay) and the error names the template.  *made receives
+ * how many figures were written.
+ */
+int harness_plots_render_opts(const char *run_dir, const harness_plot_opts *o, int *made);
+
 #endif

@@ -1,8 +1,9 @@
 /*
  * tune.c: target-recall search (tune.h).
  *
- * Recall grows with effort (L, ef_search, nprobe), nearly monotonically:
- * a larger candidate list or more probed lists only adds candidates.  So
+ * Recall grows with effort (the engine's effort_param: L, ef_search,
+ * nprobe), nearly monotonically: a larger candidate list or more probed
+ * lists only adds candidates.  So
  * the smallest effort reaching a target is found by doubling from the
  * smallest sensible value (k, since a list shorter than k cannot return k
  * results) and bisecting the last interval.  The recall is measured on the
@@ -19,33 +20,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const effort_params[] = { "L", "ef_search", "nprobe" };
-
-int harness_tune_param_ok(const char *name)
+const ann_param_spec *harness_tune_effort_spec(const ann_engine_ops *ops)
 {
-    for (size_t i = 0; i < sizeof effort_params / sizeof effort_params[0]; i++)
-        if (!strcmp(name, effort_params[i]))
-            return 1;
-    return 0;
+    if (!ops || !ops->effort_param)
+        return NULL;
+    for (const ann_param_spec *s = ops->search_params; s && s->name; s++)
+        if (!strcmp(s->name, ops->effort_param))
+            return s->type == ANN_PARAM_INT ? s : NULL;
+    return NULL;
 }
 
-int harness_tune_check(const json_t *v, const char *key, const ann_param_spec *specs,
-                       const char *path, const char *keypath, harness_problems *probs)
+int harness_tune_check(const json_t *v, const char *key, const ann_engine_ops *ops, const char *path,
+                       const char *keypath, harness_problems *probs)
 {
     int before = probs->n;
     size_t plen = strlen(path);
-    const ann_param_spec *sp = NULL;
-    for (const ann_param_spec *s = specs; s && s->name; s++)
-        if (!strcmp(s->name, key))
-            sp = s;
+    const ann_param_spec *effort = harness_tune_effort_spec(ops);
     const json_t *t = json_object_get(v, "target_recall");
     if (plen < 7 || strcmp(path + plen - 7, ".search") != 0)
         harness_problem(probs, "%s: target_recall applies to search parameters only", keypath);
-    else if (!sp || sp->type != ANN_PARAM_INT || !harness_tune_param_ok(key))
-        harness_problem(probs,
-                        "%s: target_recall needs an effort parameter (L, ef_search or nprobe) of "
-                        "this engine",
-                        keypath);
+    else if (!effort)
+        harness_problem(probs, "%s: target_recall needs an effort parameter, and %s declares none", keypath,
+                        ops ? ops->name : "this engine");
+    else if (strcmp(key, effort->name))
+        harness_problem(probs, "%s: target_recall applies to %s's effort parameter, %s", keypath, ops->name,
+                        effort->name);
     if (json_object_size(v) != 1 || !t)
         harness_problem(probs, "%s: expected a number or {\"target_recall\": R}", keypath);
     else if (!json_is_number(t) || json_number_value(t) <= 0 || json_number_value(t) >= 1)

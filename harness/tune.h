@@ -1,6 +1,7 @@
 /*
- * tune.h: target-recall search.  A search effort parameter (L, ef_search,
- * nprobe) may be given as {"target_recall": 0.95} instead of a number: the
+ * tune.h: target-recall search.  An engine's effort parameter (its
+ * ann_engine_ops.effort_param: L, ef_search, nprobe) may be given as
+ * {"target_recall": 0.95} instead of a number: the
  * cell then finds the smallest effort whose recall@k on the warm-up queries
  * (never the test queries) reaches the target, by doubling and bisection,
  * and measures that effort as an ordinary cell, recording what it found.
@@ -17,18 +18,21 @@
 #include <jansson.h>
 #include <stdint.h>
 
-/* Whether name is an effort parameter a target recall may stand for. */
-int harness_tune_param_ok(const char *name);
+/* The declaration of the parameter a target recall tunes: ops's
+ * effort_param among its search_params, an integer; NULL when ops is NULL,
+ * declares none, or declares it wrongly. */
+const ann_param_spec *harness_tune_effort_spec(const ann_engine_ops *ops);
 
 /*
  * Check one search parameter value that is an object ({"target_recall":
- * x}): the parameter is an effort parameter the engine declares as an
- * integer, the object holds target_recall only, 0 < x < 1, and it is a
- * search parameter (path ends in ".search").  keypath names it in
- * problems ("engines[0].search.L").  Returns how many problems it added.
+ * x}): the parameter is the engine's effort parameter (ops->effort_param,
+ * a declared integer; ops NULL: no engine, none), the object holds
+ * target_recall only, 0 < x < 1, and it is a search parameter (path ends
+ * in ".search").  keypath names it in problems ("engines[0].search.L").
+ * Returns how many problems it added.
  */
-int harness_tune_check(const json_t *v, const char *key, const ann_param_spec *specs,
-                       const char *path, const char *keypath, harness_problems *probs);
+int harness_tune_check(const json_t *v, const char *key, const ann_engine_ops *ops, const char *path,
+                       const char *keypath, harness_problems *probs);
 
 /*
  * The target of a cell's search parameters, if any: *param (borrowed from
@@ -40,7 +44,7 @@ typedef struct harness_tune_in {
     const ann_engine_ops *ops;
     ann_engine *eng;
     const json_t *search;       /* the cell's search parameters (one is the target) */
-    const char *param;          /* the effort parameter tuned */
+    const char *param;          /* the effort parameter tuned (ops->effort_param) */
     double target;              /* recall@k to reach, tie-aware */
     const ann_param_spec *spec; /* its declaration: the range searched is [max(min, k), max] */
     uint32_t k;

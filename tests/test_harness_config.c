@@ -185,7 +185,7 @@ static void test_engine_param_sweeps(void **state)
     };
     json_t *obj = parse("{\"L\": [10, 0, 2000, \"x\"], \"io\": \"aio\", \"beam\": [1, 2], \"M\": []}");
     harness_problems p = { 0 };
-    int n = harness_check_engine_params(obj, specs, "engines[3].search", &p);
+    int n = harness_check_engine_params(obj, specs, NULL, "engines[3].search", &p);
     print_problems(&p);
     assert_true(has_problem(&p, "engines[3].search.L[1]: 0 is out of range [1, 1000]"));
     assert_true(has_problem(&p, "engines[3].search.L[2]: 2000 is out of range [1, 1000]"));

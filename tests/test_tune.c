@@ -4,8 +4,11 @@
  * points beyond the k-th) shows that the search finds the smallest effort
  * reaching the target by doubling and bisection, stops when recall stops
  * growing and says the target was not reached, and frees each context
- * before the next; the config checks name a bad target exactly; and a real
- * run tunes hnsw-record on the warm-up queries and measures what it found.
+ * before the next; its effort parameter is "depth", a name no engine of
+ * the registry uses, so the target applies to whatever an engine declares
+ * (ann_engine_ops.effort_param) and to nothing else; the config checks
+ * name a bad target exactly; and a real run tunes hnsw-record on the
+ * warm-up queries and measures what it found.
  */
 #include "datasets/bundle.h"
 #include "engines/core/status.h"
@@ -45,7 +48,7 @@ static int fake_ctx_new(ann_engine *eng, const json_t *search, uint32_t k_max, a
     (void)k_max;
     ann_ctx *c = calloc(1, sizeof *c);
     c->e = eng;
-    c->effort = json_integer_value(json_object_get(search, "L"));
+    c->effort = json_integer_value(json_object_get(search, "depth"));
     if (++eng->live > eng->max_live)
         eng->max_live = eng->live;
     *out = c;
@@ -76,13 +79,15 @@ static int fake_search(ann_ctx *c, const float *q, uint32_t k, uint32_t *ids, fl
 }
 
 static const ann_param_spec fake_search_params[] = {
-    { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 100000, .def = 100 },
+    { .name = "width", .type = ANN_PARAM_INT, .min = 1, .max = 64, .def = 4 },
+    { .name = "depth", .type = ANN_PARAM_INT, .min = 1, .max = 100000, .def = 100 },
     ANN_PARAM_END,
 };
 
 static const ann_engine_ops fake_ops = {
     .name = "fake",
     .search_params = fake_search_params,
+    .effort_param = "depth",
     .ctx_new = fake_ctx_new,
     .ctx_free = fake_ctx_free,
     .search = fake_search,
@@ -124,9 +129,11 @@ static int teardown(void **state)
 static json_t *tune(fx *f, uint32_t cap, double target, int64_t *found, struct ann_engine *eng)
 {
     *eng = (struct ann_engine){ .gt = &f->gt, .cap = cap };
-    json_t *search = json_pack("{s:{s:f}}", "L", "target_recall", target);
-    harness_tune_in in = { .ops = &fake_ops, .eng = eng, .search = search, .param = "L", .target = target,
-                           .spec = &fake_search_params[0], .k = 10, .queries = f->queries, .nq = 40,
+    json_t *search = json_pack("{s:{s:f}}", "depth", "target_recall", target);
+    const ann_param_spec *spec = harness_tune_effort_spec(&fake_ops);
+    assert_ptr_equal(spec, &fake_search_params[1]);
+    harness_tune_in in = { .ops = &fake_ops, .eng = eng, .search = search, .param = spec->name, .target = target,
+                           .spec = spec, .k = 10, .queries = f->queries, .nq = 40,
                            .gt = &f->gt, .base = f->base };
     json_t *report = NULL;
     int rc = harness_tune_run(&in, found, &report);
@@ -141,7 +148,7 @@ static void test_finds_smallest_effort(void **state)
     fx *f = *state;
     int64_t found = 0;
     struct ann_engine eng;
-    /* recall(L) = min(10, L/10)/10: 0.75 first reached at L = 80 */
+    /* recall(depth) = min(10, depth/10)/10: 0.75 first reached at depth 80 */
     json_t *r = tune(f, 10, 0.75, &found, &eng);
     assert_int_equal(found, 80);
     assert_true(json_is_true(json_object_get(r, "reached")));
@@ -168,7 +175,7 @@ static void test_not_reached(void **state)
     fx *f = *state;
     int64_t found = 0;
     struct ann_engine eng;
-    /* recall saturates at 0.5 from L = 50 on: doubling stops after two flat steps */
+    /* recall saturates at 0.5 from depth 50 on: doubling stops after two flat steps */
     json_t *r = tune(f, 5, 0.9, &found, &eng);
     assert_true(json_is_false(json_object_get(r, "reached")));
     assert_int_equal(found, 80); /* the smallest effort with the best recall seen (0.5) */
@@ -187,7 +194,8 @@ static void test_config_checks(void **state)
         " {\"engine\": \"hnsw-record\", \"label\": \"b\", \"build\": {\"M\": {\"target_recall\": 0.9}},"
         "  \"search\": {\"ef_search\": {\"target_recall\": 1.5}}},"
         " {\"engine\": \"flat\", \"search\": {\"L\": {\"target_recall\": 0.9}}},"
-        " {\"engine\": \"hnsw-record\", \"label\": \"c\", \"search\": {\"ef_search\": {\"recall\": 0.9}}}]}",
+        " {\"engine\": \"hnsw-record\", \"label\": \"c\", \"search\": {\"ef_search\": {\"recall\": 0.9}}},"
+        " {\"engine\": \"diskann-sector\", \"search\": {\"beam_width\": {\"target_recall\": 0.9}}}]}",
         0, &e);
     assert_non_null(cfg);
     harness_problems p = { 0 };
@@ -197,12 +205,12 @@ static void test_config_checks(void **state)
     static const char *const want[] = {
         "engines[1].build.M: target_recall applies to search parameters only",
         "engines[1].search.ef_search.target_recall: expected a recall in (0, 1)",
-        "engines[2].search.L: target_recall needs an effort parameter (L, ef_search or nprobe) of this "
-        "engine",
+        "engines[2].search.L: target_recall needs an effort parameter, and flat declares none",
         "engines[3].search.ef_search: expected a number or {\"target_recall\": R}",
+        "engines[4].search.beam_width: target_recall applies to diskann-sector's effort parameter, L",
     };
-    assert_int_equal(p.n, 4);
-    for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(p.n, 5);
+    for (size_t i = 0; i < 5; i++) {
         int seen = 0;
         for (int j = 0; j < p.n; j++)
             seen |= !strcmp(p.msgs[j], want[i]);
@@ -211,6 +219,7 @@ static void test_config_checks(void **state)
     }
     harness_problems_fini(&p);
     /* a target is one value of a sweep: its cells carry the object as their value */
+    json_array_remove(json_object_get(cfg, "engines"), 1);
     json_array_remove(json_object_get(cfg, "engines"), 1);
     json_array_remove(json_object_get(cfg, "engines"), 1);
     json_array_remove(json_object_get(cfg, "engines"), 1);
@@ -224,6 +233,43 @@ static void test_config_checks(void **state)
     assert_int_equal(harness_tune_target(json_object_get(json_array_get(cells, 2), "search"), &param, &target), 0);
     json_decref(cells);
     json_decref(cfg);
+}
+
+/* The target applies to the engine's declared effort parameter, whatever
+ * its name, and to no other of its search parameters. */
+static void test_effort_param_declared(void **state)
+{
+    (void)state;
+    json_t *search = json_loads("{\"depth\": [{\"target_recall\": 0.9}, 40], \"width\": {\"target_recall\": 0.9}}",
+                                0, NULL);
+    assert_non_null(search);
+    harness_problems p = { 0 };
+    int n = harness_check_engine_params(search, fake_search_params, &fake_ops, "engines[0].search", &p);
+    for (int i = 0; i < p.n; i++)
+        print_message("  problem: %s\n", p.msgs[i]);
+    assert_int_equal(n, 1);
+    assert_string_equal(p.msgs[0], "engines[0].search.width: target_recall applies to fake's effort parameter, depth");
+    harness_problems_fini(&p);
+    /* an engine that declares none, or declares a name it does not accept as an integer */
+    static const ann_engine_ops none = { .name = "none", .search_params = fake_search_params };
+    static const ann_engine_ops wrong = { .name = "wrong", .search_params = fake_search_params,
+                                          .effort_param = "L" };
+    assert_null(harness_tune_effort_spec(&none));
+    assert_null(harness_tune_effort_spec(&wrong));
+    assert_null(harness_tune_effort_spec(NULL));
+    json_t *v = json_pack("{s:f}", "target_recall", 0.9);
+    assert_int_equal(harness_tune_check(v, "depth", &none, "engines[1].search", "engines[1].search.depth", &p), 1);
+    assert_string_equal(p.msgs[0], "engines[1].search.depth: target_recall needs an effort parameter, and none declares none");
+    harness_problems_fini(&p);
+    assert_int_equal(harness_tune_check(v, "depth", &fake_ops, "engines[1].search", "engines[1].search.depth", &p), 0);
+    /* every registered engine's effort parameter is a declared integer */
+    for (size_t i = 0; ann_engine_at(i); i++) {
+        const ann_engine_ops *ops = ann_engine_at(i);
+        if (ops->effort_param && !harness_tune_effort_spec(ops))
+            fail_msg("%s: effort_param %s is not an integer search parameter", ops->name, ops->effort_param);
+    }
+    json_decref(v);
+    json_decref(search);
 }
 
 /* A real run: hnsw-record tuned to recall 0.9 on the warm-up queries. */
@@ -284,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_finds_smallest_effort),
         cmocka_unit_test(test_not_reached),
         cmocka_unit_test(test_config_checks),
+        cmocka_unit_test(test_effort_param_declared),
         cmocka_unit_test(test_run_tunes_and_measures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
