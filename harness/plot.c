@@ -770,8 +770,11 @@ int harness_plots_render_opts(const char *run_dir, const harness_plot_opts *o, i
         const json_t *search = json_is_object(used) ? used : json_object_get(c, "search");
         params_text(search, stext, sizeof stext);
         int several = json_object_size(json_object_get(builds, label)) > 1;
-        snprintf(variant, sizeof variant, "%s%s%s%s%s", several ? btext : "", several ? " " : "", otext,
-                 otext[0] ? " " : "", mode);
+        /* a cell cut short by max_cell_seconds is its own series ("... warm
+         * partial"): its figures cover fewer queries than its neighbours' */
+        snprintf(variant, sizeof variant, "%s%s%s%s%s%s", several ? btext : "", several ? " " : "",
+                 otext, otext[0] ? " " : "", mode,
+                 json_is_true(json_object_get(c, "partial")) ? " partial" : "");
         int color = index_of(colors, label);
         json_t *vs = json_object_get(variants, label);
         if (!vs) {

@@ -1501,6 +1501,12 @@ static void test_time_bounded_cell(void **state)
     if (!strstr(md, want) || !strstr(md, "time bound: 1 cell reached max_cell_seconds"))
         fail_msg("tables.md lacks \"%s\"", want);
     free(md);
+    /* and the figures: a series of its own */
+    snprintf(path, sizeof path, "%s/plots/recall_qps.gp", out);
+    char *gp = tu_read_file(path, &len);
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "\"flat-bounded warm partial\""));
+    free(gp);
     json_decref(cells);
 }
 
