@@ -6,24 +6,32 @@
 #include "engines/hnsw_record/hnsw.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
 
 #include <string.h>
 #include <zlib.h>
 
+static const ann_binfmt hnsw_meta_fmt = {
+    .magic = HNSW_MAGIC,
+    .version = HNSW_VERSION,
+    .header_bytes = HNSW_META_BYTES,
+    .name = "hnsw-record index",
+};
+
 void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
 {
     memset(out, 0, HNSW_META_BYTES);
-    ann_put_u32(out + 12, (uint32_t)m->metric);
-    ann_put_u64(out + 16, m->n);
-    ann_put_u32(out + 24, m->dim);
-    ann_put_u32(out + 28, m->M);
-    ann_put_u32(out + 32, m->M0);
-    ann_put_u32(out + 36, m->ef_construction);
-    ann_put_u32(out + 40, m->entry);
-    ann_put_u32(out + 44, m->max_level);
-    ann_put_u64(out + 48, m->seed);
+    ann_put_u32(out + HNSW_OFF_METRIC, (uint32_t)m->metric);
+    ann_put_u64(out + HNSW_OFF_N, m->n);
+    ann_put_u32(out + HNSW_OFF_DIM, m->dim);
+    ann_put_u32(out + HNSW_OFF_M, m->M);
+    ann_put_u32(out + HNSW_OFF_M0, m->M0);
+    ann_put_u32(out + HNSW_OFF_EF_CONSTRUCTION, m->ef_construction);
+    ann_put_u32(out + HNSW_OFF_ENTRY, m->entry);
+    ann_put_u32(out + HNSW_OFF_MAX_LEVEL, m->max_level);
+    ann_put_u64(out + HNSW_OFF_SEED, m->seed);
     ann_frame_seal(out, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION);
 }
 
@@ -31,21 +39,21 @@ int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_met
 {
     char where[4200];
     snprintf(where, sizeof where, "%s: metadata record", store);
-    int rc = ann_frame_check(rec, len, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION, where);
+    int rc = ann_frame_check(rec, len, &hnsw_meta_fmt, where);
     if (rc)
         return rc;
     hnsw_meta m = {
-        .metric = (ann_metric)ann_get_u32(rec + 12),
-        .n = ann_get_u64(rec + 16),
-        .dim = ann_get_u32(rec + 24),
-        .M = ann_get_u32(rec + 28),
-        .M0 = ann_get_u32(rec + 32),
-        .ef_construction = ann_get_u32(rec + 36),
-        .entry = ann_get_u32(rec + 40),
-        .max_level = ann_get_u32(rec + 44),
-        .seed = ann_get_u64(rec + 48),
+        .metric = (ann_metric)ann_get_u32(rec + HNSW_OFF_METRIC),
+        .n = ann_get_u64(rec + HNSW_OFF_N),
+        .dim = ann_get_u32(rec + HNSW_OFF_DIM),
+        .M = ann_get_u32(rec + HNSW_OFF_M),
+        .M0 = ann_get_u32(rec + HNSW_OFF_M0),
+        .ef_construction = ann_get_u32(rec + HNSW_OFF_EF_CONSTRUCTION),
+        .entry = ann_get_u32(rec + HNSW_OFF_ENTRY),
+        .max_level = ann_get_u32(rec + HNSW_OFF_MAX_LEVEL),
+        .seed = ann_get_u64(rec + HNSW_OFF_SEED),
     };
-    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.M < 2 ||
+    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.M < 2 ||
         m.M0 != 2 * m.M || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
         (m.n == 0 ? m.entry != HNSW_NO_NODE : m.entry >= m.n))
         return ann_fail(ANN_ECORRUPT,
