@@ -633,7 +633,7 @@ static void test_corruption(void **state)
                                      only),
                          0);
         expect_open_error(engines[e], only, "{\"kv\": \"rocksdb\"}", ANN_ENOTFOUND,
-                          "index built without a rocksdb store");
+                          "/rocksdb: no rocksdb store in this index (see its build parameter kv)");
         opened o;
         assert_int_equal(open_index(engines[e], only, "{}", "{}", K, &o), 0); /* default: lmdb */
         close_index(&o);
