@@ -289,3 +289,35 @@ int ann_frame_check(const uint8_t *rec, size_t len, const ann_binfmt *fmt, const
     return header_check(rec, fmt, ann_get_u32(rec + body),
                         (uint32_t)crc32(0L, rec, (uInt)body), where);
 }
+
+void ann_fields_put(uint8_t *hdr, const ann_field *fields, size_t count, const void *obj)
+{
+    const uint8_t *o = obj;
+    for (size_t i = 0; i < count; i++) {
+        const ann_field *f = &fields[i];
+        if (f->type == ANN_FIELD_U64) {
+            uint64_t v;
+            memcpy(&v, o + f->member, 8);
+            ann_put_u64(hdr + f->off, v);
+        } else { /* u32 and f32: the member's 4 bytes as a u32 */
+            uint32_t v;
+            memcpy(&v, o + f->member, 4);
+            ann_put_u32(hdr + f->off, v);
+        }
+    }
+}
+
+void ann_fields_get(const uint8_t *hdr, const ann_field *fields, size_t count, void *obj)
+{
+    uint8_t *o = obj;
+    for (size_t i = 0; i < count; i++) {
+        const ann_field *f = &fields[i];
+        if (f->type == ANN_FIELD_U64) {
+            uint64_t v = ann_get_u64(hdr + f->off);
+            memcpy(o + f->member, &v, 8);
+        } else {
+            uint32_t v = ann_get_u32(hdr + f->off);
+            memcpy(o + f->member, &v, 4);
+        }
+    }
+}

@@ -169,4 +169,31 @@ int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt,
 void ann_frame_seal(uint8_t *rec, size_t len, const char *magic, uint32_t version);
 int ann_frame_check(const uint8_t *rec, size_t len, const ann_binfmt *fmt, const char *where);
 
+/*
+ * Header fields as a table: a format lists each field once (its named
+ * offset, its type, the member of its decoded struct that holds it), and
+ * its encoder and decoder both go through the table, so a field's offset
+ * and width are written in one place besides the layout's diagram.
+ * ANN_FIELD checks at compile time that the member has the field's width.
+ */
+typedef enum ann_field_type { ANN_FIELD_U32, ANN_FIELD_U64, ANN_FIELD_F32 } ann_field_type;
+
+typedef struct ann_field {
+    size_t off;          /* in the header */
+    ann_field_type type; /* little-endian u32 / u64 / f32 */
+    size_t member;       /* offsetof the member in the decoded struct */
+} ann_field;
+
+#define ANN_FIELD_WIDTH_U32 4
+#define ANN_FIELD_WIDTH_U64 8
+#define ANN_FIELD_WIDTH_F32 4
+#define ANN_FIELD(off, type, strct, member)                                                        \
+    { (off), ANN_FIELD_##type,                                                                    \
+      offsetof(strct, member) +                                                                   \
+          0 * sizeof(char[sizeof(((strct *)0)->member) == ANN_FIELD_WIDTH_##type ? 1 : -1]) }
+
+/* Write the count fields of obj into hdr / read them from hdr into obj. */
+void ann_fields_put(uint8_t *hdr, const ann_field *fields, size_t count, const void *obj);
+void ann_fields_get(const uint8_t *hdr, const ann_field *fields, size_t count, void *obj);
+
 #endif

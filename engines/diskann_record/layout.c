@@ -24,22 +24,28 @@ static const ann_binfmt drec_meta_fmt = {
     .name = "diskann-record index",
 };
 
+/* The metadata record's numeric fields (engine name and medoid code apart). */
+static const ann_field drec_meta_fields[] = {
+    ANN_FIELD(DREC_OFF_LAYOUT, U32, drec_meta, layout),
+    ANN_FIELD(DREC_OFF_MODE, U32, drec_meta, mode),
+    ANN_FIELD(DREC_OFF_N, U64, drec_meta, n),
+    ANN_FIELD(DREC_OFF_DIM, U32, drec_meta, dim),
+    ANN_FIELD(DREC_OFF_METRIC, U32, drec_meta, metric),
+    ANN_FIELD(DREC_OFF_MEDOID, U32, drec_meta, medoid),
+    ANN_FIELD(DREC_OFF_R, U32, drec_meta, R),
+    ANN_FIELD(DREC_OFF_L_BUILD, U32, drec_meta, L_build),
+    ANN_FIELD(DREC_OFF_ALPHA, F32, drec_meta, alpha),
+    ANN_FIELD(DREC_OFF_PQ_BYTES, U32, drec_meta, pq_bytes),
+    ANN_FIELD(DREC_OFF_CHUNK_ROWS, U32, drec_meta, chunk_rows),
+};
+#define DREC_META_FIELDS (sizeof drec_meta_fields / sizeof drec_meta_fields[0])
+
 void drec_meta_encode(const drec_meta *meta, uint8_t *out)
 {
     uint32_t m = meta->pq_bytes;
     memset(out, 0, drec_meta_bytes(m));
     memcpy(out + DREC_OFF_ENGINE, meta->engine, strnlen(meta->engine, DREC_NAME_BYTES));
-    ann_put_u32(out + DREC_OFF_LAYOUT, meta->layout);
-    ann_put_u32(out + DREC_OFF_MODE, meta->mode);
-    ann_put_u64(out + DREC_OFF_N, meta->n);
-    ann_put_u32(out + DREC_OFF_DIM, meta->dim);
-    ann_put_u32(out + DREC_OFF_METRIC, meta->metric);
-    ann_put_u32(out + DREC_OFF_MEDOID, meta->medoid);
-    ann_put_u32(out + DREC_OFF_R, meta->R);
-    ann_put_u32(out + DREC_OFF_L_BUILD, meta->L_build);
-    ann_put_f32(out + DREC_OFF_ALPHA, meta->alpha);
-    ann_put_u32(out + DREC_OFF_PQ_BYTES, m);
-    ann_put_u32(out + DREC_OFF_CHUNK_ROWS, meta->chunk_rows);
+    ann_fields_put(out, drec_meta_fields, DREC_META_FIELDS, meta);
     memcpy(out + DREC_OFF_MEDOID_CODE, meta->medoid_code, m);
     ann_frame_seal(out, drec_meta_bytes(m), DREC_MAGIC, meta->version);
 }
@@ -52,23 +58,13 @@ int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_met
     int rc = ann_frame_check(rec, len, &drec_meta_fmt, what);
     if (rc)
         return rc;
-    out->version = ann_get_u32(rec + ANN_HDR_VERSION_OFF);
     uint32_t m = ann_get_u32(rec + DREC_OFF_PQ_BYTES);
     if (m > DREC_MAX_PQ_BYTES || len != drec_meta_bytes(m))
         return ann_fail(ANN_ECORRUPT, "%s: length %zu for pq_bytes %u", what, len, m);
+    out->version = ann_get_u32(rec + ANN_HDR_VERSION_OFF);
     memcpy(out->engine, rec + DREC_OFF_ENGINE, DREC_NAME_BYTES);
     out->engine[DREC_NAME_BYTES] = '\0';
-    out->layout = ann_get_u32(rec + DREC_OFF_LAYOUT);
-    out->mode = ann_get_u32(rec + DREC_OFF_MODE);
-    out->n = ann_get_u64(rec + DREC_OFF_N);
-    out->dim = ann_get_u32(rec + DREC_OFF_DIM);
-    out->metric = ann_get_u32(rec + DREC_OFF_METRIC);
-    out->medoid = ann_get_u32(rec + DREC_OFF_MEDOID);
-    out->R = ann_get_u32(rec + DREC_OFF_R);
-    out->L_build = ann_get_u32(rec + DREC_OFF_L_BUILD);
-    out->alpha = ann_get_f32(rec + DREC_OFF_ALPHA);
-    out->pq_bytes = m;
-    out->chunk_rows = ann_get_u32(rec + DREC_OFF_CHUNK_ROWS);
+    ann_fields_get(rec, drec_meta_fields, DREC_META_FIELDS, out);
     memcpy(out->medoid_code, rec + DREC_OFF_MEDOID_CODE, m);
 
     const char *field = NULL;

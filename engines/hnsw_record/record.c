@@ -20,18 +20,23 @@ static const ann_binfmt hnsw_meta_fmt = {
     .name = "hnsw-record index",
 };
 
+static const ann_field hnsw_meta_fields[] = {
+    ANN_FIELD(HNSW_OFF_METRIC, U32, hnsw_meta, metric),
+    ANN_FIELD(HNSW_OFF_N, U64, hnsw_meta, n),
+    ANN_FIELD(HNSW_OFF_DIM, U32, hnsw_meta, dim),
+    ANN_FIELD(HNSW_OFF_M, U32, hnsw_meta, M),
+    ANN_FIELD(HNSW_OFF_M0, U32, hnsw_meta, M0),
+    ANN_FIELD(HNSW_OFF_EF_CONSTRUCTION, U32, hnsw_meta, ef_construction),
+    ANN_FIELD(HNSW_OFF_ENTRY, U32, hnsw_meta, entry),
+    ANN_FIELD(HNSW_OFF_MAX_LEVEL, U32, hnsw_meta, max_level),
+    ANN_FIELD(HNSW_OFF_SEED, U64, hnsw_meta, seed),
+};
+#define HNSW_META_FIELDS (sizeof hnsw_meta_fields / sizeof hnsw_meta_fields[0])
+
 void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
 {
     memset(out, 0, HNSW_META_BYTES);
-    ann_put_u32(out + HNSW_OFF_METRIC, (uint32_t)m->metric);
-    ann_put_u64(out + HNSW_OFF_N, m->n);
-    ann_put_u32(out + HNSW_OFF_DIM, m->dim);
-    ann_put_u32(out + HNSW_OFF_M, m->M);
-    ann_put_u32(out + HNSW_OFF_M0, m->M0);
-    ann_put_u32(out + HNSW_OFF_EF_CONSTRUCTION, m->ef_construction);
-    ann_put_u32(out + HNSW_OFF_ENTRY, m->entry);
-    ann_put_u32(out + HNSW_OFF_MAX_LEVEL, m->max_level);
-    ann_put_u64(out + HNSW_OFF_SEED, m->seed);
+    ann_fields_put(out, hnsw_meta_fields, HNSW_META_FIELDS, m);
     ann_frame_seal(out, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION);
 }
 
@@ -42,17 +47,8 @@ int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_met
     int rc = ann_frame_check(rec, len, &hnsw_meta_fmt, where);
     if (rc)
         return rc;
-    hnsw_meta m = {
-        .metric = (ann_metric)ann_get_u32(rec + HNSW_OFF_METRIC),
-        .n = ann_get_u64(rec + HNSW_OFF_N),
-        .dim = ann_get_u32(rec + HNSW_OFF_DIM),
-        .M = ann_get_u32(rec + HNSW_OFF_M),
-        .M0 = ann_get_u32(rec + HNSW_OFF_M0),
-        .ef_construction = ann_get_u32(rec + HNSW_OFF_EF_CONSTRUCTION),
-        .entry = ann_get_u32(rec + HNSW_OFF_ENTRY),
-        .max_level = ann_get_u32(rec + HNSW_OFF_MAX_LEVEL),
-        .seed = ann_get_u64(rec + HNSW_OFF_SEED),
-    };
+    hnsw_meta m = { 0 };
+    ann_fields_get(rec, hnsw_meta_fields, HNSW_META_FIELDS, &m);
     if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.M < 2 ||
         m.M0 != 2 * m.M || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
         (m.n == 0 ? m.entry != HNSW_NO_NODE : m.entry >= m.n))

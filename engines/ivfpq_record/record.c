@@ -22,18 +22,23 @@ static const ann_binfmt ivfpq_meta_fmt = {
     .name = "ivfpq-record index",
 };
 
+static const ann_field ivfpq_meta_fields[] = {
+    ANN_FIELD(IVFPQ_OFF_METRIC, U32, ivfpq_meta, metric),
+    ANN_FIELD(IVFPQ_OFF_N, U64, ivfpq_meta, n),
+    ANN_FIELD(IVFPQ_OFF_DIM, U32, ivfpq_meta, dim),
+    ANN_FIELD(IVFPQ_OFF_NLIST, U32, ivfpq_meta, nlist),
+    ANN_FIELD(IVFPQ_OFF_LISTS, U32, ivfpq_meta, lists),
+    ANN_FIELD(IVFPQ_OFF_PQ_BYTES, U32, ivfpq_meta, pq_bytes),
+    ANN_FIELD(IVFPQ_OFF_CHUNK_ENTRIES, U32, ivfpq_meta, chunk_entries),
+    ANN_FIELD(IVFPQ_OFF_COARSE_SUM, U32, ivfpq_meta, coarse_sum),
+    ANN_FIELD(IVFPQ_OFF_SEED, U64, ivfpq_meta, seed),
+};
+#define IVFPQ_META_FIELDS (sizeof ivfpq_meta_fields / sizeof ivfpq_meta_fields[0])
+
 void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
 {
     memset(out, 0, IVFPQ_META_BYTES);
-    ann_put_u32(out + IVFPQ_OFF_METRIC, (uint32_t)m->metric);
-    ann_put_u64(out + IVFPQ_OFF_N, m->n);
-    ann_put_u32(out + IVFPQ_OFF_DIM, m->dim);
-    ann_put_u32(out + IVFPQ_OFF_NLIST, m->nlist);
-    ann_put_u32(out + IVFPQ_OFF_LISTS, m->lists);
-    ann_put_u32(out + IVFPQ_OFF_PQ_BYTES, m->pq_bytes);
-    ann_put_u32(out + IVFPQ_OFF_CHUNK_ENTRIES, m->chunk_entries);
-    ann_put_u32(out + IVFPQ_OFF_COARSE_SUM, m->coarse_sum);
-    ann_put_u64(out + IVFPQ_OFF_SEED, m->seed);
+    ann_fields_put(out, ivfpq_meta_fields, IVFPQ_META_FIELDS, m);
     ann_frame_seal(out, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION);
 }
 
@@ -44,17 +49,8 @@ int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_m
     int rc = ann_frame_check(rec, len, &ivfpq_meta_fmt, where);
     if (rc)
         return rc;
-    ivfpq_meta m = {
-        .metric = (ann_metric)ann_get_u32(rec + IVFPQ_OFF_METRIC),
-        .n = ann_get_u64(rec + IVFPQ_OFF_N),
-        .dim = ann_get_u32(rec + IVFPQ_OFF_DIM),
-        .nlist = ann_get_u32(rec + IVFPQ_OFF_NLIST),
-        .lists = ann_get_u32(rec + IVFPQ_OFF_LISTS),
-        .pq_bytes = ann_get_u32(rec + IVFPQ_OFF_PQ_BYTES),
-        .chunk_entries = ann_get_u32(rec + IVFPQ_OFF_CHUNK_ENTRIES),
-        .coarse_sum = ann_get_u32(rec + IVFPQ_OFF_COARSE_SUM),
-        .seed = ann_get_u64(rec + IVFPQ_OFF_SEED),
-    };
+    ivfpq_meta m = { 0 };
+    ann_fields_get(rec, ivfpq_meta_fields, IVFPQ_META_FIELDS, &m);
     if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.nlist == 0 ||
         m.lists > m.nlist || (uint64_t)m.lists > m.n || (m.n > 0 && m.lists == 0) ||
         m.n > UINT32_MAX || m.pq_bytes == 0 || m.pq_bytes > m.dim ||
