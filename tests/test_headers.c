@@ -14,8 +14,9 @@
  *   limits          every reader with a dimension bound accepts
  *                   ANN_MAX_DIM and refuses ANN_MAX_DIM + 1 naming dim (the
  *                   four metadata decoders, the PQ codebook, the reference
- *                   peers' metadata, texmex files); both Vamana graph
- *                   readers accept degree ANN_MAX_R and refuse one more
+ *                   peers' metadata, big-ann vector files, texmex files);
+ *                   both Vamana graph readers accept degree ANN_MAX_R and
+ *                   refuse one more
  *
  * Everything is decoded from bytes the test writes, so a change of layout
  * shows here as well as in the golden tests.
@@ -33,6 +34,7 @@
 #include "engines/core/pq.h"
 #include "engines/core/status.h"
 #include "engines/core/vamana.h"
+#include "engines/core/vecfile.h"
 #include "engines/diskann_record/layout.h"
 #include "engines/diskann_sector/layout.h"
 #include "engines/hnsw_record/layout.h"
@@ -421,8 +423,8 @@ static void test_degree_limit(void **state)
     tu_rmdir(dir);
 }
 
-/* The reference peers' metadata and texmex files: ANN_MAX_DIM accepted, one
- * more refused by name. */
+/* The reference peers' metadata, big-ann vector files and texmex files:
+ * ANN_MAX_DIM accepted, one more refused by name. */
 static void test_other_readers_dim_limit(void **state)
 {
     (void)state;
@@ -443,6 +445,27 @@ static void test_other_readers_dim_limit(void **state)
     expect_msg(ann_idxmeta_read(dir, "meta.json", "t", 1, &m), ANN_ECORRUPT, want,
                "idxmeta past the limit");
     ann_idxmeta_fini(&m);
+
+    /* a big-ann .fbin file of no rows: the header alone */
+    snprintf(path, sizeof path, "%s/x.fbin", dir);
+    for (uint32_t dim = ANN_MAX_DIM; dim <= ANN_MAX_DIM + 1; dim++) {
+        uint8_t hdr[8];
+        ann_put_u32(hdr, 0);
+        ann_put_u32(hdr + 4, dim);
+        assert_int_equal(tu_write_file(path, hdr, sizeof hdr), 0);
+        ann_vecfile vf = { .fd = -1 };
+        int rc = ann_vecfile_open(path, &vf);
+        if (dim == ANN_MAX_DIM) {
+            if (rc != 0)
+                fail_msg("vecfile dim %u refused: %s", dim, ann_errmsg(rc));
+            assert_int_equal(vf.dim, ANN_MAX_DIM);
+        } else {
+            snprintf(want, sizeof want, "%s: header says dim %u, more than %u", path, dim,
+                     ANN_MAX_DIM);
+            expect_msg(rc, ANN_EFORMAT, want, "vecfile past the limit");
+        }
+        ann_vecfile_close(&vf);
+    }
 
     /* one .fvecs row: its dim, then dim floats */
     snprintf(path, sizeof path, "%s/x.fvecs", dir);

@@ -7,8 +7,9 @@
  *   ANN_MAX_DIM  2^20   vector dimension: the diskann-sector header, the
  *                       diskann-record, hnsw-record and ivfpq-record metadata
  *                       records, the PQ codebook, the reference peers'
- *                       metadata (engines/core/idxmeta.h) and the dataset
- *                       readers (texmex .fvecs/.bvecs)
+ *                       metadata (engines/core/idxmeta.h), big-ann vector
+ *                       files (engines/core/vecfile.h: flat's index, dataset
+ *                       bundles) and texmex .fvecs/.bvecs files
  *   ANN_MAX_R    4096   out-degree of a stored Vamana graph: the
  *                       diskann-sector header and the Vamana graph file
  *                       (the build parameter R stops at 512)
