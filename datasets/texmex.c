@@ -12,6 +12,7 @@
 #include "datasets/dsutil.h"
 #include "engines/core/binio.h"
 #include "engines/core/fileio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -51,8 +52,8 @@ static int texmex_init(texmex *t, const char *path, size_t isz, uint64_t *n)
     if (rc)
         goto out;
     int32_t dim = (int32_t)ann_get_u32(d4);
-    if (dim <= 0 || dim > (1 << 20)) {
-        rc = ann_fail(ANN_EFORMAT, "%s: row 0 has dim %d (want 1 to %d)", path, dim, 1 << 20);
+    if (dim <= 0 || (uint32_t)dim > ANN_MAX_DIM) {
+        rc = ann_fail(ANN_EFORMAT, "%s: row 0 has dim %d (want 1 to %u)", path, dim, ANN_MAX_DIM);
         goto out;
     }
     t->dim = (uint32_t)dim;

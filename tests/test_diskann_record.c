@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define DIM 48
 #define NBIG 10000
@@ -208,9 +209,13 @@ static void test_golden_node_record(void **state)
     assert_int_equal(drec_meta_decode(rec, 87, "x", &back), 0);
     assert_int_equal(back.medoid, 77);
     assert_true(back.alpha == 1.2f);
+    const uint32_t sum = ann_get_u32(rec + 83);
     rec[60] ^= 1; /* R changes: crc no longer matches */
     assert_int_equal(drec_meta_decode(rec, 87, "x", &back), ANN_ECORRUPT);
-    assert_string_equal(ann_errmsg(ANN_ECORRUPT), "x: metadata record: crc mismatch");
+    char msg[200];
+    snprintf(msg, sizeof msg, "x: metadata record: checksum mismatch (stored %08x, computed %08x)",
+             sum, (uint32_t)crc32(0L, rec, 83));
+    assert_string_equal(ann_errmsg(ANN_ECORRUPT), msg);
 }
 
 /* ---- recall, statistics, reopen ---------------------------------------- */
@@ -542,7 +547,9 @@ static void test_corruption(void **state)
             uint8_t *rec = malloc(meta_len);
             drec_meta_encode(&m2, rec);
             put_record(index, be, DREC_TABLE_META, 0, rec, meta_len);
-            snprintf(msg, sizeof msg, "format version %u", DREC_VERSION + 1);
+            snprintf(msg, sizeof msg, "metadata record: diskann-record index version %u, this "
+                                      "build reads %u; rebuild the index",
+                     DREC_VERSION + 1, DREC_VERSION);
             expect_open_error(engines[e], index, oj, ANN_EVERSION, msg);
             free(rec);
 
@@ -626,7 +633,7 @@ static void test_corruption(void **state)
                                      only),
                          0);
         expect_open_error(engines[e], only, "{\"kv\": \"rocksdb\"}", ANN_ENOTFOUND,
-                          "index built without a rocksdb store");
+                          "/rocksdb: no rocksdb store in this index (see its build parameter kv)");
         opened o;
         assert_int_equal(open_index(engines[e], only, "{}", "{}", K, &o), 0); /* default: lmdb */
         close_index(&o);

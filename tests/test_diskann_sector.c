@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
+#include <zlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -645,26 +646,32 @@ static void test_corruption(void **state)
     size_t rec = dsec_node_sector(&h, medoid) * 4096 + dsec_node_offset(&h, medoid);
     size_t deg_at = rec + 4 * SMALL_DIM;
 
-    /* wrong magic */
+    /* wrong magic (the header resealed: a damaged one is a checksum mismatch) */
     memcpy(b, g_orig, g_orig_len);
-    b[0] = 'X';
+    ann_frame_seal(b, DSEC_HEADER_BYTES, "XNNDSEC", DSEC_VERSION);
     assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
-    snprintf(msg, sizeof msg, "%s: bad magic (not a diskann-sector index)", path);
-    expect_error(f, "{}", ANN_ECORRUPT, msg);
+    snprintf(msg, sizeof msg, "%s: bad magic, expected \"ANNDSEC\" (diskann-sector index)", path);
+    expect_error(f, "{}", ANN_EFORMAT, msg);
 
-    /* wrong version */
+    /* wrong version (resealed) */
     memcpy(b, g_orig, g_orig_len);
-    ann_put_u32(b + 8, 2);
+    ann_frame_seal(b, DSEC_HEADER_BYTES, DSEC_MAGIC, 2);
     assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
-    snprintf(msg, sizeof msg, "%s: version 2, this build reads 1", path);
+    snprintf(msg, sizeof msg, "%s: diskann-sector index version 2, this build reads 1; rebuild "
+                              "the index", path);
     expect_error(f, "{}", ANN_EVERSION, msg);
 
-    /* a header bit flipped: the checksum catches it */
-    memcpy(b, g_orig, g_orig_len);
-    b[36] ^= 1;
-    assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
-    snprintf(msg, sizeof msg, "%s: header checksum mismatch", path);
-    expect_error(f, "{}", ANN_ECORRUPT, msg);
+    /* a header bit flipped, in a field or in the version: the checksum catches it */
+    const size_t sum_at = DSEC_HEADER_CRC_OFFSET;
+    const size_t flips[] = { DSEC_OFF_MEDOID, ANN_HDR_VERSION_OFF };
+    for (size_t i = 0; i < 2; i++) {
+        memcpy(b, g_orig, g_orig_len);
+        b[flips[i]] ^= 1;
+        assert_int_equal(tu_write_file(path, b, g_orig_len), 0);
+        snprintf(msg, sizeof msg, "%s: checksum mismatch (stored %08x, computed %08x)", path,
+                 ann_get_u32(b + sum_at), (uint32_t)crc32(0L, b, (uInt)sum_at));
+        expect_error(f, "{}", ANN_ECORRUPT, msg);
+    }
 
     /* truncated: the last sector missing */
     assert_int_equal(tu_write_file(path, g_orig, g_orig_len - 4096), 0);

@@ -516,8 +516,8 @@ static void test_corrupt_records(void **state)
     ann_put_u32(meta + 8, HNSW_VERSION + 1);
     ann_put_u32(meta + 60, (uint32_t)crc32(0L, meta, 60));
     put_record(path, HNSW_TABLE_META, 0, meta, mlen);
-    snprintf(frag, sizeof frag, "metadata record: version %u, this build reads %u",
-             HNSW_VERSION + 1, HNSW_VERSION);
+    snprintf(frag, sizeof frag, "lmdb: metadata record: hnsw-record index version %u, this build "
+                                "reads %u; rebuild the index", HNSW_VERSION + 1, HNSW_VERSION);
     expect_search_error(f, path, ANN_EVERSION, frag);
     ann_put_u32(meta + 8, HNSW_VERSION);
     put_record(path, HNSW_TABLE_META, 0, meta, mlen);

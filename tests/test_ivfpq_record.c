@@ -767,8 +767,8 @@ static void test_old_versions_refused(void **state)
         assert_null(e);
         char want[4400];
         snprintf(want, sizeof want,
-                 "%s/lmdb: ivfpq-record format version %u, this build reads version %u only; "
-                 "rebuild the index",
+                 "%s/lmdb: metadata record: ivfpq-record index version %u, this build reads "
+                 "%u; rebuild the index",
                  path, v, IVFPQ_VERSION);
         assert_string_equal(ann_errmsg(rc), want);
     }

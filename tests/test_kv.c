@@ -3,7 +3,8 @@
  * both profiles for RocksDB: byte-exact round trips, atomic batches, delete,
  * prefix iteration order, not-found versus failure, bulk load (append and
  * non-append paths, abort, out-of-order keys), reopen read-only, LMDB map
- * growth, concurrent readers, statistics, and the key helpers' bytes.
+ * growth, concurrent readers, statistics, and the key helpers' bytes; and
+ * kv_index_open, the record engines' one way to open their index's store.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "engines/core/kv.h"
+#include "engines/core/kv_params.h"
 #include "engines/core/status.h"
 #include "tests/support/testutil.h"
 
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -592,6 +595,69 @@ static void test_concurrent_readers(void **state)
 /* Statistics: gets, bytes and not-found counted; RocksDB cache hits and
  * misses follow the profile (server: a repeated read hits the block cache;
  * embedded: every block is read from the file). */
+/* kv_index_open: the backend by parameter or by what was built, the store's
+ * path, a begun reader, and the messages of a missing directory or store. */
+static void test_index_open(void **state)
+{
+    (void)state;
+    char idx[4200], store[4300], want[4600];
+    snprintf(idx, sizeof idx, "%s/index-lmdb-only", tmp_root);
+    snprintf(store, sizeof store, "%s/lmdb", idx);
+    assert_int_equal(mkdir(idx, 0755), 0);
+    kv_options o = { .backend = KV_BACKEND_LMDB, .create = 1 };
+    kv_store *s = NULL;
+    assert_int_equal(kv_open(store, &o, &s), 0);
+    uint8_t key[KV_KEY_U32_BYTES];
+    assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, 0), "meta", 4), 0);
+    assert_int_equal(kv_close(s), 0);
+
+    const kv_index_spec fixed = { .params = kv_open_params };
+    const kv_index_spec built = { .params = kv_open_params, .kv_default_built = 1,
+                                  .writable = 1, .relaxed_sync = 1 };
+    char dir[4400];
+    kv_reader *rd = NULL;
+    kv_val v;
+
+    /* kv left to the table's default (rocksdb): not built here */
+    assert_int_equal(kv_index_open(idx, NULL, &fixed, &o, dir, sizeof dir, &s, &rd),
+                     ANN_ENOTFOUND);
+    snprintf(want, sizeof want, "%s/rocksdb: no rocksdb store in this index (see its build "
+                                "parameter kv)", idx);
+    assert_string_equal(ann_errmsg(ANN_ENOTFOUND), want);
+    assert_null(s);
+    assert_null(rd);
+
+    /* kv given: read-only, the reader already begun */
+    json_t *p = json_pack("{s:s, s:s}", "kv", "lmdb", "profile", "embedded");
+    assert_int_equal(kv_index_open(idx, p, &fixed, &o, dir, sizeof dir, &s, &rd), 0);
+    json_decref(p);
+    assert_string_equal(dir, store);
+    assert_int_equal(o.backend, KV_BACKEND_LMDB);
+    assert_int_equal(o.profile, KV_PROFILE_EMBEDDED);
+    assert_int_equal(o.read_only, 1);
+    assert_int_equal(kv_get(rd, key, sizeof key, &v), 0);
+    assert_memory_equal(v.data, "meta", 4);
+    kv_val_release(&v);
+    assert_int_equal(kv_put(s, key, sizeof key, "x", 1), ANN_ESTATE);
+    kv_reader_destroy(rd);
+    assert_int_equal(kv_close(s), 0);
+
+    /* kv left to what was built, writable */
+    assert_int_equal(kv_index_open(idx, NULL, &built, &o, dir, sizeof dir, &s, &rd), 0);
+    assert_int_equal(o.backend, KV_BACKEND_LMDB);
+    assert_int_equal(o.read_only, 0);
+    assert_int_equal(o.relaxed_sync, 1);
+    kv_reader_destroy(rd);
+    assert_int_equal(kv_put(s, key, sizeof key, "meta", 4), 0);
+    assert_int_equal(kv_close(s), 0);
+
+    snprintf(idx, sizeof idx, "%s/no-such-index", tmp_root);
+    assert_int_equal(kv_index_open(idx, NULL, &built, &o, dir, sizeof dir, &s, &rd),
+                     ANN_ENOTFOUND);
+    snprintf(want, sizeof want, "%s: no index directory", idx);
+    assert_string_equal(ann_errmsg(ANN_ENOTFOUND), want);
+}
+
 static void test_stats(void **state)
 {
     (void)state;
@@ -664,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_index_open),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -435,21 +435,33 @@ static void test_pq_save_load(void **state)
     assert_non_null(strstr(ann_errmsg(ANN_ECORRUPT), "checksum mismatch"));
     file[100] ^= 0x40;
 
-    /* wrong version */
+    /* a damaged version field: the checksum speaks first */
+    const uint32_t sum = ann_get_u32(file + len - 4);
     file[8] = 2;
     assert_int_equal(tu_write_file(path, file, len), 0);
+    assert_int_equal(pq_codebook_load(path, &back), ANN_ECORRUPT);
+    snprintf(msg, sizeof msg, "%s: checksum mismatch (stored %08x, computed %08x)", path, sum,
+             (uint32_t)crc32(0L, file, (uInt)(len - 4)));
+    assert_string_equal(ann_errmsg(ANN_ECORRUPT), msg);
+
+    /* wrong version, checksum valid */
+    ann_put_u32(file + len - 4, (uint32_t)crc32(0L, file, (uInt)(len - 4)));
+    assert_int_equal(tu_write_file(path, file, len), 0);
     assert_int_equal(pq_codebook_load(path, &back), ANN_EVERSION);
-    snprintf(msg, sizeof msg, "%s: PQ codebook version 2, this build reads 1", path);
+    snprintf(msg, sizeof msg, "%s: PQ codebook version 2, this build reads 1; rebuild the index",
+             path);
     assert_string_equal(ann_errmsg(ANN_EVERSION), msg);
     file[8] = 1;
 
-    /* bad magic */
+    /* bad magic, checksum valid */
     file[0] = 'X';
+    ann_put_u32(file + len - 4, (uint32_t)crc32(0L, file, (uInt)(len - 4)));
     assert_int_equal(tu_write_file(path, file, len), 0);
     assert_int_equal(pq_codebook_load(path, &back), ANN_EFORMAT);
-    snprintf(msg, sizeof msg, "%s: not a PQ codebook (bad magic)", path);
+    snprintf(msg, sizeof msg, "%s: bad magic, expected \"ANNPQCB\" (PQ codebook)", path);
     assert_string_equal(ann_errmsg(ANN_EFORMAT), msg);
     file[0] = 'A';
+    ann_put_u32(file + len - 4, sum);
 
     /* m larger than dim */
     file[16] = 21;

@@ -23,13 +23,14 @@
 #define CODES_MAGIC "ANNPQCD"
 #define CODES_VERSION 1u
 #define CODES_HEADER_BYTES 24
+#define CODES_OFF_M 12 /* the codes file's fields (artifacts.h) */
+#define CODES_OFF_N 16
 
 static const ann_binfmt codes_binfmt = {
     .magic = CODES_MAGIC,
     .version = CODES_VERSION,
     .header_bytes = CODES_HEADER_BYTES,
     .name = "PQ codes file",
-    .version_name = "PQ codes",
 };
 
 void ann_artifacts_params_default(ann_artifacts_params *p, uint32_t dim)
@@ -120,8 +121,8 @@ static int codes_save(const char *path, const uint8_t *codes, uint64_t n, uint32
 {
     ann_awriter w;
     uint8_t h[CODES_HEADER_BYTES] = { 0 };
-    ann_put_u32(h + 12, m);
-    ann_put_u64(h + 16, n);
+    ann_put_u32(h + CODES_OFF_M, m);
+    ann_put_u64(h + CODES_OFF_N, n);
     int rc = ann_awriter_open_header(&w, path, &codes_binfmt, h);
     if (rc)
         return rc;
@@ -142,9 +143,9 @@ static int codes_load(const char *path, uint64_t n, uint32_t m, uint8_t **out)
     int rc = ann_rfile_open_header(&r, path, &codes_binfmt, h);
     if (rc)
         goto out;
-    if (ann_get_u32(h + 12) != m || ann_get_u64(h + 16) != n) {
+    if (ann_get_u32(h + CODES_OFF_M) != m || ann_get_u64(h + CODES_OFF_N) != n) {
         rc = ann_fail(ANN_ECORRUPT, "%s: holds %llu codes of %u bytes, expected %llu of %u",
-                      path, (unsigned long long)ann_get_u64(h + 16), ann_get_u32(h + 12),
+                      path, (unsigned long long)ann_get_u64(h + CODES_OFF_N), ann_get_u32(h + CODES_OFF_M),
                       (unsigned long long)n, m);
         goto out;
     }

@@ -176,6 +176,33 @@ int ann_rfile_read_f32s(ann_rfile *r, float *v, size_t count, const char *what)
     return rfile_read_words(r, v, count, what);
 }
 
+/* The one checksum error of every header and trailer (binio.h). */
+static int checksum_fail(const char *where, uint32_t stored, uint32_t computed)
+{
+    return ann_fail(ANN_ECORRUPT, "%s: checksum mismatch (stored %08x, computed %08x)", where,
+                    stored, computed);
+}
+
+/*
+ * The one header check (binio.h, "Headers"): checksum, then magic, then
+ * version.  stored / computed: the crc the format keeps and the crc of the
+ * bytes it covers (a frame's, or a binio file's whole body).
+ */
+static int header_check(const uint8_t *hdr, const ann_binfmt *fmt, uint32_t stored,
+                        uint32_t computed, const char *where)
+{
+    if (stored != computed)
+        return checksum_fail(where, stored, computed);
+    if (memcmp(hdr + ANN_HDR_MAGIC_OFF, fmt->magic, ANN_HDR_MAGIC_BYTES) != 0)
+        return ann_fail(ANN_EFORMAT, "%s: bad magic, expected \"%s\" (%s)", where, fmt->magic,
+                        fmt->name);
+    uint32_t version = ann_get_u32(hdr + ANN_HDR_VERSION_OFF);
+    if (version != fmt->version)
+        return ann_fail(ANN_EVERSION, "%s: %s version %u, this build reads %u; rebuild the index",
+                        where, fmt->name, version, fmt->version);
+    return 0;
+}
+
 int ann_rfile_check_trailer(ann_rfile *r)
 {
     uint8_t t[4];
@@ -188,8 +215,7 @@ int ann_rfile_check_trailer(ann_rfile *r)
         return ann_fail(ANN_EFORMAT, "%s: %llu unexpected bytes after the checksum", r->path,
                         (unsigned long long)(r->size - r->offset));
     if (ann_get_u32(t) != (uint32_t)want)
-        return ann_fail(ANN_ECORRUPT, "%s: checksum mismatch (stored %08x, computed %08x)",
-                        r->path, ann_get_u32(t), (uint32_t)want);
+        return checksum_fail(r->path, ann_get_u32(t), (uint32_t)want);
     return 0;
 }
 
@@ -204,8 +230,8 @@ void ann_rfile_close(ann_rfile *r)
 int ann_awriter_open_header(ann_awriter *w, const char *path, const ann_binfmt *fmt,
                             uint8_t *hdr)
 {
-    memcpy(hdr, fmt->magic, 8);
-    ann_put_u32(hdr + 8, fmt->version);
+    memcpy(hdr + ANN_HDR_MAGIC_OFF, fmt->magic, ANN_HDR_MAGIC_BYTES);
+    ann_put_u32(hdr + ANN_HDR_VERSION_OFF, fmt->version);
     int rc = ann_awriter_open(w, path);
     if (rc)
         return rc;
@@ -223,32 +249,75 @@ int ann_rfile_open_header(ann_rfile *r, const char *path, const ann_binfmt *fmt,
     rc = ann_rfile_read(r, hdr, fmt->header_bytes, "header");
     if (rc)
         return rc;
-    if (memcmp(hdr, fmt->magic, 8) != 0)
-        return ann_fail(ANN_EFORMAT, "%s: not a %s (bad magic)", path, fmt->name);
-    uint32_t version = ann_get_u32(hdr + 8);
-    if (version != fmt->version)
-        return ann_fail(ANN_EVERSION, "%s: %s version %u, this build reads %u", path,
-                        fmt->version_name, version, fmt->version);
-    return 0;
+    if (memcmp(hdr + ANN_HDR_MAGIC_OFF, fmt->magic, ANN_HDR_MAGIC_BYTES) == 0 &&
+        ann_get_u32(hdr + ANN_HDR_VERSION_OFF) == fmt->version)
+        return 0; /* the trailer is checked when the caller has read the body */
+    /* not what was expected: the checksum decides whether it is damage */
+    uint8_t buf[BINIO_CHUNK];
+    while (r->size >= 4 && r->offset < r->size - 4) {
+        uint64_t left = r->size - 4 - r->offset;
+        rc = ann_rfile_read(r, buf, left < sizeof buf ? (size_t)left : sizeof buf, "body");
+        if (rc)
+            return rc;
+    }
+    uint8_t t[4];
+    uint32_t computed = (uint32_t)r->crc;
+    if (r->offset + 4 != r->size || fread(t, 1, 4, r->fp) != 4)
+        return ann_fail(ANN_EFORMAT, "%s: truncated: missing checksum at offset %llu", path,
+                        (unsigned long long)r->offset);
+    return header_check(hdr, fmt, ann_get_u32(t), computed, path);
 }
 
 void ann_frame_seal(uint8_t *rec, size_t len, const char *magic, uint32_t version)
 {
-    memset(rec, 0, 8);
-    memcpy(rec, magic, strnlen(magic, 7) + 1);
-    ann_put_u32(rec + 8, version);
-    ann_put_u32(rec + len - 4, (uint32_t)crc32(0L, rec, (uInt)(len - 4)));
+    memset(rec + ANN_HDR_MAGIC_OFF, 0, ANN_HDR_MAGIC_BYTES);
+    memcpy(rec + ANN_HDR_MAGIC_OFF, magic, strnlen(magic, ANN_HDR_MAGIC_BYTES - 1) + 1);
+    ann_put_u32(rec + ANN_HDR_VERSION_OFF, version);
+    size_t body = len - ANN_FRAME_CRC_BYTES;
+    ann_put_u32(rec + body, (uint32_t)crc32(0L, rec, (uInt)body));
 }
 
-int ann_frame_check(const uint8_t *rec, size_t got, size_t want, const char *magic,
-                    uint32_t version, const char *where)
+int ann_frame_check(const uint8_t *rec, size_t len, const ann_binfmt *fmt, const char *where)
 {
-    if (got != want || memcmp(rec, magic, strnlen(magic, 7) + 1) != 0)
-        return ann_fail(ANN_ECORRUPT, "%s: bad magic or length %zu", where, got);
-    if (ann_get_u32(rec + want - 4) != (uint32_t)crc32(0L, rec, (uInt)(want - 4)))
-        return ann_fail(ANN_ECORRUPT, "%s: checksum mismatch", where);
-    uint32_t v = ann_get_u32(rec + 8);
-    if (v != version)
-        return ann_fail(ANN_EVERSION, "%s: version %u, this build reads %u", where, v, version);
-    return 0;
+    if (fmt->header_bytes ? len != fmt->header_bytes
+                          : len < ANN_HDR_FIELDS_OFF + ANN_FRAME_CRC_BYTES)
+        return fmt->header_bytes
+                   ? ann_fail(ANN_ECORRUPT, "%s: length %zu, expected %zu", where, len,
+                              fmt->header_bytes)
+                   : ann_fail(ANN_ECORRUPT, "%s: length %zu, too short", where, len);
+    size_t body = len - ANN_FRAME_CRC_BYTES;
+    return header_check(rec, fmt, ann_get_u32(rec + body),
+                        (uint32_t)crc32(0L, rec, (uInt)body), where);
+}
+
+void ann_fields_put(uint8_t *hdr, const ann_field *fields, size_t count, const void *obj)
+{
+    const uint8_t *o = obj;
+    for (size_t i = 0; i < count; i++) {
+        const ann_field *f = &fields[i];
+        if (f->type == ANN_FIELD_U64) {
+            uint64_t v;
+            memcpy(&v, o + f->member, 8);
+            ann_put_u64(hdr + f->off, v);
+        } else { /* u32 and f32: the member's 4 bytes as a u32 */
+            uint32_t v;
+            memcpy(&v, o + f->member, 4);
+            ann_put_u32(hdr + f->off, v);
+        }
+    }
+}
+
+void ann_fields_get(const uint8_t *hdr, const ann_field *fields, size_t count, void *obj)
+{
+    uint8_t *o = obj;
+    for (size_t i = 0; i < count; i++) {
+        const ann_field *f = &fields[i];
+        if (f->type == ANN_FIELD_U64) {
+            uint64_t v = ann_get_u64(hdr + f->off);
+            memcpy(o + f->member, &v, 8);
+        } else {
+            uint32_t v = ann_get_u32(hdr + f->off);
+            memcpy(o + f->member, &v, 4);
+        }
+    }
 }

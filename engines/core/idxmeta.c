@@ -4,6 +4,7 @@
  */
 #include "engines/core/idxmeta.h"
 
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -93,7 +94,7 @@ int ann_idxmeta_read(const char *dir, const char *file, const char *format, int 
     if (rc)
         return rc;
     m->n = (uint64_t)x;
-    rc = ann_idxmeta_int(m, "dim", 1, 1 << 20, &x);
+    rc = ann_idxmeta_int(m, "dim", 1, ANN_MAX_DIM, &x);
     if (rc)
         return rc;
     m->dim = (uint32_t)x;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 const char *const kv_build_choices[] = { "rocksdb", "lmdb", "both", NULL };
 
@@ -32,17 +33,27 @@ const ann_param_spec kv_open_params[] = {
     ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
 };
 
-int kv_options_from_params(const json_t *open_params, kv_options *opt)
+/* The store options from open_params, read through the engine's table. */
+static int options_from_params(const json_t *open_params, const kv_index_spec *spec,
+                               const char *index_dir, kv_options *opt)
 {
     memset(opt, 0, sizeof *opt);
-    int rc = kv_backend_parse(ann_param_enum(open_params, kv_open_params, "kv"), &opt->backend);
+    const ann_param_spec *t = spec->params;
+    int rc = 0;
+    if (spec->kv_default_built && !ann_param_is_set(open_params, "kv")) {
+        char path[4200];
+        kv_store_path(path, sizeof path, index_dir, KV_BACKEND_ROCKSDB);
+        opt->backend = access(path, F_OK) == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
+    } else {
+        rc = kv_backend_parse(ann_param_enum(open_params, t, "kv"), &opt->backend);
+    }
     if (!rc)
-        rc = kv_profile_parse(ann_param_enum(open_params, kv_open_params, "profile"),
-                              &opt->profile);
+        rc = kv_profile_parse(ann_param_enum(open_params, t, "profile"), &opt->profile);
     if (rc)
         return rc;
-    opt->block_cache_mb = (uint32_t)ann_param_int(open_params, kv_open_params, "block_cache_mb");
-    opt->read_only = 1;
+    opt->block_cache_mb = (uint32_t)ann_param_int(open_params, t, "block_cache_mb");
+    opt->read_only = !spec->writable;
+    opt->relaxed_sync = spec->relaxed_sync;
     return 0;
 }
 
@@ -56,13 +67,34 @@ void kv_open_report(const kv_options *opt, json_t *report)
     json_object_set_new(report, "kv_profile", json_string(kv_profile_name(opt->profile)));
 }
 
-int kv_open_built(const char *index_dir, const kv_options *opt, char *store_dir, size_t bufsz,
-                  kv_store **out)
+int kv_index_open(const char *index_dir, const json_t *open_params, const kv_index_spec *spec,
+                  kv_options *opt, char *store_dir, size_t bufsz, kv_store **kv, kv_reader **rd)
 {
-    kv_store_path(store_dir, bufsz, index_dir, opt->backend);
     struct stat st;
+    kv_store *s = NULL;
+    kv_reader *r = NULL;
+    *kv = NULL;
+    *rd = NULL;
+    if (stat(index_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return ann_fail(ANN_ENOTFOUND, "%s: no index directory", index_dir);
+    int rc = options_from_params(open_params, spec, index_dir, opt);
+    if (rc)
+        return rc;
+    kv_store_path(store_dir, bufsz, index_dir, opt->backend);
     if (stat(store_dir, &st) != 0)
         return ann_fail(ANN_ENOTFOUND, "%s: no %s store in this index (see its build parameter kv)",
                         store_dir, kv_backend_name(opt->backend));
-    return kv_open(store_dir, opt, out);
+    rc = kv_open(store_dir, opt, &s);
+    if (rc == 0)
+        rc = kv_reader_create(s, &r);
+    if (rc == 0)
+        rc = kv_reader_begin(r);
+    if (rc) {
+        kv_reader_destroy(r);
+        kv_close(s);
+        return rc;
+    }
+    *kv = s;
+    *rd = r;
+    return 0;
 }

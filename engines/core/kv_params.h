@@ -1,7 +1,8 @@
 /*
  * kv_params.h: the open parameters every record-store engine takes
  * (`kv`, `profile`, `block_cache_mb`), declared once so hnsw-record,
- * ivfpq-record and the DiskANN record engines validate and read them alike.
+ * ivfpq-record and the DiskANN record engines validate and read them alike,
+ * and the one way those engines open their index's store (kv_index_open).
  */
 #ifndef ANNLAB_CORE_KV_PARAMS_H
 #define ANNLAB_CORE_KV_PARAMS_H
@@ -15,14 +16,6 @@
  * ("server" | "embedded", default "server"), block_cache_mb (0..1048576,
  * default 512; server profile with RocksDB only). */
 extern const ann_param_spec kv_open_params[];
-
-/*
- * Fill *opt for a read-only open of an existing store from open_params
- * (NULL = {}), already validated against kv_open_params (ann_engine_open
- * does that).  Errors: ANN_EPARAM naming a value kv.h does not know.
- * Thread-safe.
- */
-int kv_options_from_params(const json_t *open_params, kv_options *opt);
 
 /*
  * The open report (engines/engine.h) of a record engine reading a store
@@ -45,13 +38,33 @@ int kv_build_includes(const char *which, kv_backend b);
 /* "<index_dir>/<backend name>" into buf (bufsz bytes). */
 void kv_store_path(char *buf, size_t bufsz, const char *index_dir, kv_backend b);
 
+/* How a record engine opens its index's store (kv_index_open). */
+typedef struct kv_index_spec {
+    /* The engine's open table, declaring kv, profile and block_cache_mb as
+     * kv_open_params does (it may add its own parameters). */
+    const ann_param_spec *params;
+    /* kv not given: the rocksdb store when the index has one, else lmdb
+     * (0: the table's default). */
+    int kv_default_built;
+    int writable;     /* open read-write (live updates); else read-only */
+    int relaxed_sync; /* kv_options.relaxed_sync, for a writable open */
+} kv_index_spec;
+
 /*
- * Open the store of backend opt->backend inside an index built by a record
- * engine: its path goes to store_dir (bufsz bytes).  ANN_ENOTFOUND naming
- * the path when the index was built without that backend; otherwise what
- * kv_open returns.
+ * Open the record store of the index a record engine built in index_dir,
+ * as the engine's open does: the options from open_params (already
+ * validated against spec->params: ann_engine_open does that), the store
+ * <index_dir>/<backend> (kv_store_path), and a reader of it with its read
+ * transaction begun, for the engine to read its metadata.  On success *opt
+ * holds the options used (for kv_open_report), store_dir (bufsz bytes) the
+ * store's path, *kv the store and *rd the reader, both the caller's
+ * (kv_reader_destroy, then kv_close); on failure nothing is left open.
+ * Errors: ANN_ENOTFOUND "<index_dir>: no index directory", "<store>: no
+ * <backend> store in this index (see its build parameter kv)"; ANN_EPARAM
+ * naming a value kv.h does not know; what kv_open, kv_reader_create and
+ * kv_reader_begin return.  Thread-safe.
  */
-int kv_open_built(const char *index_dir, const kv_options *opt, char *store_dir, size_t bufsz,
-                  kv_store **out);
+int kv_index_open(const char *index_dir, const json_t *open_params, const kv_index_spec *spec,
+                  kv_options *opt, char *store_dir, size_t bufsz, kv_store **kv, kv_reader **rd);
 
 #endif

@@ -19,6 +19,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/kmeans.h"
+#include "engines/core/limits.h"
 #include "engines/core/parallel.h"
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
@@ -29,14 +30,12 @@
 #include <string.h>
 
 #define PQ_MAGIC "ANNPQCB"
-#define PQ_HEADER_BYTES 48
 
 static const ann_binfmt pq_binfmt = {
     .magic = PQ_MAGIC,
     .version = PQ_FILE_VERSION,
     .header_bytes = PQ_HEADER_BYTES,
     .name = "PQ codebook",
-    .version_name = "PQ codebook",
 };
 #define PQ_ENCODE_BLOCK 1024
 
@@ -506,13 +505,13 @@ int pq_codebook_save(const pq_codebook *cb, const char *path)
     int rc = 0;
     ann_awriter w;
     uint8_t h[PQ_HEADER_BYTES] = { 0 };
-    ann_put_u32(h + 12, cb->dim);
-    ann_put_u32(h + 16, cb->m);
-    ann_put_u32(h + 20, cb->dsub);
-    ann_put_u32(h + 24, PQ_KSUB);
-    ann_put_u32(h + 28, (uint32_t)cb->metric);
-    ann_put_u64(h + 32, cb->seed);
-    ann_put_u64(h + 40, cb->n_train);
+    ann_put_u32(h + PQ_OFF_DIM, cb->dim);
+    ann_put_u32(h + PQ_OFF_M, cb->m);
+    ann_put_u32(h + PQ_OFF_DSUB, cb->dsub);
+    ann_put_u32(h + PQ_OFF_KSUB, PQ_KSUB);
+    ann_put_u32(h + PQ_OFF_METRIC, (uint32_t)cb->metric);
+    ann_put_u64(h + PQ_OFF_SEED, cb->seed);
+    ann_put_u64(h + PQ_OFF_TRAIN_ROWS, cb->n_train);
     rc = ann_awriter_open_header(&w, path, &pq_binfmt, h);
     if (rc)
         return rc;
@@ -536,9 +535,10 @@ int pq_codebook_load(const char *path, pq_codebook **out)
     rc = ann_rfile_open_header(&r, path, &pq_binfmt, h);
     if (rc)
         goto out;
-    uint32_t dim = ann_get_u32(h + 12), m = ann_get_u32(h + 16), dsub = ann_get_u32(h + 20);
-    uint32_t ksub = ann_get_u32(h + 24), metric = ann_get_u32(h + 28);
-    if (dim == 0 || dim > (1u << 20)) {
+    uint32_t dim = ann_get_u32(h + PQ_OFF_DIM), m = ann_get_u32(h + PQ_OFF_M);
+    uint32_t dsub = ann_get_u32(h + PQ_OFF_DSUB), ksub = ann_get_u32(h + PQ_OFF_KSUB);
+    uint32_t metric = ann_get_u32(h + PQ_OFF_METRIC);
+    if (dim == 0 || dim > ANN_MAX_DIM) {
         rc = ann_fail(ANN_EFORMAT, "%s: field dim = %u out of range", path, dim);
         goto out;
     }
@@ -571,8 +571,8 @@ int pq_codebook_load(const char *path, pq_codebook **out)
         rc = ann_fail(-ENOMEM, "%s: no memory for the codebook", path);
         goto out;
     }
-    cb->seed = ann_get_u64(h + 32);
-    cb->n_train = ann_get_u64(h + 40);
+    cb->seed = ann_get_u64(h + PQ_OFF_SEED);
+    cb->n_train = ann_get_u64(h + PQ_OFF_TRAIN_ROWS);
     rc = ann_rfile_read_f32s(&r, cb->centroids, nf, "centroids");
     if (rc)
         goto out;

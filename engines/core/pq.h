@@ -63,6 +63,16 @@
 
 #define PQ_KSUB 256
 #define PQ_FILE_VERSION 1u
+/* The codebook header's fields (the diagram above; magic, version and the
+ * crc trailer are its binio framing, engines/core/binio.h). */
+#define PQ_HEADER_BYTES 48
+#define PQ_OFF_DIM 12
+#define PQ_OFF_M 16
+#define PQ_OFF_DSUB 20
+#define PQ_OFF_KSUB 24
+#define PQ_OFF_METRIC 28
+#define PQ_OFF_SEED 32
+#define PQ_OFF_TRAIN_ROWS 40
 
 typedef struct pq_params {
     uint32_t pq_bytes;          /* m: code bytes per vector, 1..dim (default dim/8, >= 1) */

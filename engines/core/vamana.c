@@ -45,6 +45,7 @@
 #include "engines/core/candlist.h"
 #include "engines/core/distance.h"
 #include "engines/core/f16.h"
+#include "engines/core/limits.h"
 #include "engines/core/parallel.h"
 #include "engines/core/progress.h"
 #include "engines/core/status.h"
@@ -60,14 +61,12 @@
 #include <time.h>
 
 #define VAMANA_MAGIC "ANNVAMG"
-#define VAMANA_HEADER_BYTES 48
 
 static const ann_binfmt vamana_binfmt = {
     .magic = VAMANA_MAGIC,
     .version = VAMANA_FILE_VERSION,
     .header_bytes = VAMANA_HEADER_BYTES,
     .name = "Vamana graph",
-    .version_name = "Vamana graph",
 };
 #define VAMANA_STRIPES 4096u
 #define VAMANA_MAX_POOL 750u /* RobustPrune candidate cap (Microsoft DiskANN's maxc) */
@@ -1060,13 +1059,13 @@ int vamana_graph_save(const vamana_graph *g, const char *path)
     if (g->stride != g->R)
         return ann_fail(ANN_ESTATE, "%s: graph not compacted (stride %u, R %u)", path,
                         g->stride, g->R);
-    ann_put_u32(h + 12, g->R);
-    ann_put_u64(h + 16, g->n);
-    ann_put_u32(h + 24, g->entry);
-    ann_put_u32(h + 28, g->dim);
-    ann_put_u32(h + 32, g->L_build);
-    ann_put_f32(h + 36, g->alpha);
-    ann_put_u64(h + 40, g->seed);
+    ann_put_u32(h + VAMANA_OFF_R, g->R);
+    ann_put_u64(h + VAMANA_OFF_N, g->n);
+    ann_put_u32(h + VAMANA_OFF_ENTRY, g->entry);
+    ann_put_u32(h + VAMANA_OFF_DIM, g->dim);
+    ann_put_u32(h + VAMANA_OFF_L_BUILD, g->L_build);
+    ann_put_f32(h + VAMANA_OFF_ALPHA, g->alpha);
+    ann_put_u64(h + VAMANA_OFF_SEED, g->seed);
     rc = ann_awriter_open_header(&w, path, &vamana_binfmt, h);
     if (rc)
         return rc;
@@ -1090,10 +1089,10 @@ int vamana_graph_load(const char *path, vamana_graph **out)
     rc = ann_rfile_open_header(&r, path, &vamana_binfmt, h);
     if (rc)
         goto out;
-    uint32_t R = ann_get_u32(h + 12);
-    uint64_t n = ann_get_u64(h + 16);
-    if (R == 0 || R > 4096) {
-        rc = ann_fail(ANN_EFORMAT, "%s: field R = %u out of range [1, 4096]", path, R);
+    uint32_t R = ann_get_u32(h + VAMANA_OFF_R);
+    uint64_t n = ann_get_u64(h + VAMANA_OFF_N);
+    if (R == 0 || R > ANN_MAX_R) {
+        rc = ann_fail(ANN_EFORMAT, "%s: field R = %u out of range [1, %u]", path, R, ANN_MAX_R);
         goto out;
     }
     if (n == 0 || n >= VAMANA_NO_ID) {
@@ -1111,11 +1110,11 @@ int vamana_graph_load(const char *path, vamana_graph **out)
     rc = vamana_graph_create(n, R, R, &g);
     if (rc)
         goto out;
-    g->entry = ann_get_u32(h + 24);
-    g->dim = ann_get_u32(h + 28);
-    g->L_build = ann_get_u32(h + 32);
-    g->alpha = ann_get_f32(h + 36);
-    g->seed = ann_get_u64(h + 40);
+    g->entry = ann_get_u32(h + VAMANA_OFF_ENTRY);
+    g->dim = ann_get_u32(h + VAMANA_OFF_DIM);
+    g->L_build = ann_get_u32(h + VAMANA_OFF_L_BUILD);
+    g->alpha = ann_get_f32(h + VAMANA_OFF_ALPHA);
+    g->seed = ann_get_u64(h + VAMANA_OFF_SEED);
     rc = ann_rfile_read_u32s(&r, g->degree, n, "degrees");
     if (rc == 0)
         rc = ann_rfile_read_u32s(&r, g->adj, n * R, "neighbours");

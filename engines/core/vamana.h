@@ -34,6 +34,16 @@
 #include <stdint.h>
 
 #define VAMANA_FILE_VERSION 1u
+/* The graph file header's fields (the diagram above; magic, version and
+ * the crc trailer are its binio framing, engines/core/binio.h). */
+#define VAMANA_HEADER_BYTES 48
+#define VAMANA_OFF_R 12
+#define VAMANA_OFF_N 16
+#define VAMANA_OFF_ENTRY 24
+#define VAMANA_OFF_DIM 28
+#define VAMANA_OFF_L_BUILD 32
+#define VAMANA_OFF_ALPHA 36
+#define VAMANA_OFF_SEED 40
 #define VAMANA_NO_ID 0xFFFFFFFFu
 #define VAMANA_DEFAULT_SLACK 1.3f /* back-edge slack of Microsoft DiskANN */
 

@@ -6,6 +6,7 @@
 
 #include "engines/core/binio.h"
 #include "engines/core/fileio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -74,6 +75,11 @@ int ann_vecfile_open(const char *path, ann_vecfile *vf)
     vf->dim = ann_get_u32(hdr + 4);
     if (vf->dim == 0) {
         rc = ann_fail(ANN_EFORMAT, "%s: header says dim 0", path);
+        goto out;
+    }
+    if (vf->dim > ANN_MAX_DIM) {
+        rc = ann_fail(ANN_EFORMAT, "%s: header says dim %u, more than %u", path, vf->dim,
+                      ANN_MAX_DIM);
         goto out;
     }
     uint64_t want = 0;

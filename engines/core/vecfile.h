@@ -43,7 +43,8 @@ typedef struct ann_vecfile {
 /*
  * Open a vector file for reading and validate its header against its size.
  * Errors: -errno (open/stat), ANN_EFORMAT (short header, size mismatch,
- * dim 0), each naming the file.  The caller closes with ann_vecfile_close.
+ * dim 0 or above ANN_MAX_DIM, engines/core/limits.h), each naming the
+ * file.  The caller closes with ann_vecfile_close.
  */
 int ann_vecfile_open(const char *path, ann_vecfile *vf);
 

@@ -38,8 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char *const build_kv_choices[] = { "both", "rocksdb", "lmdb", NULL };
 
@@ -144,41 +142,19 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
     kv_reader *rd = NULL;
     kv_val mv = { 0 };
     char path[4300];
-    struct stat st;
-    kv_options o = { .read_only = !ann_param_bool(open_params, drec_open_params, "updates") };
-
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return ann_fail(ANN_ENOTFOUND, "%s: no index directory", dir);
-    rc = kv_profile_parse(ann_param_enum(open_params, drec_open_params, "profile"), &o.profile);
-    if (rc)
-        return rc;
-    o.block_cache_mb = (uint32_t)ann_param_int(open_params, drec_open_params, "block_cache_mb");
-    o.relaxed_sync = !ann_param_bool(open_params, drec_open_params, "sync");
-    if (ann_param_is_set(open_params, "kv")) {
-        rc = kv_backend_parse(ann_param_enum(open_params, drec_open_params, "kv"), &o.backend);
-        if (rc)
-            return rc;
-    } else {
-        snprintf(path, sizeof path, "%s/rocksdb", dir);
-        o.backend = access(path, F_OK) == 0 ? KV_BACKEND_ROCKSDB : KV_BACKEND_LMDB;
-    }
+    kv_options o;
+    const kv_index_spec spec = {
+        .params = drec_open_params,
+        .kv_default_built = 1,
+        .writable = ann_param_bool(open_params, drec_open_params, "updates"),
+        .relaxed_sync = !ann_param_bool(open_params, drec_open_params, "sync"),
+    };
 
     e = calloc(1, sizeof *e);
     if (!e)
         return ann_fail(-ENOMEM, "%s: no memory", dir);
-    snprintf(e->store_dir, sizeof e->store_dir, "%s/%s", dir, kv_backend_name(o.backend));
-    if (stat(e->store_dir, &st) != 0) {
-        rc = ann_fail(ANN_ENOTFOUND, "%s: missing: index built without a %s store (build.kv)",
-                      e->store_dir, kv_backend_name(o.backend));
-        goto out;
-    }
-    rc = kv_open(e->store_dir, &o, &e->kv);
-    if (rc)
-        goto out;
-    rc = kv_reader_create(e->kv, &rd);
-    if (rc)
-        goto out;
-    rc = kv_reader_begin(rd);
+    rc = kv_index_open(dir, open_params, &spec, &o, e->store_dir, sizeof e->store_dir, &e->kv,
+                       &rd);
     if (rc)
         goto out;
     uint8_t key[KV_KEY_U32_BYTES];

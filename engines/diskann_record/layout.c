@@ -8,67 +8,64 @@
 #include "engines/diskann_record/layout.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 #include "engines/core/vecsrc.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
+
+/* The metadata record's identity (its length varies with pq_bytes). */
+static const ann_binfmt drec_meta_fmt = {
+    .magic = DREC_MAGIC,
+    .version = DREC_VERSION,
+    .header_bytes = 0,
+    .name = "diskann-record index",
+};
+
+/* The metadata record's numeric fields (engine name and medoid code apart). */
+static const ann_field drec_meta_fields[] = {
+    ANN_FIELD(DREC_OFF_LAYOUT, U32, drec_meta, layout),
+    ANN_FIELD(DREC_OFF_MODE, U32, drec_meta, mode),
+    ANN_FIELD(DREC_OFF_N, U64, drec_meta, n),
+    ANN_FIELD(DREC_OFF_DIM, U32, drec_meta, dim),
+    ANN_FIELD(DREC_OFF_METRIC, U32, drec_meta, metric),
+    ANN_FIELD(DREC_OFF_MEDOID, U32, drec_meta, medoid),
+    ANN_FIELD(DREC_OFF_R, U32, drec_meta, R),
+    ANN_FIELD(DREC_OFF_L_BUILD, U32, drec_meta, L_build),
+    ANN_FIELD(DREC_OFF_ALPHA, F32, drec_meta, alpha),
+    ANN_FIELD(DREC_OFF_PQ_BYTES, U32, drec_meta, pq_bytes),
+    ANN_FIELD(DREC_OFF_CHUNK_ROWS, U32, drec_meta, chunk_rows),
+};
+#define DREC_META_FIELDS (sizeof drec_meta_fields / sizeof drec_meta_fields[0])
 
 void drec_meta_encode(const drec_meta *meta, uint8_t *out)
 {
     uint32_t m = meta->pq_bytes;
     memset(out, 0, drec_meta_bytes(m));
-    memcpy(out, DREC_MAGIC, sizeof DREC_MAGIC);
-    ann_put_u32(out + 8, meta->version);
-    memcpy(out + 12, meta->engine, strnlen(meta->engine, DREC_NAME_BYTES));
-    ann_put_u32(out + 32, meta->layout);
-    ann_put_u32(out + 36, meta->mode);
-    ann_put_u64(out + 40, meta->n);
-    ann_put_u32(out + 48, meta->dim);
-    ann_put_u32(out + 52, meta->metric);
-    ann_put_u32(out + 56, meta->medoid);
-    ann_put_u32(out + 60, meta->R);
-    ann_put_u32(out + 64, meta->L_build);
-    ann_put_f32(out + 68, meta->alpha);
-    ann_put_u32(out + 72, m);
-    ann_put_u32(out + 76, meta->chunk_rows);
-    memcpy(out + DREC_META_FIXED_BYTES, meta->medoid_code, m);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, out, (uInt)(DREC_META_FIXED_BYTES + m));
-    ann_put_u32(out + DREC_META_FIXED_BYTES + m, (uint32_t)crc);
+    memcpy(out + DREC_OFF_ENGINE, meta->engine, strnlen(meta->engine, DREC_NAME_BYTES));
+    ann_fields_put(out, drec_meta_fields, DREC_META_FIELDS, meta);
+    memcpy(out + DREC_OFF_MEDOID_CODE, meta->medoid_code, m);
+    ann_frame_seal(out, drec_meta_bytes(m), DREC_MAGIC, meta->version);
 }
 
 int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_meta *out)
 {
+    char what[4200];
+    snprintf(what, sizeof what, "%s: metadata record", where);
     memset(out, 0, sizeof *out);
-    if (len < DREC_META_FIXED_BYTES + 4 || memcmp(rec, DREC_MAGIC, sizeof DREC_MAGIC) != 0)
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: bad magic or length %zu", where, len);
-    out->version = ann_get_u32(rec + 8);
-    if (out->version != DREC_VERSION)
-        return ann_fail(ANN_EVERSION, "%s: metadata record: format version %u, this build reads %u",
-                        where, out->version, DREC_VERSION);
-    uint32_t m = ann_get_u32(rec + 72);
+    int rc = ann_frame_check(rec, len, &drec_meta_fmt, what);
+    if (rc)
+        return rc;
+    uint32_t m = ann_get_u32(rec + DREC_OFF_PQ_BYTES);
     if (m > DREC_MAX_PQ_BYTES || len != drec_meta_bytes(m))
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: length %zu for pq_bytes %u", where,
-                        len, m);
-    uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, rec, (uInt)(DREC_META_FIXED_BYTES + m));
-    if ((uint32_t)crc != ann_get_u32(rec + DREC_META_FIXED_BYTES + m))
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: crc mismatch", where);
-    memcpy(out->engine, rec + 12, DREC_NAME_BYTES);
+        return ann_fail(ANN_ECORRUPT, "%s: length %zu for pq_bytes %u", what, len, m);
+    out->version = ann_get_u32(rec + ANN_HDR_VERSION_OFF);
+    memcpy(out->engine, rec + DREC_OFF_ENGINE, DREC_NAME_BYTES);
     out->engine[DREC_NAME_BYTES] = '\0';
-    out->layout = ann_get_u32(rec + 32);
-    out->mode = ann_get_u32(rec + 36);
-    out->n = ann_get_u64(rec + 40);
-    out->dim = ann_get_u32(rec + 48);
-    out->metric = ann_get_u32(rec + 52);
-    out->medoid = ann_get_u32(rec + 56);
-    out->R = ann_get_u32(rec + 60);
-    out->L_build = ann_get_u32(rec + 64);
-    out->alpha = ann_get_f32(rec + 68);
-    out->pq_bytes = m;
-    out->chunk_rows = ann_get_u32(rec + 76);
-    memcpy(out->medoid_code, rec + DREC_META_FIXED_BYTES, m);
+    ann_fields_get(rec, drec_meta_fields, DREC_META_FIELDS, out);
+    memcpy(out->medoid_code, rec + DREC_OFF_MEDOID_CODE, m);
 
     const char *field = NULL;
     if (out->layout != DREC_LAYOUT_FULL && out->layout != DREC_LAYOUT_RESIDENT)
@@ -77,7 +74,7 @@ int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_met
         field = "mode";
     else if (out->n >= UINT32_MAX)
         field = "n";
-    else if (out->dim == 0 || out->dim > (1u << 20))
+    else if (out->dim == 0 || out->dim > ANN_MAX_DIM)
         field = "dim";
     else if (!ann_metric_name((ann_metric)out->metric))
         field = "metric";
@@ -93,7 +90,7 @@ int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_met
              out->chunk_rows == 0)
         field = "chunk_rows";
     if (field)
-        return ann_fail(ANN_ECORRUPT, "%s: metadata record: field %s out of range", where, field);
+        return ann_fail(ANN_ECORRUPT, "%s: field %s out of range", what, field);
     return 0;
 }
 
@@ -116,12 +113,12 @@ void drec_node_encode(uint32_t layout, uint32_t m, uint32_t v, const uint32_t *n
 
 void drec_state_encode(const drec_state *st, uint8_t *out)
 {
-    ann_put_u32(out, st->id_bound);
-    ann_put_u64(out + 4, st->graph_nodes);
-    ann_put_u64(out + 12, st->merges);
+    ann_put_u32(out + DREC_STATE_OFF_ID_BOUND, st->id_bound);
+    ann_put_u64(out + DREC_STATE_OFF_GRAPH_NODES, st->graph_nodes);
+    ann_put_u64(out + DREC_STATE_OFF_MERGES, st->merges);
     uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, out, 20);
-    ann_put_u32(out + 20, (uint32_t)crc);
+    crc = crc32(crc, out, DREC_STATE_OFF_CRC);
+    ann_put_u32(out + DREC_STATE_OFF_CRC, (uint32_t)crc);
 }
 
 int drec_state_decode(const uint8_t *rec, size_t len, const char *where, drec_state *out)
@@ -130,12 +127,12 @@ int drec_state_decode(const uint8_t *rec, size_t len, const char *where, drec_st
         return ann_fail(ANN_ECORRUPT, "%s: live-state record: length %zu, expected %d", where,
                         len, DREC_STATE_BYTES);
     uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc, rec, 20);
-    if ((uint32_t)crc != ann_get_u32(rec + 20))
+    crc = crc32(crc, rec, DREC_STATE_OFF_CRC);
+    if ((uint32_t)crc != ann_get_u32(rec + DREC_STATE_OFF_CRC))
         return ann_fail(ANN_ECORRUPT, "%s: live-state record: crc mismatch", where);
-    out->id_bound = ann_get_u32(rec);
-    out->graph_nodes = ann_get_u64(rec + 4);
-    out->merges = ann_get_u64(rec + 12);
+    out->id_bound = ann_get_u32(rec + DREC_STATE_OFF_ID_BOUND);
+    out->graph_nodes = ann_get_u64(rec + DREC_STATE_OFF_GRAPH_NODES);
+    out->merges = ann_get_u64(rec + DREC_STATE_OFF_MERGES);
     if (out->graph_nodes > out->id_bound)
         return ann_fail(ANN_ECORRUPT, "%s: live-state record: field graph_nodes out of range",
                         where);

@@ -123,6 +123,30 @@
 #define DREC_NAME_BYTES 20
 #define DREC_META_FIXED_BYTES 80 /* before the medoid code */
 
+/* The metadata record's fields (the diagram above; layout.c encodes and
+ * decodes through these names).  Magic at ANN_HDR_MAGIC_OFF, version at
+ * ANN_HDR_VERSION_OFF (engines/core/binio.h); the record is a binio frame,
+ * its crc the last 4 bytes. */
+#define DREC_OFF_ENGINE 12
+#define DREC_OFF_LAYOUT 32
+#define DREC_OFF_MODE 36
+#define DREC_OFF_N 40
+#define DREC_OFF_DIM 48
+#define DREC_OFF_METRIC 52
+#define DREC_OFF_MEDOID 56
+#define DREC_OFF_R 60
+#define DREC_OFF_L_BUILD 64
+#define DREC_OFF_ALPHA 68
+#define DREC_OFF_PQ_BYTES 72
+#define DREC_OFF_CHUNK_ROWS 76
+#define DREC_OFF_MEDOID_CODE DREC_META_FIXED_BYTES
+
+/* The live-state record's fields (table 0x07) */
+#define DREC_STATE_OFF_ID_BOUND 0
+#define DREC_STATE_OFF_GRAPH_NODES 4
+#define DREC_STATE_OFF_MERGES 12
+#define DREC_STATE_OFF_CRC 20
+
 #define DREC_TABLE_META 0x00
 #define DREC_TABLE_NODE 0x01
 #define DREC_TABLE_VECTOR 0x02
@@ -189,9 +213,11 @@ void drec_meta_encode(const drec_meta *meta, uint8_t *out);
 
 /*
  * Decode and verify a metadata record of len bytes read from store `where`
- * (named in messages).  Errors: ANN_ECORRUPT (length, magic, crc, field
- * out of range), ANN_EVERSION (another format version), each naming where
- * and the field.
+ * (named in messages): the framing first (engines/core/binio.h: checksum,
+ * magic, version), then every field, dim up to ANN_MAX_DIM
+ * (engines/core/limits.h).  Errors: ANN_ECORRUPT (length, checksum, field
+ * out of range), ANN_EFORMAT (magic), ANN_EVERSION (another format
+ * version), each naming "<where>: metadata record" and the field.
  */
 int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_meta *out);
 

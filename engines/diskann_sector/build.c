@@ -100,7 +100,6 @@ static const ann_binfmt sums_binfmt = {
     .version = DSEC_SUMS_VERSION,
     .header_bytes = DSEC_SUMS_HEADER_BYTES,
     .name = "diskann-sector checksum file",
-    .version_name = "index.sums",
 };
 
 int dsec_write_sums_file(const char *path, const dsec_header *h, const float *vectors,
@@ -113,8 +112,8 @@ int dsec_write_sums_file(const char *path, const dsec_header *h, const float *ve
     uint8_t *rec = calloc(1, h->node_bytes);
     if (!rec)
         return ann_fail(-ENOMEM, "%s: no memory", path);
-    ann_put_u32(hdr + 12, h->node_bytes);
-    ann_put_u64(hdr + 16, h->n);
+    ann_put_u32(hdr + DSEC_SUMS_OFF_NODE_BYTES, h->node_bytes);
+    ann_put_u64(hdr + DSEC_SUMS_OFF_N, h->n);
     rc = ann_awriter_open_header(&w, path, &sums_binfmt, hdr);
     if (rc)
         goto out;
@@ -150,11 +149,13 @@ int dsec_sums_load(const char *path, const dsec_header *h, uint32_t **sums)
             rc = ANN_ECORRUPT;
         goto out;
     }
-    if (ann_get_u32(hdr + 12) != h->node_bytes || ann_get_u64(hdr + 16) != h->n ||
+    uint32_t node_bytes = ann_get_u32(hdr + DSEC_SUMS_OFF_NODE_BYTES);
+    uint64_t n = ann_get_u64(hdr + DSEC_SUMS_OFF_N);
+    if (node_bytes != h->node_bytes || n != h->n ||
         r.size != DSEC_SUMS_HEADER_BYTES + 4 * h->n + 4) {
         rc = ann_fail(ANN_ECORRUPT, "%s: %llu sums of %u-byte records in %llu bytes; the index has "
                                     "%llu nodes of %u bytes",
-                      path, (unsigned long long)ann_get_u64(hdr + 16), ann_get_u32(hdr + 12),
+                      path, (unsigned long long)n, node_bytes,
                       (unsigned long long)r.size, (unsigned long long)h->n, h->node_bytes);
         goto out;
     }

@@ -81,6 +81,8 @@
 #ifndef ANNLAB_DISKANN_SECTOR_LAYOUT_H
 #define ANNLAB_DISKANN_SECTOR_LAYOUT_H
 
+#include "engines/core/limits.h"
+
 #include <stdint.h>
 
 #define DSEC_MAGIC "ANNDSEC"          /* 8 bytes with the terminating NUL */
@@ -90,17 +92,37 @@
 #define DSEC_SUMS_VERSION 1u
 #define DSEC_SUMS_HEADER_BYTES 24u
 #define DSEC_SECTOR_BYTES 4096u
+
+/* The header sector's fields (the diagram above; layout.c encodes and
+ * decodes through these names).  Magic at ANN_HDR_MAGIC_OFF, version at
+ * ANN_HDR_VERSION_OFF (engines/core/binio.h); the header is a binio frame
+ * of DSEC_HEADER_BYTES whose crc ends it, zero-padded to the sector. */
+#define DSEC_OFF_SECTOR_BYTES 12u
+#define DSEC_OFF_N 16u
+#define DSEC_OFF_DIM 24u
+#define DSEC_OFF_METRIC 28u
+#define DSEC_OFF_R 32u
+#define DSEC_OFF_MEDOID 36u
+#define DSEC_OFF_NODES_PER_SECTOR 40u
+#define DSEC_OFF_SECTORS_PER_NODE 44u
+#define DSEC_OFF_NODE_BYTES 48u
+#define DSEC_OFF_L_BUILD 52u
+#define DSEC_OFF_ALPHA 56u
+#define DSEC_OFF_PQ_BYTES 60u
+#define DSEC_OFF_SEED 64u
+#define DSEC_OFF_TOTAL_SECTORS 72u
 #define DSEC_HEADER_CRC_OFFSET 80u    /* the crc covers bytes [0, 80) */
+#define DSEC_HEADER_BYTES 84u         /* the frame, crc included */
+
+/* index.sums' header fields (magic and version as above) */
+#define DSEC_SUMS_OFF_NODE_BYTES 12u
+#define DSEC_SUMS_OFF_N 16u
 #define DSEC_NO_ID 0xFFFFFFFFu        /* unused neighbour slot */
 
 #define DSEC_INDEX_FILE "index.sector"
 #define DSEC_SUMS_FILE "index.sums"
 #define DSEC_PQ_CODEBOOK_FILE "pq.pqcb"
 #define DSEC_PQ_CODES_FILE "pq.pqcodes"
-
-/* Upper bounds checked at open, so corrupt headers cannot ask for absurd memory. */
-#define DSEC_MAX_DIM 65536u
-#define DSEC_MAX_R 4096u
 
 /* The decoded header. */
 typedef struct dsec_header {
@@ -152,9 +174,12 @@ void dsec_header_encode(const dsec_header *h, uint8_t *hdr);
 
 /*
  * Decode and verify the header sector read from path (file_bytes: the
- * file's size).  Errors name the file and field: ANN_ECORRUPT (magic,
- * crc, geometry, n/dim/R/medoid out of range, file shorter than
- * total_sectors), ANN_EVERSION (version other than DSEC_VERSION).
+ * file's size), the header framing first (engines/core/binio.h:
+ * checksum, magic, version), then every field: dim up to ANN_MAX_DIM and R
+ * up to ANN_MAX_R (engines/core/limits.h).  Errors name the file and
+ * field: ANN_ECORRUPT (checksum, geometry, n/dim/R/medoid out of range,
+ * file shorter than total_sectors), ANN_EFORMAT (magic), ANN_EVERSION
+ * (version other than DSEC_VERSION).
  */
 int dsec_header_decode(const uint8_t *hdr, uint64_t file_bytes, const char *path, dsec_header *h);
 

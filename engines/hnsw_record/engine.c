@@ -34,10 +34,9 @@ static void hnsw_close(ann_engine *e)
 static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **out,
                      json_t *report)
 {
+    static const kv_index_spec spec = { .params = kv_open_params };
     kv_options opt;
-    int rc = kv_options_from_params(open_params, &opt);
-    if (rc)
-        return rc;
+    int rc = 0;
     if (!ann_host_le())
         return ann_fail(ANN_EUNSUPPORTED, "hnsw-record: records are little-endian, host is not");
     ann_engine *e = calloc(1, sizeof *e);
@@ -46,13 +45,8 @@ static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **ou
     int begun = 0;
     if (!e)
         return ann_fail(-ENOMEM, "hnsw-record open: no memory");
-    rc = kv_open_built(dir, &opt, e->store_dir, sizeof e->store_dir, &e->kv);
-    if (rc)
-        goto out;
-    rc = kv_reader_create(e->kv, &rd);
-    if (rc)
-        goto out;
-    rc = kv_reader_begin(rd);
+    rc = kv_index_open(dir, open_params, &spec, &opt, e->store_dir, sizeof e->store_dir, &e->kv,
+                       &rd);
     if (rc)
         goto out;
     begun = 1;

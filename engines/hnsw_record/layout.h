@@ -50,6 +50,18 @@
 #define HNSW_MAGIC "ANNHNSW"
 #define HNSW_VERSION 2u
 #define HNSW_META_BYTES 64
+/* The metadata record's fields (the diagram above; record.c encodes and
+ * decodes through these names); magic, version and the crc ending it are
+ * its binio frame (engines/core/binio.h). */
+#define HNSW_OFF_METRIC 12
+#define HNSW_OFF_N 16
+#define HNSW_OFF_DIM 24
+#define HNSW_OFF_M 28
+#define HNSW_OFF_M0 32
+#define HNSW_OFF_EF_CONSTRUCTION 36
+#define HNSW_OFF_ENTRY 40
+#define HNSW_OFF_MAX_LEVEL 44
+#define HNSW_OFF_SEED 48
 #define HNSW_TABLE_META 0x01
 #define HNSW_TABLE_NODE 0x02
 #define HNSW_NODE_HEADER_BYTES 8

@@ -6,24 +6,37 @@
 #include "engines/hnsw_record/hnsw.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
 
 #include <string.h>
 #include <zlib.h>
 
+static const ann_binfmt hnsw_meta_fmt = {
+    .magic = HNSW_MAGIC,
+    .version = HNSW_VERSION,
+    .header_bytes = HNSW_META_BYTES,
+    .name = "hnsw-record index",
+};
+
+static const ann_field hnsw_meta_fields[] = {
+    ANN_FIELD(HNSW_OFF_METRIC, U32, hnsw_meta, metric),
+    ANN_FIELD(HNSW_OFF_N, U64, hnsw_meta, n),
+    ANN_FIELD(HNSW_OFF_DIM, U32, hnsw_meta, dim),
+    ANN_FIELD(HNSW_OFF_M, U32, hnsw_meta, M),
+    ANN_FIELD(HNSW_OFF_M0, U32, hnsw_meta, M0),
+    ANN_FIELD(HNSW_OFF_EF_CONSTRUCTION, U32, hnsw_meta, ef_construction),
+    ANN_FIELD(HNSW_OFF_ENTRY, U32, hnsw_meta, entry),
+    ANN_FIELD(HNSW_OFF_MAX_LEVEL, U32, hnsw_meta, max_level),
+    ANN_FIELD(HNSW_OFF_SEED, U64, hnsw_meta, seed),
+};
+#define HNSW_META_FIELDS (sizeof hnsw_meta_fields / sizeof hnsw_meta_fields[0])
+
 void hnsw_meta_encode(const hnsw_meta *m, uint8_t *out)
 {
     memset(out, 0, HNSW_META_BYTES);
-    ann_put_u32(out + 12, (uint32_t)m->metric);
-    ann_put_u64(out + 16, m->n);
-    ann_put_u32(out + 24, m->dim);
-    ann_put_u32(out + 28, m->M);
-    ann_put_u32(out + 32, m->M0);
-    ann_put_u32(out + 36, m->ef_construction);
-    ann_put_u32(out + 40, m->entry);
-    ann_put_u32(out + 44, m->max_level);
-    ann_put_u64(out + 48, m->seed);
+    ann_fields_put(out, hnsw_meta_fields, HNSW_META_FIELDS, m);
     ann_frame_seal(out, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION);
 }
 
@@ -31,21 +44,12 @@ int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_met
 {
     char where[4200];
     snprintf(where, sizeof where, "%s: metadata record", store);
-    int rc = ann_frame_check(rec, len, HNSW_META_BYTES, HNSW_MAGIC, HNSW_VERSION, where);
+    int rc = ann_frame_check(rec, len, &hnsw_meta_fmt, where);
     if (rc)
         return rc;
-    hnsw_meta m = {
-        .metric = (ann_metric)ann_get_u32(rec + 12),
-        .n = ann_get_u64(rec + 16),
-        .dim = ann_get_u32(rec + 24),
-        .M = ann_get_u32(rec + 28),
-        .M0 = ann_get_u32(rec + 32),
-        .ef_construction = ann_get_u32(rec + 36),
-        .entry = ann_get_u32(rec + 40),
-        .max_level = ann_get_u32(rec + 44),
-        .seed = ann_get_u64(rec + 48),
-    };
-    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.M < 2 ||
+    hnsw_meta m = { 0 };
+    ann_fields_get(rec, hnsw_meta_fields, HNSW_META_FIELDS, &m);
+    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.M < 2 ||
         m.M0 != 2 * m.M || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
         (m.n == 0 ? m.entry != HNSW_NO_NODE : m.entry >= m.n))
         return ann_fail(ANN_ECORRUPT,

@@ -111,10 +111,9 @@ out:
 static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **out,
                       json_t *report)
 {
+    static const kv_index_spec spec = { .params = kv_open_params };
     kv_options opt;
-    int rc = kv_options_from_params(open_params, &opt);
-    if (rc)
-        return rc;
+    int rc = 0;
     if (!ann_host_le())
         return ann_fail(ANN_EUNSUPPORTED, "ivfpq-record: records are little-endian, host is not");
     ann_engine *e = calloc(1, sizeof *e);
@@ -123,8 +122,9 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
     int begun = 0;
     if (!e)
         return ann_fail(-ENOMEM, "ivfpq-record open: no memory");
-    if ((rc = kv_open_built(dir, &opt, e->store_dir, sizeof e->store_dir, &e->kv)) != 0 ||
-        (rc = kv_reader_create(e->kv, &rd)) != 0 || (rc = kv_reader_begin(rd)) != 0)
+    rc = kv_index_open(dir, open_params, &spec, &opt, e->store_dir, sizeof e->store_dir, &e->kv,
+                       &rd);
+    if (rc)
         goto out;
     begun = 1;
     rc = get_record(rd, IVFPQ_TABLE_META, 0, &val, e->store_dir, "metadata");

@@ -99,6 +99,18 @@
 #define IVFPQ_MAGIC "ANNIVFQ"
 #define IVFPQ_VERSION 4u
 #define IVFPQ_META_BYTES 64
+/* The metadata record's fields (the diagram above; record.c encodes and
+ * decodes through these names); magic, version and the crc ending it are
+ * its binio frame (engines/core/binio.h). */
+#define IVFPQ_OFF_METRIC 12
+#define IVFPQ_OFF_N 16
+#define IVFPQ_OFF_DIM 24
+#define IVFPQ_OFF_NLIST 28
+#define IVFPQ_OFF_LISTS 32
+#define IVFPQ_OFF_PQ_BYTES 36
+#define IVFPQ_OFF_CHUNK_ENTRIES 40
+#define IVFPQ_OFF_COARSE_SUM 44
+#define IVFPQ_OFF_SEED 48
 #define IVFPQ_CHUNK_HEADER_BYTES 16
 /* a chunk record of count entries: offsets of its arrays, and its length */
 #define IVFPQ_CHUNK_BETAS_OFF(count) (IVFPQ_CHUNK_HEADER_BYTES + 4 * (size_t)(count))

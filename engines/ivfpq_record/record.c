@@ -7,6 +7,7 @@
 #include "engines/ivfpq_record/ivfpq.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/limits.h"
 #include "engines/core/status.h"
 #include "engines/ivfpq_record/layout.h"
 
@@ -14,18 +15,30 @@
 #include <string.h>
 #include <zlib.h>
 
+static const ann_binfmt ivfpq_meta_fmt = {
+    .magic = IVFPQ_MAGIC,
+    .version = IVFPQ_VERSION,
+    .header_bytes = IVFPQ_META_BYTES,
+    .name = "ivfpq-record index",
+};
+
+static const ann_field ivfpq_meta_fields[] = {
+    ANN_FIELD(IVFPQ_OFF_METRIC, U32, ivfpq_meta, metric),
+    ANN_FIELD(IVFPQ_OFF_N, U64, ivfpq_meta, n),
+    ANN_FIELD(IVFPQ_OFF_DIM, U32, ivfpq_meta, dim),
+    ANN_FIELD(IVFPQ_OFF_NLIST, U32, ivfpq_meta, nlist),
+    ANN_FIELD(IVFPQ_OFF_LISTS, U32, ivfpq_meta, lists),
+    ANN_FIELD(IVFPQ_OFF_PQ_BYTES, U32, ivfpq_meta, pq_bytes),
+    ANN_FIELD(IVFPQ_OFF_CHUNK_ENTRIES, U32, ivfpq_meta, chunk_entries),
+    ANN_FIELD(IVFPQ_OFF_COARSE_SUM, U32, ivfpq_meta, coarse_sum),
+    ANN_FIELD(IVFPQ_OFF_SEED, U64, ivfpq_meta, seed),
+};
+#define IVFPQ_META_FIELDS (sizeof ivfpq_meta_fields / sizeof ivfpq_meta_fields[0])
+
 void ivfpq_meta_encode(const ivfpq_meta *m, uint8_t *out)
 {
     memset(out, 0, IVFPQ_META_BYTES);
-    ann_put_u32(out + 12, (uint32_t)m->metric);
-    ann_put_u64(out + 16, m->n);
-    ann_put_u32(out + 24, m->dim);
-    ann_put_u32(out + 28, m->nlist);
-    ann_put_u32(out + 32, m->lists);
-    ann_put_u32(out + 36, m->pq_bytes);
-    ann_put_u32(out + 40, m->chunk_entries);
-    ann_put_u32(out + 44, m->coarse_sum);
-    ann_put_u64(out + 48, m->seed);
+    ann_fields_put(out, ivfpq_meta_fields, IVFPQ_META_FIELDS, m);
     ann_frame_seal(out, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION);
 }
 
@@ -33,26 +46,12 @@ int ivfpq_meta_decode(const uint8_t *rec, size_t len, const char *store, ivfpq_m
 {
     char where[4200];
     snprintf(where, sizeof where, "%s: metadata record", store);
-    int rc = ann_frame_check(rec, len, IVFPQ_META_BYTES, IVFPQ_MAGIC, IVFPQ_VERSION, where);
-    if (rc == ANN_EVERSION) /* the frame is whole: the version field is readable */
-        return ann_fail(ANN_EVERSION,
-                        "%s: ivfpq-record format version %u, this build reads version %u "
-                        "only; rebuild the index",
-                        store, ann_get_u32(rec + 8), IVFPQ_VERSION);
+    int rc = ann_frame_check(rec, len, &ivfpq_meta_fmt, where);
     if (rc)
         return rc;
-    ivfpq_meta m = {
-        .metric = (ann_metric)ann_get_u32(rec + 12),
-        .n = ann_get_u64(rec + 16),
-        .dim = ann_get_u32(rec + 24),
-        .nlist = ann_get_u32(rec + 28),
-        .lists = ann_get_u32(rec + 32),
-        .pq_bytes = ann_get_u32(rec + 36),
-        .chunk_entries = ann_get_u32(rec + 40),
-        .coarse_sum = ann_get_u32(rec + 44),
-        .seed = ann_get_u64(rec + 48),
-    };
-    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > (1u << 20) || m.nlist == 0 ||
+    ivfpq_meta m = { 0 };
+    ann_fields_get(rec, ivfpq_meta_fields, IVFPQ_META_FIELDS, &m);
+    if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.nlist == 0 ||
         m.lists > m.nlist || (uint64_t)m.lists > m.n || (m.n > 0 && m.lists == 0) ||
         m.n > UINT32_MAX || m.pq_bytes == 0 || m.pq_bytes > m.dim ||
         m.chunk_entries != IVFPQ_CHUNK_ENTRIES)
