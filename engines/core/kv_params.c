@@ -32,6 +32,21 @@ const ann_param_spec kv_open_params[] = {
     ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
 };
 
+const ann_param_spec kv_live_open_params[] = {
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_backend_choices, .def_str = "rocksdb",
+      .help = "record store backend" },
+    { .name = "profile", .type = ANN_PARAM_ENUM, .choices = kv_profile_choices,
+      .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
+    { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 20,
+      .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
+    { .name = "updates", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "open the store writable for insert/remove/merge (one process at a time)" },
+    { .name = "sync", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "updates: LMDB syncs every commit (default: a commit survives kill -9, as "
+              "RocksDB's unsynced WAL does)" },
+    ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
+};
+
 int kv_options_from_params(const json_t *open_params, kv_options *opt)
 {
     memset(opt, 0, sizeof *opt);
@@ -43,6 +58,16 @@ int kv_options_from_params(const json_t *open_params, kv_options *opt)
         return rc;
     opt->block_cache_mb = (uint32_t)ann_param_int(open_params, kv_open_params, "block_cache_mb");
     opt->read_only = 1;
+    return 0;
+}
+
+int kv_options_from_live_params(const json_t *open_params, kv_options *opt)
+{
+    int rc = kv_options_from_params(open_params, opt);
+    if (rc)
+        return rc;
+    opt->read_only = !ann_param_bool(open_params, kv_live_open_params, "updates");
+    opt->relaxed_sync = !ann_param_bool(open_params, kv_live_open_params, "sync");
     return 0;
 }
 

@@ -24,6 +24,18 @@ extern const ann_param_spec kv_open_params[];
  */
 int kv_options_from_params(const json_t *open_params, kv_options *opt);
 
+/* The same three parameters, then the live-update ones of the record
+ * engines that accept updates (hnsw-record, ivfpq-record): updates (bool,
+ * default false: open the store writable; one process at a time) and sync
+ * (bool, default false: LMDB syncs every commit; otherwise a commit survives
+ * kill -9, not a machine crash, as RocksDB's unsynced write-ahead log). */
+extern const ann_param_spec kv_live_open_params[];
+
+/* kv_options_from_params for open_params validated against
+ * kv_live_open_params: read_only unless "updates", relaxed_sync unless
+ * "sync".  Errors as kv_options_from_params.  Thread-safe. */
+int kv_options_from_live_params(const json_t *open_params, kv_options *opt);
+
 /*
  * The open report (engines/engine.h) of a record engine reading a store
  * opened with *opt: "io" and "kv" the backend, "o_direct" false,

@@ -2,8 +2,8 @@
  * engine.c: the ivfpq-record vtable: open (coarse centroids and codebook
  * files into RAM, then the store the `kv` open parameter selects, its
  * metadata and list directory records checked), per-thread search contexts
- * and the parameters.  Build in build.c, search in search.c, layout in
- * layout.h.
+ * and the parameters.  Build in build.c, search in search.c, live updates
+ * in insert.c, layout in layout.h.
  */
 #include "engines/ivfpq_record/ivfpq.h"
 
@@ -33,6 +33,7 @@ static void ivfpq_close(ann_engine *e)
 {
     if (!e)
         return;
+    ivfpq_live_close(e);
     kv_close(e->kv);
     pq_codebook_destroy(e->cb);
     free(e->centroids);
@@ -112,7 +113,7 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
                       json_t *report)
 {
     kv_options opt;
-    int rc = kv_options_from_params(open_params, &opt);
+    int rc = kv_options_from_live_params(open_params, &opt);
     if (rc)
         return rc;
     if (!ann_host_le())
@@ -149,6 +150,9 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
     rc = load_files(e, dir);
     if (rc)
         goto out;
+    rc = ivfpq_live_open(e, rd, !opt.read_only);
+    if (rc)
+        goto out;
     kv_open_report(&opt, report);
     *out = e;
     e = NULL;
@@ -163,7 +167,7 @@ out:
 
 static uint64_t ivfpq_size(const ann_engine *e)
 {
-    return e->meta.n;
+    return e->meta.n + atomic_load(&e->live.appended) - atomic_load(&e->live.deleted);
 }
 
 static void ivfpq_ctx_free(ann_ctx *c)
@@ -235,7 +239,7 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .title = "IVF-PQ (records)",
     .reads_unit = "kv gets",
     .build_params = ivfpq_build_params,
-    .open_params = kv_open_params,
+    .open_params = kv_live_open_params,
     .search_params = ivfpq_search_params,
     .effort_param = "nprobe",
     .build = ivfpq_build,
@@ -245,5 +249,7 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .ctx_new = ivfpq_ctx_new,
     .ctx_free = ivfpq_ctx_free,
     .search = ivfpq_search,
+    .insert = ivfpq_insert,
+    .remove = ivfpq_remove,
     .format_version = IVFPQ_VERSION,
 };

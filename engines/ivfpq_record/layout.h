@@ -62,6 +62,27 @@
  * Table 0x04, kv_key_u32 id 0: the list directory: u32 lists, then lists x
  * u32 list lengths (summing to n), then u32 crc32 of the bytes before it.
  *
+ * Live updates (insert.c; written only by an index opened with the open
+ * parameter "updates", never by a build, so a built store is unchanged):
+ *
+ * Table 0x03 also holds the vector record of every inserted id.
+ *
+ * Table 0x05, kv_key_u64 id (list << 32 | v): an appended entry of list
+ * `list`, vector v inserted after the build (a prefix iteration of the
+ * table byte and the list's 4 big-endian bytes walks a list's appended
+ * entries).  4 + m bytes:
+ *
+ *     0  f32      beta of the entry (as in a chunk record; finite)
+ *     4  u8[m]    PQ code of its residual v - c
+ *
+ * Table 0x06, kv_key_u32 id v: a tombstone: v is deleted.  1 byte, 0.
+ * Its vector record and its list entry (chunk or appended) stay; searches
+ * skip it, and an id with a tombstone cannot be inserted again.
+ *
+ * An insert writes v's vector record and appended entry in one write
+ * batch; a remove writes the tombstone alone.  A store that received
+ * updates holds ids >= n (the metadata record's n stays the built count).
+ *
  * With C = 1024 and m = 96, a full chunk is 16 + 1024 * 104 = 106,512
  * bytes; at 100k vectors and 1,265 lists a list is one record.
  *
@@ -109,6 +130,9 @@
 #define IVFPQ_TABLE_LIST 0x02
 #define IVFPQ_TABLE_VECTOR 0x03
 #define IVFPQ_TABLE_DIR 0x04
+#define IVFPQ_TABLE_APPENDED 0x05
+#define IVFPQ_TABLE_TOMBSTONE 0x06
+#define IVFPQ_APPENDED_BYTES(m) (4 + (size_t)(m))
 #define IVFPQ_COARSE_FILE "coarse.fbin"
 #define IVFPQ_CODEBOOK_FILE "pq.pqcb"
 
