@@ -26,16 +26,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
 #include "engines/core/u32map.h"
 #include "engines/engine.h"
+#include "engines/hnsw_record/layout.h"
 #include "tests/support/testutil.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +316,100 @@ static uint64_t store_records(const char *index, const char *backend)
     return n;
 }
 
+/*
+ * The hnsw-record graph checker, reading the store directly: every node
+ * record's links lead to node records, none to itself or twice in a list,
+ * a list holds at most M0 (level 0) / M links; after a merge no link leads
+ * to a deleted id and no tombstone is left, except the entry point's (kept
+ * as a navigation point).  Returns the node records.
+ */
+static uint64_t check_hnsw_graph(const char *index, const char *backend, int merged)
+{
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/%s", index, backend);
+    kv_options o = { .read_only = 1 };
+    assert_int_equal(kv_backend_parse(backend, &o.backend), 0);
+    kv_store *s = NULL;
+    kv_reader *rd = NULL;
+    assert_int_equal(kv_open(dir, &o, &s), 0);
+    assert_int_equal(kv_reader_create(s, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_val mv = { 0 };
+    assert_int_equal(kv_get(rd, key, kv_key_u32(key, HNSW_TABLE_META, 0), &mv), 0);
+    uint32_t M = ann_get_u32((const uint8_t *)mv.data + 28), entry = ann_get_u32(
+                                                                  (const uint8_t *)mv.data + 40);
+    kv_val_release(&mv);
+    if (kv_get(rd, key, kv_key_u32(key, HNSW_TABLE_STATE, 0), &mv) == 0) {
+        entry = ann_get_u32((const uint8_t *)mv.data + 12);
+        kv_val_release(&mv);
+    }
+    ann_u32map nodes = { 0 }, tombs = { 0 };
+    const uint8_t tables[2] = { HNSW_TABLE_NODE, HNSW_TABLE_TOMBSTONE };
+    ann_u32map *sets[2] = { &nodes, &tombs };
+    for (int t = 0; t < 2; t++) {
+        kv_iter *it = NULL;
+        kv_val k, v;
+        int step;
+        assert_int_equal(kv_iter_create(rd, &tables[t], 1, &it), 0);
+        while ((step = kv_iter_next(it, &k, &v)) == 1) {
+            uint32_t id;
+            assert_int_equal(kv_key_parse_u32(k.data, k.len, NULL, &id), 0);
+            assert_int_equal(ann_u32map_put(sets[t], id, 1), 0);
+        }
+        assert_int_equal(step, 0);
+        kv_iter_destroy(it);
+    }
+    kv_iter *it = NULL;
+    kv_val k, v;
+    uint8_t nt = HNSW_TABLE_NODE;
+    assert_int_equal(kv_iter_create(rd, &nt, 1, &it), 0);
+    while (kv_iter_next(it, &k, &v) == 1) {
+        uint32_t id;
+        assert_int_equal(kv_key_parse_u32(k.data, k.len, NULL, &id), 0);
+        const uint8_t *rec = v.data;
+        assert_int_equal(ann_get_u32(rec), id);
+        uint32_t level = rec[4];
+        size_t off = HNSW_NODE_HEADER_BYTES + (size_t)DIM * 4;
+        for (uint32_t l = 0; l <= level; l++) {
+            uint32_t count = ann_get_u32(rec + off);
+            if (count > (l ? M : 2 * M))
+                fail_msg("%s: node %u level %u: %u links", dir, id, l, count);
+            for (uint32_t i = 0; i < count; i++) {
+                uint32_t u = ann_get_u32(rec + off + 4 + 4 * (size_t)i);
+                if (u == id)
+                    fail_msg("%s: node %u: self-loop", dir, id);
+                if (!ann_u32map_get(&nodes, u, NULL))
+                    fail_msg("%s: node %u: link %u has no node record", dir, id, u);
+                if (merged && u != entry && ann_u32map_get(&tombs, u, NULL))
+                    fail_msg("%s: node %u: link %u is deleted after a merge", dir, id, u);
+                for (uint32_t j = 0; j < i; j++)
+                    if (ann_get_u32(rec + off + 4 + 4 * (size_t)j) == u)
+                        fail_msg("%s: node %u: link %u twice", dir, id, u);
+            }
+            off += 4 + 4 * (size_t)count;
+        }
+        assert_int_equal(off, v.len);
+    }
+    kv_iter_destroy(it);
+    if (merged)
+        for (uint32_t i = 0; i < tombs.cap; i++)
+            if (tombs.keys[i] != ANN_U32MAP_EMPTY && tombs.keys[i] != entry)
+                fail_msg("%s: tombstone %u left after a merge", dir, tombs.keys[i]);
+    uint64_t n = nodes.n;
+    ann_u32map_fini(&nodes);
+    ann_u32map_fini(&tombs);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    assert_int_equal(kv_close(s), 0);
+    return n;
+}
+
+static int is_hnsw(int e)
+{
+    return strcmp(engines[e].name, "hnsw-record") == 0;
+}
+
 /* ---- inserts: exact match, merge, reopen, recall ---------------------- */
 
 static void insert_case(int e, const char *backend, double one_pass)
@@ -345,6 +444,8 @@ static void insert_case(int e, const char *backend, double one_pass)
                   le->name, backend ? backend : "(memory)", le->recall, one_pass, live);
     assert_true(live >= one_pass - le->margin);
     close_idx(&o);
+    if (is_hnsw(e))
+        assert_int_equal(check_hnsw_graph(path, backend, 1), NALL);
     assert_int_equal(open_idx(e, path, backend, 0, &o), 0);
     if (le->record) {
         /* reopened read-only: the same index and answers */
@@ -456,6 +557,8 @@ static void delete_case(int e, const char *backend)
         assert_found(&o, what, 3, NBASE, 13);
     }
     close_idx(&o);
+    if (is_hnsw(e)) /* the 350 deleted nodes' records are gone (the entry was not deleted) */
+        assert_int_equal(check_hnsw_graph(path, backend, 1), NBASE + 200 - nd);
     if (le->record) {
         assert_int_equal(open_idx(e, path, backend, 0, &o), 0);
         assert_int_equal(o.ops->size(o.eng), NBASE + 200 - nd);
@@ -554,6 +657,117 @@ static void test_bad_input(void **state)
                 bad_input_case((int)e, engines[e].record ? backends[b] : NULL);
 }
 
+/* ---- searches while one writer inserts, deletes and merges -------------- */
+
+typedef struct {
+    opened *o;
+    ann_ctx *ctx;
+    _Atomic uint32_t done_upto;  /* inserts of ids below this have returned */
+    _Atomic uint32_t dead_upto;  /* removes of victims[0, dead_upto) have returned */
+    const uint32_t *victims;
+    _Atomic int stop;
+    _Atomic uint64_t searches;
+    uint64_t misses, resurrected;
+    _Atomic int err;
+} searcher_arg;
+
+static void *searcher(void *p)
+{
+    searcher_arg *a = p;
+    uint64_t s = 99;
+    while (!atomic_load(&a->stop)) {
+        uint32_t upto = atomic_load(&a->done_upto), nd = atomic_load(&a->dead_upto);
+        uint32_t ids[K];
+        float d[K];
+        ann_stats st = { 0 };
+        if (upto > NBASE) {
+            uint32_t id = NBASE + (uint32_t)(tu_rand(&s) % (upto - NBASE));
+            int got = a->o->ops->search(a->ctx, vec(id), 1, ids, d, &st);
+            if (got < 0) {
+                a->err = got;
+                break;
+            }
+            a->searches++;
+            a->misses += got != 1 || ids[0] != id;
+        }
+        if (nd > 0) {
+            uint32_t victim = a->victims[tu_rand(&s) % nd];
+            int got = a->o->ops->search(a->ctx, vec(victim), K, ids, d, &st);
+            if (got < 0) {
+                a->err = got;
+                break;
+            }
+            a->searches++;
+            for (int i = 0; i < got; i++)
+                a->resurrected += ids[i] == victim;
+        }
+    }
+    return NULL;
+}
+
+/* One writer inserts 512 vectors, deletes a built id after every 8th and
+ * merges after every 128th while a second thread searches: no search
+ * fails, every insert that returned is found by every search that starts
+ * after it, no delete that returned comes back. */
+static void concurrent_case(int e, const char *backend)
+{
+    const live_engine *le = &engines[e];
+    char path[4096];
+    copy_base(e, path, sizeof path);
+    opened o;
+    assert_int_equal(open_idx(e, path, backend, 1, &o), 0);
+    uint32_t victims[64];
+    searcher_arg a = { .o = &o, .victims = victims };
+    json_t *sp = js(le->exact);
+    assert_int_equal(ann_engine_ctx_new(o.ops, o.eng, sp, K, &a.ctx), 0);
+    json_decref(sp);
+    atomic_store(&a.done_upto, NBASE);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, searcher, &a), 0);
+    uint32_t nd = 0;
+    for (uint32_t id = NBASE; id < NBASE + 512; id++) {
+        int rc = o.ops->insert(o.eng, id, vec(id), DIM);
+        if (rc)
+            fail_msg("%s: insert %u: %s", le->name, id, ann_errmsg(rc));
+        atomic_store(&a.done_upto, id + 1);
+        /* interleave: a search starts after every fourth insert at least */
+        for (uint64_t seen = atomic_load(&a.searches);
+             id % 4 == 3 && atomic_load(&a.searches) < seen + 2 && !a.err;)
+            sched_yield();
+        if (id % 8 == 7) {
+            victims[nd] = 5 + 61 * nd;
+            if ((rc = o.ops->remove(o.eng, victims[nd])) != 0)
+                fail_msg("%s: remove %u: %s", le->name, victims[nd], ann_errmsg(rc));
+            atomic_store(&a.dead_upto, ++nd);
+        }
+        if (o.ops->merge && id % 128 == 127 && (rc = o.ops->merge(o.eng)) != 0)
+            fail_msg("%s: merge: %s", le->name, ann_errmsg(rc));
+    }
+    atomic_store(&a.stop, 1);
+    pthread_join(th, NULL);
+    o.ops->ctx_free(a.ctx);
+    print_message("%s %s: %llu searches during updates, %llu inserts missed, %llu deletes "
+                  "returned\n", le->name, backend, (unsigned long long)atomic_load(&a.searches),
+                  (unsigned long long)a.misses, (unsigned long long)a.resurrected);
+    if (a.err)
+        fail_msg("search during updates: %s", ann_errmsg(a.err));
+    assert_true(atomic_load(&a.searches) >= 256);
+    assert_int_equal(a.misses, 0);
+    assert_int_equal(a.resurrected, 0);
+    close_idx(&o);
+    if (is_hnsw(e))
+        check_hnsw_graph(path, backend, 1);
+}
+
+static void test_concurrent_search(void **state)
+{
+    (void)state;
+    for (size_t e = 0; e < N_ENGINES; e++)
+        if (ops_of((int)e) && engines[e].record)
+            for (int b = 0; b < 2; b++)
+                concurrent_case((int)e, backends[b]);
+}
+
 /* ---- kill -9 during a stream of inserts and deletes --------------------- */
 
 /* Child -> parent: 'I' id (insert returned), 'D' id (remove returned),
@@ -644,6 +858,8 @@ static void crash_case(int e, const char *backend, uint32_t kill_after)
     print_message("%s %s: killed after %u inserts and %u deletes returned\n", le->name, backend,
                   n_ins, n_del);
     assert_true(WIFSIGNALED(status));
+    if (is_hnsw(e))
+        check_hnsw_graph(path, backend, 0);
     opened o;
     assert_int_equal(open_idx(e, path, backend, 1, &o), 0);
     uint32_t dead[NALL], nd = 0;
@@ -669,6 +885,8 @@ static void crash_case(int e, const char *backend, uint32_t kill_after)
         assert_never_returned(&o, dead, nd);
     }
     close_idx(&o);
+    if (is_hnsw(e))
+        check_hnsw_graph(path, backend, 1);
     free(maybe_deleted);
     free(inserted);
     free(deleted);
@@ -691,6 +909,7 @@ int main(void)
         cmocka_unit_test(test_insert),
         cmocka_unit_test(test_ivfpq_insert_as_built),
         cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_concurrent_search),
         cmocka_unit_test(test_crash),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
