@@ -646,8 +646,14 @@ static void bad_input_case(int e, const char *backend)
     snprintf(msg, sizeof msg, "%s: remove id %u: already deleted", store, NALL);
     expect_error(o.ops->remove(o.eng, NALL), ANN_EDATA, msg);
     assert_int_equal(o.ops->size(o.eng), NBASE - 1);
-    uint32_t dead[2] = { 17, NALL };
-    assert_never_returned(&o, dead, 2);
+    uint32_t dead = 17;
+    assert_never_returned(&o, &dead, 1);
+    uint32_t ids[K]; /* NALL held vec(NBASE) */
+    float d[K];
+    ann_stats st = { 0 };
+    assert_int_equal(o.ops->search(o.ctx, vec(NBASE), K, ids, d, &st), K);
+    for (int i = 0; i < K; i++)
+        assert_int_not_equal(ids[i], NALL);
     close_idx(&o);
     if (le->record) /* the insert (2 records: vector and entry or node) and 2 tombstones */
         assert_true(store_records(path, backend) > before);
