@@ -61,21 +61,26 @@ typedef struct live_engine {
     const char *recall;  /* search parameters of the recall measurement */
     int record;          /* a record engine: both stores, reopen, kill -9 */
     double margin;       /* live recall may fall this far below the one-pass build */
+    const char *reinsert; /* the message refusing to insert a deleted id again
+                             (before any merge); NULL: it is accepted */
 } live_engine;
 
 static const live_engine engines[] = {
     { "hnsw-record", "{\"M\": 12, \"ef_construction\": 100, \"threads\": 1}",
-      "{\"ef_search\": 128}", "{\"ef_search\": 10}", 1, 0.03 },
+      "{\"ef_search\": 128}", "{\"ef_search\": 10}", 1, 0.03,
+      "the id is deleted but not merged yet: merge before inserting it again" },
     /* ADC-only recall (rerank 1) at nprobe 4, measured: one-pass 0.933,
      * live 0.912 (quantizers trained on the base's 80%; inserting copies
      * of built vectors scores exactly as the build: test below) */
     { "ivfpq-record", "{\"nlist\": 64, \"pq_bytes\": 16, \"threads\": 1}",
-      "{\"nprobe\": 8, \"rerank\": 20}", "{\"nprobe\": 4, \"rerank\": 1}", 1, 0.035 },
+      "{\"nprobe\": 8, \"rerank\": 20}", "{\"nprobe\": 4, \"rerank\": 1}", 1, 0.035,
+      "the id is deleted and its list entry stays (ivfpq-record has no merge): rebuild to "
+      "insert it again" },
     /* in memory (not compiled in without their Debian libraries) */
     { "ref-hnswlib", "{\"M\": 12, \"ef_construction\": 100, \"threads\": 1}",
-      "{\"ef_search\": 128}", "{\"ef_search\": 10}", 0, 0.03 },
+      "{\"ef_search\": 128}", "{\"ef_search\": 10}", 0, 0.03, NULL },
     { "ref-faiss-ivfpq", "{\"nlist\": 64, \"pq_bytes\": 16}",
-      "{\"nprobe\": 8, \"rerank\": 20}", "{\"nprobe\": 4, \"rerank\": 1}", 0, 0.035 },
+      "{\"nprobe\": 8, \"rerank\": 20}", "{\"nprobe\": 4, \"rerank\": 1}", 0, 0.035, NULL },
 };
 #define N_ENGINES (sizeof engines / sizeof engines[0])
 
@@ -648,15 +653,76 @@ static void bad_input_case(int e, const char *backend)
     assert_int_equal(o.ops->size(o.eng), NBASE - 1);
     uint32_t dead = 17;
     assert_never_returned(&o, &dead, 1);
+    if (le->reinsert) {
+        snprintf(msg, sizeof msg, "%s: insert id 17: %s", store, le->reinsert);
+        expect_error(o.ops->insert(o.eng, 17, vec(17), DIM), ANN_EDATA, msg);
+    }
     uint32_t ids[K]; /* NALL held vec(NBASE) */
     float d[K];
     ann_stats st = { 0 };
     assert_int_equal(o.ops->search(o.ctx, vec(NBASE), K, ids, d, &st), K);
     for (int i = 0; i < K; i++)
         assert_int_not_equal(ids[i], NALL);
+    if (!le->reinsert) { /* in memory: a deleted id comes back with its new vector */
+        assert_int_equal(o.ops->insert(o.eng, 17, vec(NBASE + 1), DIM), 0);
+        assert_int_equal(top1(&o, NBASE + 1), 17);
+        assert_int_equal(o.ops->size(o.eng), NBASE);
+    }
     close_idx(&o);
     if (le->record) /* the insert (2 records: vector and entry or node) and 2 tombstones */
         assert_true(store_records(path, backend) > before);
+}
+
+/* hnsw-record's entry point deleted: never returned, kept through merges
+ * as a navigation point, and it cannot be inserted again; after a merge a
+ * deleted id can come back. */
+static void test_hnsw_entry_deleted(void **state)
+{
+    (void)state;
+    const int e = 0;
+    assert_true(is_hnsw(e));
+    char path[4096], msg[8400];
+    copy_base(e, path, sizeof path);
+    uint32_t entry;
+    {
+        char dir[4300];
+        snprintf(dir, sizeof dir, "%s/lmdb", path);
+        kv_options ko = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+        kv_store *ks = NULL;
+        kv_reader *rd = NULL;
+        kv_val mv = { 0 };
+        uint8_t key[KV_KEY_U32_BYTES];
+        assert_int_equal(kv_open(dir, &ko, &ks), 0);
+        assert_int_equal(kv_reader_create(ks, &rd), 0);
+        assert_int_equal(kv_reader_begin(rd), 0);
+        assert_int_equal(kv_get(rd, key, kv_key_u32(key, HNSW_TABLE_META, 0), &mv), 0);
+        entry = ann_get_u32((const uint8_t *)mv.data + 40);
+        kv_val_release(&mv);
+        kv_reader_end(rd);
+        kv_reader_destroy(rd);
+        assert_int_equal(kv_close(ks), 0);
+    }
+    opened o;
+    assert_int_equal(open_idx(e, path, "lmdb", 1, &o), 0);
+    assert_int_equal(o.ops->remove(o.eng, entry), 0);
+    assert_int_equal(o.ops->remove(o.eng, entry == 5 ? 6 : 5), 0);
+    assert_never_returned(&o, &entry, 1);
+    assert_int_equal(o.ops->merge(o.eng), 0);
+    assert_never_returned(&o, &entry, 1);
+    snprintf(msg, sizeof msg, "%s/lmdb: insert id %u: the id is the graph's entry node, deleted "
+             "and kept as a navigation point: it cannot be inserted again while it is the "
+             "entry point", path, entry);
+    expect_error(o.ops->insert(o.eng, entry, vec(entry), DIM), ANN_EDATA, msg);
+    assert_int_equal(o.ops->size(o.eng), NBASE - 2);
+    assert_found(&o, "entry deleted and merged", 7, NBASE, 61);
+    /* the other one was consolidated away: it comes back, with another vector */
+    uint32_t other = entry == 5 ? 6 : 5;
+    assert_int_equal(o.ops->insert(o.eng, other, vec(NBASE + 3), DIM), 0);
+    assert_int_equal(top1(&o, NBASE + 3), other);
+    assert_int_equal(o.ops->size(o.eng), NBASE - 1);
+    close_idx(&o);
+    /* the entry's node record and tombstone stay; the other's are new */
+    assert_int_equal(check_hnsw_graph(path, "lmdb", 1), NBASE);
 }
 
 static void test_bad_input(void **state)
@@ -930,6 +996,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_ivfpq_insert_as_built),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_concurrent_search),
+        cmocka_unit_test(test_hnsw_entry_deleted),
         cmocka_unit_test(test_crash),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
