@@ -140,10 +140,26 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
         rc = ann_fail(-ENOMEM, "ivfpq-record open: no memory");
         goto out;
     }
+    /* a merged index: the live state says what the lists hold (layout.h) */
+    ivfpq_meta dir_meta = e->meta;
+    uint32_t id_bound = (uint32_t)e->meta.n;
+    uint8_t skey[KV_KEY_U32_BYTES];
+    rc = kv_get(rd, skey, kv_key_u32(skey, IVFPQ_TABLE_STATE, 0), &val);
+    if (rc == 0) {
+        rc = ivfpq_state_decode(val.data, val.len, e->store_dir, &id_bound, &dir_meta.n,
+                                &e->live.merges);
+        kv_val_release(&val);
+    } else if (rc == ANN_ENOTFOUND) {
+        rc = 0;
+    }
+    if (rc)
+        goto out;
+    atomic_store(&e->live.entries, dir_meta.n);
+    atomic_store(&e->live.id_bound, id_bound);
     rc = get_record(rd, IVFPQ_TABLE_DIR, 0, &val, e->store_dir, "list directory");
     if (rc)
         goto out;
-    rc = ivfpq_dir_decode(val.data, val.len, &e->meta, e->store_dir, e->list_len);
+    rc = ivfpq_dir_decode(val.data, val.len, &dir_meta, e->store_dir, e->list_len);
     kv_val_release(&val);
     if (rc)
         goto out;
@@ -167,7 +183,8 @@ out:
 
 static uint64_t ivfpq_size(const ann_engine *e)
 {
-    return e->meta.n + atomic_load(&e->live.appended) - atomic_load(&e->live.deleted);
+    return atomic_load(&e->live.entries) + atomic_load(&e->live.appended) -
+           atomic_load(&e->live.deleted);
 }
 
 static void ivfpq_ctx_free(ann_ctx *c)
@@ -251,5 +268,6 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .search = ivfpq_search,
     .insert = ivfpq_insert,
     .remove = ivfpq_remove,
+    .merge = ivfpq_merge,
     .format_version = IVFPQ_VERSION,
 };

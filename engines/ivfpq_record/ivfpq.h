@@ -36,6 +36,11 @@ typedef struct ivfpq_live {
     ann_idbits dead;          /* ids with a tombstone */
     _Atomic uint32_t *app_len; /* lists: appended entries of each list */
     _Atomic uint64_t appended, deleted;
+    _Atomic uint64_t entries;  /* entries in the lists' chunk records */
+    _Atomic uint32_t id_bound; /* every id in a chunk or appended record is below it */
+    _Atomic int any_dead;      /* an id was ever deleted: searches filter (never reset:
+                                  a search of a snapshot before a merge may meet one) */
+    uint32_t merges;
 } ivfpq_live;
 
 struct ann_engine {
@@ -111,6 +116,13 @@ int ivfpq_live_open(ann_engine *e, kv_reader *rd, int enabled);
 void ivfpq_live_close(ann_engine *e);
 int ivfpq_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim);
 int ivfpq_remove(ann_engine *e, uint32_t id);
+int ivfpq_merge(ann_engine *e);
+
+/* The live-state record (layout.h): encode; decode and check, ANN_ECORRUPT
+ * naming the store. */
+void ivfpq_state_encode(uint32_t id_bound, uint64_t entries, uint32_t merges, uint8_t *out);
+int ivfpq_state_decode(const uint8_t *rec, size_t len, const char *store, uint32_t *id_bound,
+                       uint64_t *entries, uint32_t *merges);
 
 /* Whether id carries a tombstone (lock-free; searches). */
 static inline int ivfpq_is_dead(const ann_engine *e, uint32_t id)

@@ -44,7 +44,10 @@
  *
  * Live updates (insert.c): a probed list's appended entries are scored
  * after its chunks, in the same snapshot, and ids with a tombstone are
- * never candidates.
+ * never candidates.  An index opened with updates reads a list's chunk
+ * records until the first missing one, counts from their headers (a merge
+ * may rewrite the list meanwhile); otherwise the directory read at open
+ * says how many there are.
  *
  * Reads per query: the chunk records of the probed lists, plus one vector
  * record per re-ranked candidate.  Stats: reads/bytes_read count both,
@@ -163,24 +166,35 @@ float ivfpq_entry_estimate(const ann_engine *e, const float *table, float list_t
 /* The entries inserted `term`: every chunk record, ADC-scored
  * into the candidate heap, then its appended entries; deleted ids are
  * skipped (any_dead: the index has tombstones). */
-static int scan_list(ann_ctx *c, uint32_t list, float term, ann_topk *cands, int any_dead,
-                     ann_stats *stats)
+static int scan_list(ann_ctx *c, const ivfpq_meta *m, uint32_t list, float term, ann_topk *cands,
+                     int any_dead, ann_stats *stats)
 {
     const ann_engine *e = c->eng;
-    const ivfpq_meta *m = &e->meta;
+    /* a writable index may be merged meanwhile: its lists are read from the
+     * snapshot (chunks until the first missing one, counts from their
+     * headers), not from the directory read at open */
+    const int live = e->live.enabled;
     uint32_t len = e->list_len[list];
-    for (uint32_t chunk = 0; (uint64_t)chunk * m->chunk_entries < len; chunk++) {
+    for (uint32_t chunk = 0; live || (uint64_t)chunk * m->chunk_entries < len; chunk++) {
         uint32_t first = chunk * m->chunk_entries;
         uint32_t cnt = len - first < m->chunk_entries ? len - first : m->chunk_entries;
         uint8_t key[KV_KEY_U64_BYTES];
         kv_val val = { 0 };
         kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)list << 32 | chunk);
         int rc = kv_get(c->rd, key, sizeof key, &val);
+        if (rc == ANN_ENOTFOUND && live)
+            break;
         if (rc == ANN_ENOTFOUND)
             return ann_fail(ANN_ECORRUPT, "%s: list %u chunk %u record missing", e->store_dir,
                             list, chunk);
         if (rc)
             return rc;
+        if (live) {
+            cnt = val.len >= IVFPQ_CHUNK_HEADER_BYTES ? ann_get_u32((const uint8_t *)val.data + 8)
+                                                      : 0;
+            if (cnt == 0 || cnt > m->chunk_entries)
+                cnt = 0; /* refused by the check below */
+        }
         stats->reads++;
         stats->bytes_read += val.len;
         rc = ivfpq_chunk_check(m, e->store_dir, list, chunk, cnt, val.data, val.len);
@@ -242,7 +256,7 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     int rc = 0, got = 0;
     if (k > c->k_max)
         k = c->k_max;
-    if (m->n == 0 || k == 0)
+    if (!e->cb || k == 0) /* an empty build has no codebook and takes no inserts */
         return 0;
 
     /* the nprobe closest lists, by the centroid term their entries add */
@@ -261,11 +275,14 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
         return rc;
     ann_topk cands;
     ann_topk_init(&cands, c->cand_dist, c->cand_id, c->rerank * k);
-    /* read after the snapshot: a remove marks the id before it returns */
-    int any_dead = atomic_load(&e->live.deleted) != 0;
+    /* read after the snapshot: a remove marks the id before it returns,
+     * an insert or merge raises the bound before it commits */
+    int any_dead = atomic_load(&e->live.any_dead);
+    ivfpq_meta cm = *m;
+    cm.n = atomic_load(&e->live.id_bound);
     for (uint32_t p = 0; p < nprobe; p++) {
         stats->hops++;
-        rc = scan_list(c, c->coarse_id[p], c->coarse_dist[p], &cands, any_dead, stats);
+        rc = scan_list(c, &cm, c->coarse_id[p], c->coarse_dist[p], &cands, any_dead, stats);
         if (rc)
             goto out;
     }
