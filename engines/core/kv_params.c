@@ -33,6 +33,21 @@ const ann_param_spec kv_open_params[] = {
     ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
 };
 
+const ann_param_spec kv_live_open_params[] = {
+    { .name = "kv", .type = ANN_PARAM_ENUM, .choices = kv_backend_choices, .def_str = "rocksdb",
+      .help = "record store backend" },
+    { .name = "profile", .type = ANN_PARAM_ENUM, .choices = kv_profile_choices,
+      .def_str = "server", .help = "server: RocksDB block cache; embedded: page cache only" },
+    { .name = "block_cache_mb", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 20,
+      .def = KV_DEFAULT_BLOCK_CACHE_MB, .help = "RocksDB block cache (server profile), MiB" },
+    { .name = "updates", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "open the store writable for insert/remove/merge (one process at a time)" },
+    { .name = "sync", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "updates: LMDB syncs every commit (default: a commit survives kill -9, as "
+              "RocksDB's unsynced WAL does)" },
+    ANN_PARAM_END_OF("record-store open (hnsw-record, ivfpq-record)"),
+};
+
 /* The store options from open_params, read through the engine's table. */
 static int options_from_params(const json_t *open_params, const kv_index_spec *spec,
                                const char *index_dir, kv_options *opt)
@@ -55,6 +70,13 @@ static int options_from_params(const json_t *open_params, const kv_index_spec *s
     opt->read_only = !spec->writable;
     opt->relaxed_sync = spec->relaxed_sync;
     return 0;
+}
+
+void kv_index_spec_live(const json_t *open_params, kv_index_spec *spec)
+{
+    spec->params = kv_live_open_params;
+    spec->writable = ann_param_bool(open_params, kv_live_open_params, "updates");
+    spec->relaxed_sync = !ann_param_bool(open_params, kv_live_open_params, "sync");
 }
 
 void kv_open_report(const kv_options *opt, json_t *report)

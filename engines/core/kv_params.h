@@ -67,4 +67,16 @@ typedef struct kv_index_spec {
 int kv_index_open(const char *index_dir, const json_t *open_params, const kv_index_spec *spec,
                   kv_options *opt, char *store_dir, size_t bufsz, kv_store **kv, kv_reader **rd);
 
+/* kv_open_params, then the live-update ones of the record engines that
+ * accept updates (hnsw-record, ivfpq-record): updates (bool, default false:
+ * open the store writable; one process at a time) and sync (bool, default
+ * false: LMDB syncs every commit; otherwise a commit survives kill -9, not a
+ * machine crash, as RocksDB's unsynced write-ahead log). */
+extern const ann_param_spec kv_live_open_params[];
+
+/* The kv_index_spec of an engine whose open table is kv_live_open_params:
+ * writable when "updates", relaxed_sync unless "sync" (open_params already
+ * validated against it).  kv_default_built is left as it is. */
+void kv_index_spec_live(const json_t *open_params, kv_index_spec *spec);
+
 #endif

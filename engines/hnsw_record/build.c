@@ -146,18 +146,26 @@ static void g_search_layer(const hnsw_graph *g, hnsw_scratch *ws, const float *q
     }
 }
 
-/* SELECT-NEIGHBORS-HEURISTIC (Algorithm 4) over cand (sorted ascending by
- * distance to the base element): keep e when it is closer to the base
- * than to every neighbour kept so far.  Writes up to max ids to out. */
-static uint32_t g_select(const hnsw_graph *g, const ann_cand *cand, uint32_t count, uint32_t max,
-                         uint32_t *out)
+static const float *g_vec_of(void *arg, uint32_t id)
+{
+    const hnsw_graph *g = arg;
+    return g->x + (size_t)id * g->dim;
+}
+
+static inline hnsw_vecs g_vecs(const hnsw_graph *g)
+{
+    return (hnsw_vecs){ g_vec_of, (void *)g, g->metric, g->dim };
+}
+
+uint32_t hnsw_select(const hnsw_vecs *vs, const ann_cand *cand, uint32_t count, uint32_t max,
+                     uint32_t *out)
 {
     uint32_t r = 0;
     for (uint32_t i = 0; i < count && r < max; i++) {
-        const float *e = g->x + (size_t)cand[i].id * g->dim;
+        const float *e = vs->vec(vs->arg, cand[i].id);
         int good = 1;
         for (uint32_t j = 0; j < r && good; j++)
-            if (g_dist_vec(g, e, out[j]) < cand[i].dist)
+            if (ann_distance(vs->metric, e, vs->vec(vs->arg, out[j]), vs->dim) < cand[i].dist)
                 good = 0;
         if (good)
             out[r++] = cand[i].id;
@@ -165,13 +173,9 @@ static uint32_t g_select(const hnsw_graph *g, const ann_cand *cand, uint32_t cou
     return r;
 }
 
-/* Add v to e's list at layer l (unless it is there), pruning e's list
- * with the heuristic when it overflows; the caller holds e's lock. */
-static void g_add_locked(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v,
-                         uint32_t l)
+void hnsw_list_add(const hnsw_vecs *vs, uint32_t *list, uint32_t max, uint32_t base, uint32_t v,
+                   ann_cand *shrink)
 {
-    uint32_t *list = g_list(g, e, l);
-    uint32_t max = l ? g->M : g->M0;
     for (uint32_t j = 0; j < list[0]; j++)
         if (list[1 + j] == v)
             return;
@@ -179,20 +183,45 @@ static void g_add_locked(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint
         list[1 + list[0]++] = v;
         return;
     }
-    const float *ex = g->x + (size_t)e * g->dim;
+    const float *ex = vs->vec(vs->arg, base);
     uint32_t c = 0;
     for (uint32_t j = 0; j <= list[0]; j++) {
         uint32_t id = j < list[0] ? list[1 + j] : v;
-        ann_cand nc = { g_dist_vec(g, ex, id), id, 0 };
+        ann_cand nc = { ann_distance(vs->metric, ex, vs->vec(vs->arg, id), vs->dim), id, 0 };
         uint32_t i = c++;
-        while (i > 0 && (ws->shrink[i - 1].dist > nc.dist ||
-                         (ws->shrink[i - 1].dist == nc.dist && ws->shrink[i - 1].id > nc.id))) {
-            ws->shrink[i] = ws->shrink[i - 1];
+        while (i > 0 && (shrink[i - 1].dist > nc.dist ||
+                         (shrink[i - 1].dist == nc.dist && shrink[i - 1].id > nc.id))) {
+            shrink[i] = shrink[i - 1];
             i--;
         }
-        ws->shrink[i] = nc;
+        shrink[i] = nc;
     }
-    list[0] = g_select(g, ws->shrink, c, max, list + 1);
+    list[0] = hnsw_select(vs, shrink, c, max, list + 1);
+}
+
+uint32_t hnsw_level_draw(uint64_t *state, uint32_t M)
+{
+    double ml = 1.0 / log((double)M);
+    double u = ((double)(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
+    double l = floor(-log(u) * ml);
+    return (uint32_t)(l > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL : l);
+}
+
+/* The select-neighbours heuristic on the build's vectors. */
+static uint32_t g_select(const hnsw_graph *g, const ann_cand *cand, uint32_t count, uint32_t max,
+                         uint32_t *out)
+{
+    hnsw_vecs vs = g_vecs(g);
+    return hnsw_select(&vs, cand, count, max, out);
+}
+
+/* Add v to e's list at layer l (unless it is there), pruning e's list
+ * with the heuristic when it overflows; the caller holds e's lock. */
+static void g_add_locked(const hnsw_graph *g, hnsw_scratch *ws, uint32_t e, uint32_t v,
+                         uint32_t l)
+{
+    hnsw_vecs vs = g_vecs(g);
+    hnsw_list_add(&vs, g_list(g, e, l), l ? g->M : g->M0, e, v, ws->shrink);
 }
 
 /* g_add_locked under e's lock. */
@@ -295,7 +324,6 @@ static int insert_from_1(void *arg, uint64_t b, uint64_t e, int worker)
 
 static int g_build(hnsw_graph *g, uint64_t seed)
 {
-    double ml = 1.0 / log((double)g->M);
     g->level = calloc(g->n ? g->n : 1, 1);
     g->links0 = calloc((g->n ? g->n : 1) * (1 + (size_t)g->M0), sizeof(uint32_t));
     g->upper = calloc(g->n ? g->n : 1, sizeof *g->upper);
@@ -319,9 +347,7 @@ static int g_build(hnsw_graph *g, uint64_t seed)
     }
     uint64_t s = seed;
     for (uint64_t v = 0; v < g->n; v++) {
-        double u = ((double)(splitmix64(&s) >> 11) + 1.0) * 0x1.0p-53; /* (0, 1] */
-        double l = floor(-log(u) * ml);
-        g->level[v] = (uint8_t)(l > HNSW_MAX_LEVEL ? HNSW_MAX_LEVEL : l);
+        g->level[v] = (uint8_t)hnsw_level_draw(&s, g->M);
         if (g->level[v] > 0) {
             g->upper[v] = calloc((size_t)g->level[v] * (1 + g->M), sizeof(uint32_t));
             if (!g->upper[v])

@@ -1,7 +1,8 @@
 /*
  * engine.c: the hnsw-record vtable: open (the store the `kv` open parameter
  * selects, its metadata record checked), per-thread search contexts, and
- * the parameters.  Build in build.c, search in search.c, layout in layout.h.
+ * the parameters.  Build in build.c, search in search.c, live updates in
+ * insert.c, layout in layout.h.
  */
 #include "engines/hnsw_record/hnsw.h"
 
@@ -27,6 +28,7 @@ static void hnsw_close(ann_engine *e)
 {
     if (!e)
         return;
+    hnsw_live_close(e);
     kv_close(e->kv);
     free(e);
 }
@@ -34,7 +36,8 @@ static void hnsw_close(ann_engine *e)
 static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **out,
                      json_t *report)
 {
-    static const kv_index_spec spec = { .params = kv_open_params };
+    kv_index_spec spec = { 0 };
+    kv_index_spec_live(open_params, &spec); /* updates: writable */
     kv_options opt;
     int rc = 0;
     if (!ann_host_le())
@@ -63,6 +66,9 @@ static int hnsw_open(const char *dir, const json_t *open_params, ann_engine **ou
     rc = hnsw_meta_decode(val.data, val.len, e->store_dir, &e->meta);
     if (rc)
         goto out;
+    rc = hnsw_live_open(e, rd, !opt.read_only);
+    if (rc)
+        goto out;
     kv_open_report(&opt, report);
     *out = e;
     e = NULL;
@@ -77,7 +83,7 @@ out:
 
 static uint64_t hnsw_size(const ann_engine *e)
 {
-    return e->meta.n;
+    return atomic_load(&e->live.nodes) - atomic_load(&e->live.deleted);
 }
 
 static void hnsw_ctx_free(ann_ctx *c)
@@ -93,6 +99,8 @@ static void hnsw_ctx_free(ann_ctx *c)
     free(c->best_links);
     free(c->tmp_links);
     free(c->vec);
+    free(c->res_dist);
+    free(c->res_id);
     free(c);
 }
 
@@ -108,18 +116,24 @@ static int hnsw_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->eng = e;
     c->k_max = k_max ? k_max : 1;
     c->ef = (uint32_t)ef;
-    size_t all = (1 + (size_t)m->M0) + (size_t)m->max_level * (1 + m->M);
-    c->slot_of = malloc((m->n ? m->n : 1) * sizeof *c->slot_of);
+    /* inserts may raise the top level and the ids: levels up to the cap,
+     * ids grown at a query's start (search.c) */
+    size_t all = (1 + (size_t)m->M0) + (size_t)HNSW_MAX_LEVEL * (1 + m->M);
+    uint64_t ids = atomic_load(&e->live.id_bound);
+    c->id_cap = ids ? ids : 1;
+    c->slot_of = malloc(c->id_cap * sizeof *c->slot_of);
+    c->res_dist = malloc(c->k_max * sizeof *c->res_dist);
+    c->res_id = malloc(c->k_max * sizeof *c->res_id);
     c->slots = malloc(((size_t)c->ef + 1) * (1 + (size_t)m->M0) * sizeof *c->slots);
     c->free_slots = malloc(((size_t)c->ef + 1) * sizeof *c->free_slots);
     c->best_links = malloc(all * sizeof *c->best_links);
     c->tmp_links = malloc(all * sizeof *c->tmp_links);
     c->vec = malloc((size_t)m->dim * sizeof *c->vec);
     if (!c->slot_of || !c->slots || !c->free_slots || !c->best_links || !c->tmp_links ||
-        !c->vec || ann_visited_init(&c->visited, m->n) != 0 ||
+        !c->vec || !c->res_dist || !c->res_id || ann_visited_init(&c->visited, c->id_cap) != 0 ||
         ann_candlist_create(&c->cands, c->ef) != 0) {
         rc = ann_fail(-ENOMEM, "hnsw-record: no memory for a context (ef %u, n %llu)", c->ef,
-                      (unsigned long long)m->n);
+                      (unsigned long long)c->id_cap);
         goto out;
     }
     rc = kv_reader_create(e->kv, &c->rd);
@@ -138,7 +152,7 @@ const ann_engine_ops hnsw_record_engine_ops = {
     .title = "HNSW (records)",
     .reads_unit = "kv gets",
     .build_params = hnsw_build_params,
-    .open_params = kv_open_params,
+    .open_params = kv_live_open_params,
     .search_params = hnsw_search_params,
     .effort_param = "ef_search",
     .build = hnsw_build,
@@ -148,5 +162,8 @@ const ann_engine_ops hnsw_record_engine_ops = {
     .ctx_new = hnsw_ctx_new,
     .ctx_free = hnsw_ctx_free,
     .search = hnsw_search,
+    .insert = hnsw_insert,
+    .remove = hnsw_remove,
+    .merge = hnsw_merge,
     .format_version = HNSW_VERSION,
 };

@@ -38,6 +38,34 @@
  * The record length must be exactly 8 + 4 dim + sum_l 4 (1 + count_l).
  * With 768-d and M 16 a layer-0-only node at full degree is 3,208 bytes.
  *
+ * Live updates (insert.c; written only by an index opened with the open
+ * parameter "updates", never by a build, so a built store is unchanged):
+ *
+ * Table 0x02 also holds the node record of every inserted id, and the
+ * records of the nodes an insert or a merge relinked; their neighbour ids
+ * are below the live state's id_bound (not the metadata record's n).
+ *
+ * Table 0x03, id 0: the live state, written with every insert and merge
+ * (absent: the metadata record's entry, max level and n hold).  40 bytes:
+ *
+ *     0  char[8]  magic "ANNHLIV\0"
+ *     8  u32      format version (HNSW_VERSION)
+ *    12  u32      entry point (HNSW_NO_NODE when the index is empty)
+ *    16  u32      max level (level of the entry point)
+ *    20  u32      id_bound: every id in a node record is below it
+ *    24  u64      node records
+ *    32  u32      merges done
+ *    36  u32      crc32 (zlib) of bytes 0..35
+ *
+ * Table 0x04, id v: a tombstone: v is deleted.  1 byte, 0.  Its node
+ * record stays (searches still pass through it, never return it) until a
+ * merge relinks every node that points at it and removes both records;
+ * the entry point's stays as long as it is the entry point.
+ *
+ * An insert writes its node record, the records of the neighbours it
+ * relinked and the live state in one write batch; a remove writes its
+ * tombstone; a merge is one write batch.
+ *
  * Version history:
  *   1  initial.
  *   2  the same records; the record store checksums every value and carries
@@ -64,6 +92,10 @@
 #define HNSW_OFF_SEED 48
 #define HNSW_TABLE_META 0x01
 #define HNSW_TABLE_NODE 0x02
+#define HNSW_TABLE_STATE 0x03
+#define HNSW_TABLE_TOMBSTONE 0x04
+#define HNSW_STATE_MAGIC "ANNHLIV"
+#define HNSW_STATE_BYTES 40
 #define HNSW_NODE_HEADER_BYTES 8
 #define HNSW_NO_NODE 0xffffffffu
 #define HNSW_MAX_LEVEL 31 /* level draws are capped here (p < 16^-31 at M 16) */

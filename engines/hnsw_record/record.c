@@ -105,3 +105,44 @@ const uint8_t *hnsw_node_list(const hnsw_node_view *v, uint32_t l, uint32_t *cou
     *count = ann_get_u32(p);
     return p + 4;
 }
+
+void hnsw_state_encode(const hnsw_state *st, uint8_t *out)
+{
+    memset(out, 0, HNSW_STATE_BYTES);
+    ann_put_u32(out + 12, st->entry);
+    ann_put_u32(out + 16, st->max_level);
+    ann_put_u32(out + 20, st->id_bound);
+    ann_put_u64(out + 24, st->nodes);
+    ann_put_u32(out + 32, (uint32_t)st->merges);
+    ann_frame_seal(out, HNSW_STATE_BYTES, HNSW_STATE_MAGIC, HNSW_VERSION);
+}
+
+static const ann_binfmt hnsw_state_fmt = {
+    .magic = HNSW_STATE_MAGIC,
+    .version = HNSW_VERSION,
+    .header_bytes = HNSW_STATE_BYTES,
+    .name = "hnsw-record live state",
+};
+
+int hnsw_state_decode(const uint8_t *rec, size_t len, const char *store, hnsw_state *out)
+{
+    char where[4200];
+    snprintf(where, sizeof where, "%s: live-state record", store);
+    int rc = ann_frame_check(rec, len, &hnsw_state_fmt, where);
+    if (rc)
+        return rc;
+    hnsw_state st = {
+        .entry = ann_get_u32(rec + 12),
+        .max_level = ann_get_u32(rec + 16),
+        .id_bound = ann_get_u32(rec + 20),
+        .nodes = ann_get_u64(rec + 24),
+        .merges = ann_get_u32(rec + 32),
+    };
+    if (st.max_level > HNSW_MAX_LEVEL || st.nodes > st.id_bound ||
+        (st.entry == HNSW_NO_NODE ? st.nodes != 0 : st.entry >= st.id_bound))
+        return ann_fail(ANN_ECORRUPT, "%s: fields out of range (entry %u, max level %u, "
+                        "id_bound %u, nodes %llu)", where, st.entry, st.max_level, st.id_bound,
+                        (unsigned long long)st.nodes);
+    *out = st;
+    return 0;
+}

@@ -15,6 +15,13 @@
  * wrapper per get, see kv.h).  A record that is missing or fails its checks
  * stops the search with ANN_ECORRUPT naming the store and the node.
  *
+ * Live updates (insert.c): each query reads the entry point, max level and
+ * id bound of the live state with its snapshot, so it walks one committed
+ * graph; deleted nodes are walked through and never returned (the results
+ * are then the best k live nodes scored, kept apart from the candidate
+ * list).  An index that never had a delete returns the candidate list's
+ * best k as before.
+ *
  * Stats: reads and bytes_read are the node records read; full_dists equals
  * reads; hops counts candidates expanded (upper layers included).
  */
@@ -25,7 +32,10 @@
 #include "engines/core/status.h"
 #include "engines/hnsw_record/layout.h"
 #include "engines/core/ticks.h"
+#include "engines/core/topk.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -46,7 +56,7 @@ static int score_node(ann_ctx *c, uint32_t id, const float *query, int copy, uin
                       float *d, ann_stats *stats)
 {
     const ann_engine *e = c->eng;
-    const hnsw_meta *m = &e->meta;
+    const hnsw_meta *m = &c->m;
     uint8_t key[KV_KEY_U32_BYTES];
     kv_val val = { 0 };
     hnsw_node_view view;
@@ -86,7 +96,7 @@ out:
  * in *cur / *cur_d with its lists in c->best_links. */
 static int descend(ann_ctx *c, const float *query, uint32_t *cur, float *cur_d, ann_stats *stats)
 {
-    const hnsw_meta *m = &c->eng->meta;
+    const hnsw_meta *m = &c->m;
     uint32_t *iter = c->slots; /* the slots are free until layer 0 */
     int rc = score_node(c, m->entry, query, COPY_ALL, c->best_links, cur_d, stats);
     if (rc)
@@ -123,19 +133,64 @@ static int descend(ann_ctx *c, const float *query, uint32_t *cur, float *cur_d, 
     return 0;
 }
 
+/* Take this query's snapshot and view of the live state (insert.c): the
+ * entry point read before and after the snapshot is taken, and the whole
+ * taken again when it moved meanwhile; the id bound after it. */
+static int begin_query(ann_ctx *c)
+{
+    hnsw_live *L = &c->eng->live;
+    uint64_t p;
+    for (;;) {
+        p = atomic_load(&L->entry);
+        int rc = kv_reader_begin(c->rd);
+        if (rc)
+            return rc;
+        if (atomic_load(&L->entry) == p)
+            break;
+        kv_reader_end(c->rd);
+    }
+    c->m = c->eng->meta;
+    c->m.entry = (uint32_t)p;
+    c->m.max_level = (uint32_t)(p >> 32);
+    c->m.n = atomic_load(&L->id_bound);
+    if (c->m.n > c->id_cap) { /* the index grew: the one allocation, amortised */
+        uint64_t cap = c->m.n + c->m.n / 4;
+        uint32_t *s = realloc(c->slot_of, cap * sizeof *s);
+        if (!s || ann_visited_grow(&c->visited, cap) != 0) {
+            if (s)
+                c->slot_of = s;
+            kv_reader_end(c->rd);
+            return ann_fail(-ENOMEM, "hnsw-record: no memory for a context of %llu ids",
+                            (unsigned long long)cap);
+        }
+        c->slot_of = s;
+        c->id_cap = cap;
+    }
+    return 0;
+}
+
 int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists,
                 ann_stats *stats)
 {
-    const hnsw_meta *m = &c->eng->meta;
+    const hnsw_meta *m = &c->m;
+    const hnsw_live *L = &c->eng->live;
     uint64_t t0 = ann_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     int rc = 0, got = 0;
     if (k > c->k_max)
         k = c->k_max;
-    if (m->n == 0 || k == 0)
+    if (k == 0)
         return 0;
-    rc = kv_reader_begin(c->rd);
+    rc = begin_query(c);
     if (rc)
         return rc;
+    if (m->entry == HNSW_NO_NODE)
+        goto out; /* empty */
+    /* deleted ids are passed through, never returned: the results are the
+     * best k live ids scored (read after the snapshot: a remove marks its
+     * id before it returns) */
+    int filter = atomic_load(&L->any_dead);
+    ann_topk res;
+    ann_topk_init(&res, c->res_dist, c->res_id, k);
     ann_visited_reset(&c->visited);
     uint32_t cur;
     float cur_d;
@@ -156,6 +211,8 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
     c->slot_of[cur] = s0;
     ann_visited_test_and_set(&c->visited, cur);
     ann_candlist_insert(&c->cands, cur_d, cur);
+    if (filter && !ann_idbits_test(&L->dead, cur))
+        ann_topk_push(&res, cur_d, cur);
     int pos;
     while ((pos = ann_candlist_next(&c->cands)) >= 0) {
         stats->hops++;
@@ -170,6 +227,8 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
             rc = score_node(c, nb, query, COPY_LEVEL0, c->slots + s * stride, &d, stats);
             if (rc)
                 goto out;
+            if (filter && d < ann_topk_bound(&res) && !ann_idbits_test(&L->dead, nb))
+                ann_topk_push(&res, d, nb);
             int full = c->cands.n == c->cands.cap;
             uint32_t worst = full ? c->cands.c[c->cands.n - 1].id : 0;
             if (ann_candlist_insert(&c->cands, d, nb) < 0) {
@@ -181,10 +240,14 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
                 c->free_slots[c->n_free++] = c->slot_of[worst];
         }
     }
-    got = (int)(c->cands.n < k ? c->cands.n : k);
-    for (int i = 0; i < got; i++) {
-        ids[i] = c->cands.c[i].id;
-        dists[i] = c->cands.c[i].dist;
+    if (filter) {
+        got = (int)ann_topk_sorted(&res, ids, dists);
+    } else {
+        got = (int)(c->cands.n < k ? c->cands.n : k);
+        for (int i = 0; i < got; i++) {
+            ids[i] = c->cands.c[i].id;
+            dists[i] = c->cands.c[i].dist;
+        }
     }
 out:
     kv_reader_end(c->rd);

@@ -2,8 +2,8 @@
  * engine.c: the ivfpq-record vtable: open (coarse centroids and codebook
  * files into RAM, then the store the `kv` open parameter selects, its
  * metadata and list directory records checked), per-thread search contexts
- * and the parameters.  Build in build.c, search in search.c, layout in
- * layout.h.
+ * and the parameters.  Build in build.c, search in search.c, live updates
+ * in insert.c, layout in layout.h.
  */
 #include "engines/ivfpq_record/ivfpq.h"
 
@@ -33,6 +33,7 @@ static void ivfpq_close(ann_engine *e)
 {
     if (!e)
         return;
+    ivfpq_live_close(e);
     kv_close(e->kv);
     pq_codebook_destroy(e->cb);
     free(e->centroids);
@@ -111,7 +112,8 @@ out:
 static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **out,
                       json_t *report)
 {
-    static const kv_index_spec spec = { .params = kv_open_params };
+    kv_index_spec spec = { 0 };
+    kv_index_spec_live(open_params, &spec); /* updates: writable */
     kv_options opt;
     int rc = 0;
     if (!ann_host_le())
@@ -139,14 +141,33 @@ static int ivfpq_open(const char *dir, const json_t *open_params, ann_engine **o
         rc = ann_fail(-ENOMEM, "ivfpq-record open: no memory");
         goto out;
     }
+    /* a merged index: the live state says what the lists hold (layout.h) */
+    ivfpq_meta dir_meta = e->meta;
+    uint32_t id_bound = (uint32_t)e->meta.n;
+    uint8_t skey[KV_KEY_U32_BYTES];
+    rc = kv_get(rd, skey, kv_key_u32(skey, IVFPQ_TABLE_STATE, 0), &val);
+    if (rc == 0) {
+        rc = ivfpq_state_decode(val.data, val.len, e->store_dir, &id_bound, &dir_meta.n,
+                                &e->live.merges);
+        kv_val_release(&val);
+    } else if (rc == ANN_ENOTFOUND) {
+        rc = 0;
+    }
+    if (rc)
+        goto out;
+    atomic_store(&e->live.entries, dir_meta.n);
+    atomic_store(&e->live.id_bound, id_bound);
     rc = get_record(rd, IVFPQ_TABLE_DIR, 0, &val, e->store_dir, "list directory");
     if (rc)
         goto out;
-    rc = ivfpq_dir_decode(val.data, val.len, &e->meta, e->store_dir, e->list_len);
+    rc = ivfpq_dir_decode(val.data, val.len, &dir_meta, e->store_dir, e->list_len);
     kv_val_release(&val);
     if (rc)
         goto out;
     rc = load_files(e, dir);
+    if (rc)
+        goto out;
+    rc = ivfpq_live_open(e, rd, !opt.read_only);
     if (rc)
         goto out;
     kv_open_report(&opt, report);
@@ -163,7 +184,8 @@ out:
 
 static uint64_t ivfpq_size(const ann_engine *e)
 {
-    return e->meta.n;
+    return atomic_load(&e->live.entries) + atomic_load(&e->live.appended) -
+           atomic_load(&e->live.deleted);
 }
 
 static void ivfpq_ctx_free(ann_ctx *c)
@@ -235,7 +257,7 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .title = "IVF-PQ (records)",
     .reads_unit = "kv gets",
     .build_params = ivfpq_build_params,
-    .open_params = kv_open_params,
+    .open_params = kv_live_open_params,
     .search_params = ivfpq_search_params,
     .effort_param = "nprobe",
     .build = ivfpq_build,
@@ -245,5 +267,8 @@ const ann_engine_ops ivfpq_record_engine_ops = {
     .ctx_new = ivfpq_ctx_new,
     .ctx_free = ivfpq_ctx_free,
     .search = ivfpq_search,
+    .insert = ivfpq_insert,
+    .remove = ivfpq_remove,
+    .merge = ivfpq_merge,
     .format_version = IVFPQ_VERSION,
 };

@@ -8,10 +8,13 @@
 #define ANNLAB_IVFPQ_RECORD_IVFPQ_H
 
 #include "engines/core/kv.h"
+#include "engines/core/paged.h"
 #include "engines/core/pq.h"
 #include "engines/core/topk.h"
 #include "engines/engine.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +27,25 @@ typedef struct ivfpq_meta {
     uint32_t coarse_sum; /* ann_checksum of the centroids as coarse.fbin stores them */
 } ivfpq_meta;
 
+/* Live-update state (insert.c). */
+typedef struct ivfpq_live {
+    int enabled;              /* opened with "updates": true */
+    int inited;               /* wlock initialised */
+    pthread_mutex_t wlock;    /* one writer at a time */
+    kv_reader *wrd;           /* the writer's reader */
+    ann_idbits dead;          /* ids with a tombstone */
+    _Atomic uint32_t *app_len; /* lists: appended entries of each list */
+    _Atomic uint64_t appended, deleted;
+    _Atomic uint64_t entries;  /* entries in the lists' chunk records */
+    _Atomic uint32_t id_bound; /* every id in a chunk or appended record is below it */
+    _Atomic int any_dead;      /* an id was ever deleted: searches filter (never reset:
+                                  a search of a snapshot before a merge may meet one) */
+    uint32_t merges;
+} ivfpq_live;
+
 struct ann_engine {
     ivfpq_meta meta;
+    ivfpq_live live;
     float *centroids;      /* lists x dim */
     pq_codebook *cb;       /* residual codebook (IP for ip/cosine data) */
     uint32_t *list_len;    /* lists */
@@ -88,6 +108,32 @@ void ivfpq_query_table(const ann_engine *e, const float *query, float *table);
 float ivfpq_list_term(const ann_engine *e, const float *query, uint32_t list);
 void ivfpq_chunk_estimate(const ann_engine *e, const float *table, float list_term,
                           const uint8_t *rec, uint32_t count, float *out);
+
+/* Live updates (insert.c).  open: load the appended-entry counts and the
+ * tombstones (every open; writable state only with "updates"); close
+ * accepts a state never opened.  insert/remove: engine.h's contract. */
+int ivfpq_live_open(ann_engine *e, kv_reader *rd, int enabled);
+void ivfpq_live_close(ann_engine *e);
+int ivfpq_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim);
+int ivfpq_remove(ann_engine *e, uint32_t id);
+int ivfpq_merge(ann_engine *e);
+
+/* The live-state record (layout.h): encode; decode and check, ANN_ECORRUPT
+ * naming the store. */
+void ivfpq_state_encode(uint32_t id_bound, uint64_t entries, uint32_t merges, uint8_t *out);
+int ivfpq_state_decode(const uint8_t *rec, size_t len, const char *store, uint32_t *id_bound,
+                       uint64_t *entries, uint32_t *merges);
+
+/* Whether id carries a tombstone (lock-free; searches). */
+static inline int ivfpq_is_dead(const ann_engine *e, uint32_t id)
+{
+    return ann_idbits_test(&e->live.dead, id);
+}
+
+/* The estimate of one entry of beta `beta` and PQ code `code` (an
+ * appended entry, layout.h), as ivfpq_chunk_estimate computes it. */
+float ivfpq_entry_estimate(const ann_engine *e, const float *table, float list_term, float beta,
+                           const uint8_t *code);
 
 int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx *bctx,
                 const char *dir, json_t *report);

@@ -62,6 +62,41 @@
  * Table 0x04, kv_key_u32 id 0: the list directory: u32 lists, then lists x
  * u32 list lengths (summing to n), then u32 crc32 of the bytes before it.
  *
+ * Live updates (insert.c; written only by an index opened with the open
+ * parameter "updates", never by a build, so a built store is unchanged):
+ *
+ * Table 0x03 also holds the vector record of every inserted id.
+ *
+ * Table 0x05, kv_key_u64 id (list << 32 | v): an appended entry of list
+ * `list`, vector v inserted after the build (a prefix iteration of the
+ * table byte and the list's 4 big-endian bytes walks a list's appended
+ * entries).  4 + m bytes:
+ *
+ *     0  f32      beta of the entry (as in a chunk record; finite)
+ *     4  u8[m]    PQ code of its residual v - c
+ *
+ * Table 0x06, kv_key_u32 id v: a tombstone: v is deleted.  1 byte, 0.
+ * Its vector record and its list entry (chunk or appended) stay, skipped
+ * by searches, until a merge.
+ *
+ * Table 0x07, kv_key_u32 id 0: the live state, written by every merge
+ * (absent: the metadata record's n holds).  32 bytes:
+ *
+ *     0  char[8]  magic "ANNILIV\0"
+ *     8  u32      format version (IVFPQ_VERSION)
+ *    12  u32      id_bound: every id in a chunk record is below it
+ *    16  u64      entries: the lengths in the list directory sum to it
+ *    24  u32      merges done
+ *    28  u32      crc32 (zlib) of bytes 0..27
+ *
+ * An insert writes v's vector record and appended entry in one write
+ * batch; a remove writes the tombstone alone.  A merge, one write batch,
+ * rewrites every list that has appended or deleted entries (its chunk
+ * records, ids ascending, and the list directory), and deletes the
+ * appended entries, the tombstones and the deleted ids' vector records.
+ * A store that received updates holds ids >= n (the metadata record's n
+ * stays the built count).
+ *
  * With C = 1024 and m = 96, a full chunk is 16 + 1024 * 104 = 106,512
  * bytes; at 100k vectors and 1,265 lists a list is one record.
  *
@@ -121,6 +156,12 @@
 #define IVFPQ_TABLE_LIST 0x02
 #define IVFPQ_TABLE_VECTOR 0x03
 #define IVFPQ_TABLE_DIR 0x04
+#define IVFPQ_TABLE_APPENDED 0x05
+#define IVFPQ_TABLE_TOMBSTONE 0x06
+#define IVFPQ_TABLE_STATE 0x07
+#define IVFPQ_APPENDED_BYTES(m) (4 + (size_t)(m))
+#define IVFPQ_STATE_MAGIC "ANNILIV"
+#define IVFPQ_STATE_BYTES 32
 #define IVFPQ_COARSE_FILE "coarse.fbin"
 #define IVFPQ_CODEBOOK_FILE "pq.pqcb"
 

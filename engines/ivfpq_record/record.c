@@ -130,3 +130,36 @@ int ivfpq_chunk_check(const ivfpq_meta *m, const char *store, uint32_t list, uin
     }
     return 0;
 }
+
+void ivfpq_state_encode(uint32_t id_bound, uint64_t entries, uint32_t merges, uint8_t *out)
+{
+    memset(out, 0, IVFPQ_STATE_BYTES);
+    ann_put_u32(out + 12, id_bound);
+    ann_put_u64(out + 16, entries);
+    ann_put_u32(out + 24, merges);
+    ann_frame_seal(out, IVFPQ_STATE_BYTES, IVFPQ_STATE_MAGIC, IVFPQ_VERSION);
+}
+
+static const ann_binfmt ivfpq_state_fmt = {
+    .magic = IVFPQ_STATE_MAGIC,
+    .version = IVFPQ_VERSION,
+    .header_bytes = IVFPQ_STATE_BYTES,
+    .name = "ivfpq-record live state",
+};
+
+int ivfpq_state_decode(const uint8_t *rec, size_t len, const char *store, uint32_t *id_bound,
+                       uint64_t *entries, uint32_t *merges)
+{
+    char where[4200];
+    snprintf(where, sizeof where, "%s: live-state record", store);
+    int rc = ann_frame_check(rec, len, &ivfpq_state_fmt, where);
+    if (rc)
+        return rc;
+    *id_bound = ann_get_u32(rec + 12);
+    *entries = ann_get_u64(rec + 16);
+    *merges = ann_get_u32(rec + 24);
+    if (*entries > *id_bound)
+        return ann_fail(ANN_ECORRUPT, "%s: %llu entries, id_bound %u", where,
+                        (unsigned long long)*entries, *id_bound);
+    return 0;
+}

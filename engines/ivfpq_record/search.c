@@ -42,6 +42,13 @@
  * queries per second of version 1, one table per query instead of one per
  * list.
  *
+ * Live updates (insert.c): a probed list's appended entries are scored
+ * after its chunks, in the same snapshot, and ids with a tombstone are
+ * never candidates.  An index opened with updates reads a list's chunk
+ * records until the first missing one, counts from their headers (a merge
+ * may rewrite the list meanwhile); otherwise the directory read at open
+ * says how many there are.
+ *
  * Reads per query: the chunk records of the probed lists, plus one vector
  * record per re-ranked candidate.  Stats: reads/bytes_read count both,
  * code_dists the entries scored by ADC, full_dists the re-ranked vectors,
@@ -57,6 +64,7 @@
 #include "engines/ivfpq_record/layout.h"
 #include "engines/core/ticks.h"
 
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -100,25 +108,93 @@ void ivfpq_chunk_estimate(const ann_engine *e, const float *table, float list_te
     }
 }
 
-/* Scan one list of centroid term `term`: every chunk record, ADC-scored
- * into the candidate heap. */
-static int scan_list(ann_ctx *c, uint32_t list, float term, ann_topk *cands, ann_stats *stats)
+/* The entries inserted into a list since the build (insert.c, table 0x05),
+ * ADC-scored into the candidate heap as the chunk entries are.  One prefix
+ * iteration of the query's snapshot (it allocates: RocksDB's iterator). */
+static int scan_appended(ann_ctx *c, uint32_t list, float term, ann_topk *cands, int any_dead,
+                         ann_stats *stats)
 {
     const ann_engine *e = c->eng;
-    const ivfpq_meta *m = &e->meta;
+    const uint32_t m = e->meta.pq_bytes;
+    uint8_t prefix[KV_KEY_U64_BYTES];
+    kv_key_u64(prefix, IVFPQ_TABLE_APPENDED, (uint64_t)list << 32);
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = kv_iter_create(c->rd, prefix, 5, &it), step;
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint64_t key = 0;
+        if (kv_key_parse_u64(k.data, k.len, NULL, &key) != 0 || v.len != IVFPQ_APPENDED_BYTES(m) ||
+            !isfinite(ann_get_f32(v.data))) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: list %u: appended entry record (key of %zu bytes): "
+                          "bad key, length %zu or beta", e->store_dir, list, k.len, v.len);
+            break;
+        }
+        uint32_t id = (uint32_t)key;
+        stats->reads++;
+        stats->bytes_read += v.len;
+        stats->code_dists++;
+        if (any_dead && ivfpq_is_dead(e, id))
+            continue;
+        float d = ivfpq_entry_estimate(e, c->table, term, ann_get_f32(v.data),
+                                       (const uint8_t *)v.data + 4);
+        if (d < ann_topk_bound(cands))
+            ann_topk_push(cands, d, id);
+    }
+    if (!rc && step < 0)
+        rc = step;
+    kv_iter_destroy(it);
+    return rc;
+}
+
+float ivfpq_entry_estimate(const ann_engine *e, const float *table, float list_term, float beta,
+                           const uint8_t *code)
+{
+    float ip;
+    pq_adc_scan(table, e->meta.pq_bytes, code, 1, &ip); /* -<q, r'> */
+    switch (e->meta.metric) {
+    case ANN_METRIC_L2:
+        return list_term + 2.0f * (beta + ip);
+    case ANN_METRIC_COSINE:
+        return list_term + (beta + ip);
+    default:
+        return list_term + ip;
+    }
+}
+
+/* The entries inserted `term`: every chunk record, ADC-scored
+ * into the candidate heap, then its appended entries; deleted ids are
+ * skipped (any_dead: the index has tombstones). */
+static int scan_list(ann_ctx *c, const ivfpq_meta *m, uint32_t list, float term, ann_topk *cands,
+                     int any_dead, ann_stats *stats)
+{
+    const ann_engine *e = c->eng;
+    /* a writable index may be merged meanwhile: its lists are read from the
+     * snapshot (chunks until the first missing one, counts from their
+     * headers), not from the directory read at open */
+    const int live = e->live.enabled;
     uint32_t len = e->list_len[list];
-    for (uint32_t chunk = 0; (uint64_t)chunk * m->chunk_entries < len; chunk++) {
+    for (uint32_t chunk = 0; live || (uint64_t)chunk * m->chunk_entries < len; chunk++) {
         uint32_t first = chunk * m->chunk_entries;
         uint32_t cnt = len - first < m->chunk_entries ? len - first : m->chunk_entries;
         uint8_t key[KV_KEY_U64_BYTES];
         kv_val val = { 0 };
         kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)list << 32 | chunk);
         int rc = kv_get(c->rd, key, sizeof key, &val);
+        if (rc == ANN_ENOTFOUND && live)
+            break;
         if (rc == ANN_ENOTFOUND)
             return ann_fail(ANN_ECORRUPT, "%s: list %u chunk %u record missing", e->store_dir,
                             list, chunk);
         if (rc)
             return rc;
+        if (live) {
+            cnt = val.len >= IVFPQ_CHUNK_HEADER_BYTES ? ann_get_u32((const uint8_t *)val.data + 8)
+                                                      : 0;
+            if (cnt == 0 || cnt > m->chunk_entries)
+                cnt = 0; /* refused by the check below */
+        }
         stats->reads++;
         stats->bytes_read += val.len;
         rc = ivfpq_chunk_check(m, e->store_dir, list, chunk, cnt, val.data, val.len);
@@ -134,11 +210,13 @@ static int scan_list(ann_ctx *c, uint32_t list, float term, ann_topk *cands, ann
         stats->code_dists += cnt;
         for (uint32_t j = 0; j < cnt; j++) {
             float d = c->chunk_dists[j];
-            if (d < ann_topk_bound(cands))
+            if (d < ann_topk_bound(cands) && !(any_dead && ivfpq_is_dead(e, c->chunk_ids[j])))
                 ann_topk_push(cands, d, c->chunk_ids[j]);
         }
     }
-    return 0;
+    return atomic_load(&e->live.app_len[list]) ? scan_appended(c, list, term, cands, any_dead,
+                                                               stats)
+                                               : 0;
 }
 
 /* Read candidate id's vector and offer its exact distance to top. */
@@ -178,7 +256,7 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     int rc = 0, got = 0;
     if (k > c->k_max)
         k = c->k_max;
-    if (m->n == 0 || k == 0)
+    if (!e->cb || k == 0) /* an empty build has no codebook and takes no inserts */
         return 0;
 
     /* the nprobe closest lists, by the centroid term their entries add */
@@ -197,9 +275,14 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
         return rc;
     ann_topk cands;
     ann_topk_init(&cands, c->cand_dist, c->cand_id, c->rerank * k);
+    /* read after the snapshot: a remove marks the id before it returns,
+     * an insert or merge raises the bound before it commits */
+    int any_dead = atomic_load(&e->live.any_dead);
+    ivfpq_meta cm = *m;
+    cm.n = atomic_load(&e->live.id_bound);
     for (uint32_t p = 0; p < nprobe; p++) {
         stats->hops++;
-        rc = scan_list(c, c->coarse_id[p], c->coarse_dist[p], &cands, stats);
+        rc = scan_list(c, &cm, c->coarse_id[p], c->coarse_dist[p], &cands, any_dead, stats);
         if (rc)
             goto out;
     }

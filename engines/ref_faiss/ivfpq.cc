@@ -23,6 +23,16 @@
  * FAISS counts them: the lengths of the probed lists; IndexIVF::search is
  * split into its quantizer search and search_preassigned for that), full_dists (re-ranked
  * candidates), cpu_ns.
+ *
+ * Live updates, as FAISS takes them, in memory only (close or a crash
+ * loses them; the index file is never rewritten, so durability does not
+ * apply): insert is IndexIVFPQ::add_with_ids (the vector filed in its
+ * nearest list, its residual PQ-encoded), its full vector kept beside the
+ * refine index (IndexRefineFlat stores vectors by position, not id) for
+ * the re-ranking; remove is IndexIVFPQ::remove_ids (the entry leaves its
+ * list at once; a deleted id may be inserted again).  Nothing to merge.
+ * A shared mutex: searches share it, an update holds it alone (FAISS's
+ * inverted lists are not safe to grow under a reader).
  */
 #include "engines/ref_faiss/common.hh"
 
@@ -39,7 +49,16 @@ extern "C" {
 #include <faiss/impl/DistanceComputer.h>
 #include <omp.h>
 
+#include <faiss/impl/IDSelector.h>
+#include <faiss/utils/distances.h>
+
+#include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace {
@@ -73,6 +92,11 @@ struct rfi_engine {
     uint32_t nlist = 0; /* as asked at build: bounds nprobe */
     uint32_t lists = 0; /* as built: min(nlist, n) */
     uint32_t pq_bits = 0;
+    /* live updates (see the file comment) */
+    mutable std::shared_mutex mu;
+    std::unordered_map<uint32_t, std::vector<float>> inserted; /* id -> vector */
+    std::unordered_set<uint32_t> deleted;                      /* ids removed (not since inserted) */
+    std::atomic<uint64_t> live{ 0 };
 };
 
 struct rfi_ctx {
@@ -198,6 +222,7 @@ int rfi_open_body(const char *dir, rfi_engine **out)
     e->n = meta.n;
     e->dim = meta.dim;
     e->nlist = (uint32_t)nlist;
+    e->live = meta.n;
     if (meta.n > 0) {
         rc = read_index(dir, e->index);
         if (rc)
@@ -236,7 +261,7 @@ void rfi_close(ann_engine *eng)
 
 uint64_t rfi_size(const ann_engine *eng)
 {
-    return reinterpret_cast<const rfi_engine *>(eng)->n;
+    return reinterpret_cast<const rfi_engine *>(eng)->live;
 }
 
 int rfi_ctx_new_body(const rfi_engine *e, const json_t *sp, uint32_t k_max, rfi_ctx **out)
@@ -290,6 +315,7 @@ int rfi_search_body(rfi_ctx *c, const float *query, uint32_t k, uint32_t *ids, f
     if (!e->index || k == 0)
         return 0;
     omp_set_num_threads(1);
+    std::shared_lock<std::shared_mutex> lock(e->mu);
     faiss::Index::idx_t kb = (faiss::Index::idx_t)k * c->rerank;
     /* IndexIVF::search in two steps, so the PQ work is counted per query
      * (FAISS's indexIVF_stats is one global shared by all threads). */
@@ -306,7 +332,15 @@ int rfi_search_body(rfi_ctx *c, const float *query, uint32_t k, uint32_t *ids, f
         faiss::Index::idx_t id = c->cand_ids[j];
         if (id < 0)
             continue; /* fewer candidates than asked (small lists) */
-        float d = to_ann_distance(e->metric, (*c->dc)(id));
+        float d;
+        auto ins = e->inserted.empty() ? e->inserted.end() : e->inserted.find((uint32_t)id);
+        if (ins == e->inserted.end())
+            d = to_ann_distance(e->metric, (*c->dc)(id));
+        else if (e->metric == ANN_METRIC_L2)
+            d = faiss::fvec_L2sqr(query, ins->second.data(), e->dim);
+        else
+            d = to_ann_distance(e->metric,
+                                faiss::fvec_inner_product(query, ins->second.data(), e->dim));
         ann_topk_push(&top, d, (uint32_t)id);
         stats->full_dists++;
     }
@@ -324,6 +358,69 @@ int rfi_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, floa
                            [&]() { return rfi_search_body(c, query, k, ids, dists, stats); });
     stats->cpu_ns += thread_cpu_ns() - t0;
     return rc;
+}
+
+/* Whether id is in the index (under the lock). */
+bool rfi_has(const rfi_engine *e, uint32_t id)
+{
+    return e->inserted.count(id) || (id < e->n && !e->deleted.count(id));
+}
+
+int rfi_insert_body(rfi_engine *e, uint32_t id, const float *vec, uint32_t dim)
+{
+    const char *name = "ref-faiss-ivfpq";
+    if (dim != e->dim)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
+                        name, id, dim, e->dim);
+    for (uint32_t j = 0; j < dim; j++)
+        if (!std::isfinite(vec[j]))
+            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", name, id, j,
+                            std::isnan(vec[j]) ? "NaN" : "infinite");
+    if (!e->index)
+        return ann_fail(ANN_EUNSUPPORTED, "%s: insert: the index is empty (nothing trained to "
+                        "encode with); updates need a built index", name);
+    std::unique_lock<std::shared_mutex> lock(e->mu);
+    if (rfi_has(e, id))
+        return ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", name, id);
+    std::vector<float> v(vec, vec + dim);
+    faiss::Index::idx_t fid = id;
+    const_cast<faiss::IndexIVFPQ *>(e->ivf)->add_with_ids(1, v.data(), &fid);
+    e->inserted.emplace(id, std::move(v));
+    e->deleted.erase(id);
+    e->live++;
+    return 0;
+}
+
+int rfi_insert(ann_engine *eng, uint32_t id, const float *vec, uint32_t dim)
+{
+    return ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-ivfpq insert", [&]() {
+        return rfi_insert_body(reinterpret_cast<rfi_engine *>(eng), id, vec, dim);
+    });
+}
+
+int rfi_remove_body(rfi_engine *e, uint32_t id)
+{
+    const char *name = "ref-faiss-ivfpq";
+    std::unique_lock<std::shared_mutex> lock(e->mu);
+    if (!rfi_has(e, id)) {
+        if (e->deleted.count(id))
+            return ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", name, id);
+        return ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", name, id);
+    }
+    faiss::Index::idx_t fid = id;
+    faiss::IDSelectorBatch sel(1, &fid);
+    const_cast<faiss::IndexIVFPQ *>(e->ivf)->remove_ids(sel);
+    e->inserted.erase(id);
+    e->deleted.insert(id);
+    e->live--;
+    return 0;
+}
+
+int rfi_remove(ann_engine *eng, uint32_t id)
+{
+    return ann_cxx_guard(ANN_EINTERNAL, "ref-faiss-ivfpq remove", [&]() {
+        return rfi_remove_body(reinterpret_cast<rfi_engine *>(eng), id);
+    });
 }
 
 } /* namespace */
@@ -344,8 +441,8 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .ctx_new = rfi_ctx_new,
     .ctx_free = rfi_ctx_free,
     .search = rfi_search,
-    .insert = nullptr,
-    .remove = nullptr,
+    .insert = rfi_insert,
+    .remove = rfi_remove,
     .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
     .format_version = RFI_VERSION,

@@ -22,6 +22,16 @@
  * flags (no -march) that is its SSE path, not AVX, which understates it
  * next to annlab's runtime-dispatched AVX-512 kernels.
  * No exception crosses into C (engines/core/cxx_shim.hh).
+ *
+ * Live updates, as hnswlib takes them, in memory only (close or a crash
+ * loses them; the index file is never rewritten, so durability does not
+ * apply): insert is addPoint (the index grown with resizeIndex when full),
+ * remove is markDelete (the node stays in the graph, searched through and
+ * never returned: searchBaseLayerST with deletions).  A deleted id may be
+ * inserted again: addPoint then unmarks it and replaces its vector, as
+ * hnswlib does.  Nothing to merge.  A shared mutex: searches share it, an
+ * update holds it alone (resizeIndex replaces the structures a search
+ * reads).
  */
 #if defined(__SANITIZE_ADDRESS__)
 /* hnswlib 0.6's SSE path reads one link past the end of a list to compute
@@ -40,7 +50,11 @@ extern "C" {
 #include "engines/core/cxx_shim.hh"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cmath>
+#include <mutex>
+#include <shared_mutex>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -75,6 +89,8 @@ struct rh_engine {
     ann_metric metric = ANN_METRIC_L2;
     uint64_t n = 0;
     uint32_t dim = 0;
+    mutable std::shared_mutex mu; /* live updates (see the file comment) */
+    std::atomic<uint64_t> live{ 0 };
 };
 
 struct rh_ctx {
@@ -209,6 +225,7 @@ int rh_open_body(const char *dir, rh_engine **out)
     e = std::make_unique<rh_engine>();
     e->metric = meta.metric;
     e->n = meta.n;
+    e->live = meta.n;
     e->dim = meta.dim;
     e->space = rh_space(meta.metric, meta.dim);
     rc = ann_cxx_guard(ANN_ECORRUPT, path.c_str(), [&]() {
@@ -251,7 +268,7 @@ void rh_close(ann_engine *eng)
 
 uint64_t rh_size(const ann_engine *eng)
 {
-    return reinterpret_cast<const rh_engine *>(eng)->n;
+    return reinterpret_cast<const rh_engine *>(eng)->live;
 }
 
 int rh_ctx_new(ann_engine *eng, const json_t *search_params, uint32_t k_max, ann_ctx **out)
@@ -275,6 +292,7 @@ void rh_ctx_free(ann_ctx *ctx)
 /* searchKnn of hnswlib 0.6 with the context's ef (see the file comment). */
 int rh_search_body(const rh_ctx *c, const float *query, uint32_t k, uint32_t *ids, float *dists)
 {
+    std::shared_lock<std::shared_mutex> lock(c->eng->mu);
     const hnswlib::HierarchicalNSW<float> &ix = *c->eng->index;
     if (ix.cur_element_count == 0 || k == 0)
         return 0;
@@ -298,7 +316,9 @@ int rh_search_body(const rh_ctx *c, const float *query, uint32_t k, uint32_t *id
             }
         }
     }
-    auto top = ix.searchBaseLayerST<false, false>(cur, query, std::max<size_t>(c->ef, k));
+    size_t ef = std::max<size_t>(c->ef, k);
+    auto top = ix.num_deleted_ ? ix.searchBaseLayerST<true, false>(cur, query, ef)
+                               : ix.searchBaseLayerST<false, false>(cur, query, ef);
     while (top.size() > k)
         top.pop();
     int got = (int)top.size();
@@ -322,6 +342,63 @@ int rh_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, float
                            [&]() { return rh_search_body(c, query, k, ids, dists); });
     stats->cpu_ns += rh_thread_cpu_ns() - t0;
     return rc;
+}
+
+/* The internal id of a live (not deleted) label, or -1 (under the lock). */
+long rh_find(const hnswlib::HierarchicalNSW<float> &ix, uint32_t id, bool *deleted)
+{
+    auto it = ix.label_lookup_.find(id);
+    *deleted = it != ix.label_lookup_.end() && ix.isMarkedDeleted(it->second);
+    return it == ix.label_lookup_.end() || *deleted ? -1 : (long)it->second;
+}
+
+int rh_insert_body(rh_engine *e, uint32_t id, const float *vec, uint32_t dim)
+{
+    const char *name = "ref-hnswlib";
+    if (dim != e->dim)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
+                        name, id, dim, e->dim);
+    for (uint32_t j = 0; j < dim; j++)
+        if (!std::isfinite(vec[j]))
+            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", name, id, j,
+                            std::isnan(vec[j]) ? "NaN" : "infinite");
+    std::unique_lock<std::shared_mutex> lock(e->mu);
+    hnswlib::HierarchicalNSW<float> &ix = *e->index;
+    bool deleted = false;
+    if (rh_find(ix, id, &deleted) >= 0)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", name, id);
+    if (!deleted && ix.cur_element_count >= ix.max_elements_)
+        ix.resizeIndex(std::max<size_t>(2 * ix.max_elements_, 1024));
+    ix.addPoint(vec, (hnswlib::labeltype)id); /* a deleted id: unmarked, vector replaced */
+    e->live++;
+    return 0;
+}
+
+int rh_insert(ann_engine *eng, uint32_t id, const float *vec, uint32_t dim)
+{
+    return ann_cxx_guard(ANN_EINTERNAL, "ref-hnswlib insert", [&]() {
+        return rh_insert_body(reinterpret_cast<rh_engine *>(eng), id, vec, dim);
+    });
+}
+
+int rh_remove_body(rh_engine *e, uint32_t id)
+{
+    const char *name = "ref-hnswlib";
+    std::unique_lock<std::shared_mutex> lock(e->mu);
+    bool deleted = false;
+    if (rh_find(*e->index, id, &deleted) < 0)
+        return deleted ? ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", name, id)
+                       : ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", name, id);
+    e->index->markDelete((hnswlib::labeltype)id);
+    e->live--;
+    return 0;
+}
+
+int rh_remove(ann_engine *eng, uint32_t id)
+{
+    return ann_cxx_guard(ANN_EINTERNAL, "ref-hnswlib remove", [&]() {
+        return rh_remove_body(reinterpret_cast<rh_engine *>(eng), id);
+    });
 }
 
 } /* namespace */
@@ -351,8 +428,8 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .ctx_new = rh_ctx_new,
     .ctx_free = rh_ctx_free,
     .search = rh_search,
-    .insert = nullptr,
-    .remove = nullptr,
+    .insert = rh_insert,
+    .remove = rh_remove,
     .merge = nullptr,
     .machine_note = rh_machine_note,
     .format_version = RH_VERSION,
