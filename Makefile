@@ -19,7 +19,7 @@ CXX     ?= c++
 SAN     ?=
 CONFIG  ?= configs/quickstart.json
 
-PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl
+PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz
 

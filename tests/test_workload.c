@@ -1,0 +1,359 @@
+/*
+ * test_workload.c: streaming workloads (harness/workload.h): the JSON steps
+ * and big-ann runbooks (YAML) read into the same steps, every problem with
+ * its exact message (JSON path or file and line), the steps played against
+ * the dataset (ranges, deletes of ids not live), and what a workload asks
+ * of the rest of the config.
+ */
+#include "engines/core/status.h"
+#include "harness/config.h"
+#include "harness/workload.h"
+#include "tests/support/testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static json_t *parse(const char *text)
+{
+    json_error_t e;
+    json_t *v = json_loads(text, 0, &e);
+    if (!v)
+        fail_msg("bad test JSON: %s", e.text);
+    return v;
+}
+
+static void print_problems(const harness_problems *p)
+{
+    for (int i = 0; i < p->n; i++)
+        print_message("  problem: %s\n", p->msgs[i]);
+}
+
+static int has_problem(const harness_problems *p, const char *msg)
+{
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->msgs[i], msg))
+            return 1;
+    print_problems(p);
+    print_message("  wanted:  %s\n", msg);
+    return 0;
+}
+
+/* Parse the "workload" object text (config_dir for runbooks); the problems. */
+static int wl_parse(const char *text, const char *dir, harness_workload *w, harness_problems *p)
+{
+    json_t *wl = parse(text);
+    int n = harness_workload_parse(wl, dir, w, p);
+    json_decref(wl);
+    return n;
+}
+
+static void test_json_steps(void **state)
+{
+    (void)state;
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 100},"
+                              " {\"op\": \"search\"}, {\"op\": \"delete\", \"start\": 10, \"end\": 20},"
+                              " {\"op\": \"merge\"}, {\"op\": \"replace\", \"tags_start\": 0,"
+                              " \"tags_end\": 5, \"ids_start\": 100, \"ids_end\": 105}],"
+                              " \"writers\": 3}",
+                              NULL, &w, &p),
+                     0);
+    assert_int_equal(w.n, 5);
+    assert_int_equal(w.writers, 3);
+    assert_int_equal(w.steps[0].op, HARNESS_WL_INSERT);
+    assert_int_equal(w.steps[0].end, 100);
+    assert_int_equal(w.steps[2].op, HARNESS_WL_DELETE);
+    assert_int_equal(w.steps[2].start, 10);
+    assert_int_equal(w.steps[4].op, HARNESS_WL_REPLACE);
+    assert_int_equal(w.steps[4].ids_start, 100);
+    assert_int_equal(w.steps[4].end, 5);
+    assert_string_equal(w.steps[3].where, "workload.steps[3]");
+    assert_int_equal(strlen(w.hash), 16);
+    assert_int_equal(harness_workload_check(&w, 200, &p), 0);
+    harness_workload_fini(&w);
+
+    /* every problem of the JSON form, at once, with its path */
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"upsert\"}, {\"start\": 1},"
+                              " {\"op\": \"insert\", \"start\": 0}, {\"op\": \"search\", \"k\": 3},"
+                              " {\"op\": \"delete\", \"start\": -1, \"end\": 2}, 7],"
+                              " \"writers\": 0, \"color\": 1}",
+                              NULL, &w, &p),
+                     8);
+    assert_true(has_problem(&p, "workload.color: unknown key (known: steps, runbook, dataset, writers)"));
+    assert_true(has_problem(&p, "workload.writers: expected an integer in [1, 1024]"));
+    assert_true(has_problem(&p, "workload.steps[0].op: unknown operation \"upsert\" (known: insert, "
+                                "delete, search, merge, replace)"));
+    assert_true(has_problem(&p, "workload.steps[1].op: missing (one of insert, delete, search, "
+                                "merge, replace)"));
+    assert_true(has_problem(&p, "workload.steps[2].end: missing"));
+    assert_true(has_problem(&p, "workload.steps[3].k: unknown key for search (its fields: none)"));
+    assert_true(has_problem(&p, "workload.steps[4].start: expected an integer >= 0"));
+    assert_true(has_problem(&p, "workload.steps[5]: expected an object {\"op\": ...}"));
+    assert_int_equal(w.n, 0); /* nothing half-read is kept */
+    harness_problems_fini(&p);
+
+    assert_int_equal(wl_parse("{\"steps\": [], \"runbook\": \"x.yaml\"}", NULL, &w, &p), 1);
+    assert_true(has_problem(&p, "workload: give \"steps\" or \"runbook\", not both"));
+    harness_problems_fini(&p);
+    assert_int_equal(wl_parse("{\"dataset\": \"a\"}", NULL, &w, &p), 2);
+    assert_true(has_problem(&p, "workload: missing \"steps\" (a list) or \"runbook\" (a YAML file)"));
+    assert_true(has_problem(&p, "workload.dataset: expected a string naming an entry of the runbook"));
+    harness_problems_fini(&p);
+}
+
+static const char *const yaml_text =
+    "# a small runbook in big-ann-benchmarks' streaming format\n"
+    "other-set:\n"
+    "  max_pts: 10\n"
+    "  1:\n"
+    "    operation: search\n"
+    "tiny:\n"
+    "  max_pts: 150\n"
+    "  2:\n"
+    "    operation: search\n"
+    "  1:\n"
+    "    start: 0\n"
+    "    end: 100\n"
+    "    operation: insert\n"
+    "  3:\n"
+    "    operation: delete\n"
+    "    start: 10\n"
+    "    end: 20\n"
+    "  4:\n"
+    "    operation: merge\n"
+    "  5:\n"
+    "    operation: replace\n"
+    "    tags_start: 0\n"
+    "    tags_end: 5\n"
+    "    ids_start: 100\n"
+    "    ids_end: 105\n"
+    "  6:\n"
+    "    operation: search\n"
+    "  gt_url: \"none\"\n";
+
+static void test_yaml_equals_json(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("workload");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rb.yaml", dir);
+    assert_int_equal(tu_write_file(path, yaml_text, strlen(yaml_text)), 0);
+    harness_problems p = { 0 };
+    harness_workload wy, wj;
+    /* a relative runbook path is taken from the config's directory */
+    assert_int_equal(wl_parse("{\"runbook\": \"rb.yaml\", \"dataset\": \"tiny\"}", dir, &wy, &p), 0);
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 100},"
+                              " {\"op\": \"search\"}, {\"op\": \"delete\", \"start\": 10, \"end\": 20},"
+                              " {\"op\": \"merge\"}, {\"op\": \"replace\", \"tags_start\": 0,"
+                              " \"tags_end\": 5, \"ids_start\": 100, \"ids_end\": 105},"
+                              " {\"op\": \"search\"}]}",
+                              NULL, &wj, &p),
+                     0);
+    json_t *a = harness_workload_steps_json(&wy), *b = harness_workload_steps_json(&wj);
+    assert_true(json_equal(a, b));
+    assert_string_equal(wy.hash, wj.hash);
+    assert_int_equal(wy.max_pts, 150);
+    assert_int_equal(wj.max_pts, 0);
+    char want[4300];
+    snprintf(want, sizeof want, "%s/rb.yaml:10: step 1", dir);
+    assert_string_equal(wy.steps[0].where, want);
+    /* max_pts is enforced: 100 live fit in 150, not in 99 */
+    assert_int_equal(harness_workload_check(&wy, 1000, &p), 0);
+    wy.max_pts = 99;
+    assert_int_equal(harness_workload_check(&wy, 1000, &p), 1);
+    snprintf(want, sizeof want, "%s/rb.yaml:10: step 1: 100 vectors live, more than the runbook's "
+                                "max_pts 99", dir);
+    assert_true(has_problem(&p, want));
+    harness_problems_fini(&p);
+    json_decref(a);
+    json_decref(b);
+    harness_workload_fini(&wy);
+    harness_workload_fini(&wj);
+
+    /* two entries and no "dataset": which one is not guessed */
+    assert_int_equal(wl_parse("{\"runbook\": \"rb.yaml\"}", dir, &wy, &p), 1);
+    snprintf(want, sizeof want, "%s/rb.yaml: holds 2 runbooks (other-set, tiny); workload.dataset "
+                                "must name the one to run", dir);
+    assert_true(has_problem(&p, want));
+    harness_problems_fini(&p);
+    assert_int_equal(wl_parse("{\"runbook\": \"rb.yaml\", \"dataset\": \"big\"}", dir, &wy, &p), 1);
+    snprintf(want, sizeof want, "%s/rb.yaml: no runbook named \"big\" (it has: other-set, tiny)", dir);
+    assert_true(has_problem(&p, want));
+    harness_problems_fini(&p);
+    tu_rmdir(dir);
+}
+
+static void test_yaml_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("workload");
+    char path[4200], want[4400];
+    snprintf(path, sizeof path, "%s/bad.yaml", dir);
+    static const char bad[] = "set:\n"
+                              "  max_pts: many\n"
+                              "  1:\n"
+                              "    operation: upsert\n"
+                              "  2:\n"
+                              "    operation: insert\n"
+                              "    start: 5\n"
+                              "  4:\n"
+                              "    operation: delete\n"
+                              "    start: 0\n"
+                              "    end: -3\n"
+                              "    colour: red\n"
+                              "  later: 1\n";
+    assert_int_equal(tu_write_file(path, bad, strlen(bad)), 0);
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse("{\"runbook\": \"bad.yaml\"}", dir, &w, &p), 7);
+    static const char *const msgs[] = {
+        "%s:2: max_pts: expected an integer >= 1",
+        "%s:13: later: unknown key (known: max_pts, gt_url, and steps numbered 1, 2, ...)",
+        "%s:4: step 1: unknown operation \"upsert\" (known: insert, delete, search, merge, replace)",
+        "%s:5: step 2: end: missing",
+        "%s: step 3: missing (steps are numbered 1, 2, ... without gaps; the last is 4)",
+        "%s:11: step 4: end: expected an integer >= 0",
+        "%s:12: step 4: colour: unknown key for delete (its fields: start, end)",
+    };
+    for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++) {
+        snprintf(want, sizeof want, msgs[i], path);
+        assert_true(has_problem(&p, want));
+    }
+    assert_int_equal(w.n, 0);
+    harness_problems_fini(&p);
+
+    static const char broken[] = "set:\n  1:\n    operation: [insert\n";
+    assert_int_equal(tu_write_file(path, broken, strlen(broken)), 0);
+    assert_int_equal(wl_parse("{\"runbook\": \"bad.yaml\"}", dir, &w, &p), 1);
+    assert_true(!strncmp(p.msgs[0], path, strlen(path)) && strstr(p.msgs[0], ": not valid YAML: "));
+    harness_problems_fini(&p);
+    assert_int_equal(wl_parse("{\"runbook\": \"absent.yaml\"}", dir, &w, &p), 1);
+    snprintf(want, sizeof want, "workload.runbook: %s/absent.yaml: No such file or directory", dir);
+    assert_true(has_problem(&p, want));
+    harness_problems_fini(&p);
+    tu_rmdir(dir);
+}
+
+/* The steps played against a dataset of n vectors: the first problem. */
+static void check_one(const char *steps, uint64_t n, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "{\"steps\": [%s]}", steps);
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse(text, NULL, &w, &p), 0);
+    assert_int_equal(harness_workload_check(&w, n, &p), 1);
+    assert_true(has_problem(&p, want));
+    harness_problems_fini(&p);
+    harness_workload_fini(&w);
+}
+
+#define INS0 "{\"op\": \"insert\", \"start\": 0, \"end\": 100}, "
+
+static void test_check_against_dataset(void **state)
+{
+    (void)state;
+    check_one("{\"op\": \"search\"}", 1000,
+              "workload.steps[0]: the first step must insert [0, end): the index is built over "
+              "those vectors before the other steps run (an engine cannot be opened empty; the "
+              "record engines need at least 1,024 vectors to train PQ)");
+    check_one("{\"op\": \"insert\", \"start\": 5, \"end\": 100}", 1000,
+              "workload.steps[0]: the first step must insert [0, end): the index is built over "
+              "those vectors before the other steps run (an engine cannot be opened empty; the "
+              "record engines need at least 1,024 vectors to train PQ)");
+    check_one(INS0 "{\"op\": \"insert\", \"start\": 900, \"end\": 1001}", 1000,
+              "workload.steps[1]: insert [900, 1001) is outside the dataset's 1000 vectors");
+    check_one(INS0 "{\"op\": \"insert\", \"start\": 90, \"end\": 110}", 1000,
+              "workload.steps[1]: insert [90, 110): id 90 is live already");
+    check_one(INS0 "{\"op\": \"delete\", \"start\": 50, \"end\": 50}", 1000,
+              "workload.steps[1]: delete [50, 50) is empty (start must be below end)");
+    check_one(INS0 "{\"op\": \"delete\", \"start\": 0, \"end\": 10}, {\"op\": \"merge\"},"
+                   "{\"op\": \"delete\", \"start\": 5, \"end\": 20}",
+              1000, "workload.steps[3]: delete [5, 20): id 5 is not live");
+    check_one(INS0 "{\"op\": \"delete\", \"start\": 99, \"end\": 101}", 1000,
+              "workload.steps[1]: delete [99, 101): id 100 is not live");
+    check_one(INS0 "{\"op\": \"replace\", \"tags_start\": 0, \"tags_end\": 4, \"ids_start\": 200,"
+                   " \"ids_end\": 205}",
+              1000, "workload.steps[1]: replace: 4 tags but 5 ids (want as many)");
+    check_one(INS0 "{\"op\": \"replace\", \"tags_start\": 0, \"tags_end\": 4, \"ids_start\": 98,"
+                   " \"ids_end\": 102}",
+              1000, "workload.steps[1]: replace ids [98, 102): row 98 is live already (id 98)");
+    check_one(INS0 "{\"op\": \"replace\", \"tags_start\": 98, \"tags_end\": 102, \"ids_start\": 200,"
+                   " \"ids_end\": 204}",
+              1000, "workload.steps[1]: replace tags [98, 102): id 100 is not live");
+    /* a replaced id's old row may be inserted again; its new row may not */
+    check_one(INS0 "{\"op\": \"replace\", \"tags_start\": 0, \"tags_end\": 2, \"ids_start\": 200,"
+                   " \"ids_end\": 202}, {\"op\": \"insert\", \"start\": 200, \"end\": 201}",
+              1000,
+              "workload.steps[2]: insert [200, 201): id 200 is live already (its row is another "
+              "id's, by a replace)");
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse("{\"steps\": [" INS0 "{\"op\": \"replace\", \"tags_start\": 0,"
+                              " \"tags_end\": 2, \"ids_start\": 200, \"ids_end\": 202},"
+                              " {\"op\": \"delete\", \"start\": 0, \"end\": 1},"
+                              " {\"op\": \"insert\", \"start\": 0, \"end\": 1}]}",
+                              NULL, &w, &p),
+                     0);
+    assert_int_equal(harness_workload_check(&w, 1000, &p), 0);
+    harness_workload_fini(&w);
+}
+
+static void test_config_rules(void **state)
+{
+    (void)state;
+    harness_problems p = { 0 };
+    json_t *cfg = parse("{\"name\": \"s\", \"dataset\": \"d\", \"modes\": [\"cold\", \"warm\"],"
+                        " \"memory_caps\": [null, \"1GiB\"], \"repeats\": 2,"
+                        " \"engines\": [{\"engine\": \"flat\"}, {\"engine\": \"diskann-record\"},"
+                        "   {\"engine\": \"diskann-record\", \"label\": \"u\", \"open\": {\"updates\": true}}],"
+                        " \"workload\": {\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 10}]}}");
+    assert_int_equal(harness_config_check(cfg, &p), 5);
+    assert_true(has_problem(&p, "modes[0]: a workload runs warm only (each step is measured on the "
+                                "index its updates left in memory)"));
+    assert_true(has_problem(&p, "memory_caps[1]: a workload runs uncapped (give null)"));
+    assert_true(has_problem(&p, "repeats: a workload runs once (its steps change the index); give 1"));
+    assert_true(has_problem(&p, "engines[0]: flat has no insert/remove; a workload needs an engine "
+                                "that accepts updates"));
+    assert_true(has_problem(&p, "engines[1].open.updates: a workload needs true (diskann-record opens "
+                                "its index read-only otherwise)"));
+    harness_problems_fini(&p);
+    json_decref(cfg);
+
+    /* valid: warm only by default; the workload is part of each cell's identity */
+    cfg = parse("{\"name\": \"s\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-record\","
+                " \"open\": {\"updates\": true}, \"search\": {\"L\": [20, 40]}}],"
+                " \"workload\": {\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 10}]}}");
+    assert_int_equal(harness_config_check(cfg, &p), 0);
+    json_t *cells = harness_config_expand(cfg);
+    assert_int_equal(json_array_size(cells), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(cells, 0), "mode")), "warm");
+    char before[17], after[17];
+    json_t *c = json_array_get(cells, 0);
+    harness_cell_id(c, before);
+    json_object_set_new(c, "workload", json_string("0123456789abcdef"));
+    harness_cell_id(c, after);
+    assert_string_not_equal(before, after);
+    json_decref(cells);
+    json_decref(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_steps),
+        cmocka_unit_test(test_yaml_equals_json),
+        cmocka_unit_test(test_yaml_errors),
+        cmocka_unit_test(test_check_against_dataset),
+        cmocka_unit_test(test_config_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
