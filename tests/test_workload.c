@@ -8,15 +8,19 @@
 #include "engines/core/status.h"
 #include "harness/config.h"
 #include "harness/workload.h"
+#include "harness/workload_gt.h"
+#include "tests/support/harness_fixture.h"
 #include "tests/support/testutil.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -307,6 +311,149 @@ static void test_check_against_dataset(void **state)
     harness_workload_fini(&w);
 }
 
+/* The steps of the ground-truth tests: inserts, a delete, a replace, four searches. */
+static const char *const gt_steps =
+    "{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 300}, {\"op\": \"search\"},"
+    " {\"op\": \"delete\", \"start\": 0, \"end\": 150}, {\"op\": \"search\"},"
+    " {\"op\": \"insert\", \"start\": 300, \"end\": 400}, {\"op\": \"merge\"},"
+    " {\"op\": \"replace\", \"tags_start\": 150, \"tags_end\": 200, \"ids_start\": 450,"
+    "  \"ids_end\": 500}, {\"op\": \"search\"}, {\"op\": \"delete\", \"start\": 160,"
+    "  \"end\": 400}, {\"op\": \"search\"}]}";
+
+/*
+ * The per-step ground truth against an independent brute force written
+ * here: the live rows tracked by hand (not by harness_wl_apply), every
+ * distance in double, the k smallest by selection.
+ */
+static void test_gt_against_brute_force(void **state)
+{
+    (void)state;
+    enum { N = 500, DIM = 8, NQ = 12, K = 10 };
+    float *base = tu_clustered(N, DIM, 5, 3, 0), *q = tu_clustered(NQ, DIM, 5, 4, 0);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(base, N, DIM, ANN_METRIC_L2, &src), 0);
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse(gt_steps, NULL, &w, &p), 0);
+    ann_gt gt;
+    assert_int_equal(harness_workload_gt_compute(&w, src, q, NQ, K, &gt), 0);
+    assert_int_equal(gt.nq, 4 * NQ);
+    assert_int_equal(gt.k, K);
+    /* the live rows at each search, by hand */
+    static char live[4][N];
+    memset(live, 0, sizeof live);
+    for (int r = 0; r < 300; r++)
+        live[0][r] = 1;
+    memcpy(live[1], live[0], N);
+    for (int r = 0; r < 150; r++)
+        live[1][r] = 0;
+    memcpy(live[2], live[1], N);
+    for (int r = 300; r < 400; r++)
+        live[2][r] = 1;
+    for (int r = 150; r < 200; r++) { /* ids 150..199 now hold rows 450..499 */
+        live[2][r] = 0;
+        live[2][r + 300] = 1;
+    }
+    memcpy(live[3], live[2], N);
+    for (int r = 200; r < 400; r++) /* ids 160..399: rows 200..399 and, by the replace, 460..499 */
+        live[3][r] = 0;
+    for (int r = 460; r < 500; r++)
+        live[3][r] = 0;
+    for (int r = 450; r < 460; r++)
+        assert_true(live[3][r]); /* ids 150..159 kept their new rows */
+    for (int s = 0; s < 4; s++)
+        for (int qi = 0; qi < NQ; qi++) {
+            double d[N];
+            for (int r = 0; r < N; r++) {
+                d[r] = INFINITY;
+                if (!live[s][r])
+                    continue;
+                double acc = 0;
+                for (int j = 0; j < DIM; j++) {
+                    double t = (double)base[r * DIM + j] - q[qi * DIM + j];
+                    acc += t * t;
+                }
+                d[r] = acc;
+            }
+            const int32_t *ids = gt.ids + ((size_t)s * NQ + qi) * K;
+            const float *gd = gt.dists + ((size_t)s * NQ + qi) * K;
+            char taken[N] = { 0 };
+            for (int rank = 0; rank < K; rank++) {
+                int best = -1;
+                for (int r = 0; r < N; r++)
+                    if (!taken[r] && isfinite(d[r]) && (best < 0 || d[r] < d[best]))
+                        best = r;
+                taken[best] = 1;
+                assert_true(live[s][ids[rank]]); /* never a row not live */
+                assert_int_equal(ids[rank], best);
+                assert_true(fabs(gd[rank] - d[best]) <= 1e-4 * (1 + d[best]));
+            }
+        }
+    ann_gt_free(&gt);
+    /* fewer than k live at a search: an error naming the step */
+    harness_workload_fini(&w);
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 20},"
+                              " {\"op\": \"delete\", \"start\": 0, \"end\": 15}, {\"op\": \"search\"}]}",
+                              NULL, &w, &p),
+                     0);
+    assert_int_equal(harness_workload_gt_compute(&w, src, q, NQ, K, &gt), ANN_ECONFIG);
+    assert_string_equal(ann_errmsg(ANN_ECONFIG), "workload.steps[2]: 5 vectors live, fewer than k = 10");
+    harness_workload_fini(&w);
+    ann_vecsrc_destroy(src);
+    free(base);
+    free(q);
+}
+
+/* The cache beside the bundle: written once, reused, recomputed when stale or corrupt. */
+static void test_gt_cache(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("workload-gt");
+    char bdir[4200], path[4400], again[4400], side[4400];
+    snprintf(bdir, sizeof bdir, "%s/bundle", dir);
+    assert_int_equal(hf_bundle(bdir, 500, 8, 12, 0, 10, 5), 0);
+    ann_bundle ds;
+    assert_int_equal(ann_bundle_open(bdir, &ds), 0);
+    harness_problems p = { 0 };
+    harness_workload w;
+    assert_int_equal(wl_parse(gt_steps, NULL, &w, &p), 0);
+    int computed = -1;
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 10, path, sizeof path, &computed), 0);
+    assert_int_equal(computed, 1);
+    char want[4400];
+    snprintf(want, sizeof want, "%s/workload-gt/%s-q12-k10.ibin", bdir, w.hash);
+    assert_string_equal(path, want);
+    size_t len = 0;
+    unsigned char *bytes = tu_read_file(path, &len);
+    assert_int_equal(len, 8 + 4 * 12 * 10 * 8);
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 10, again, sizeof again, &computed), 0);
+    assert_int_equal(computed, 0);
+    /* a flipped byte: recomputed, and the same bytes again */
+    bytes[len - 3] ^= 0x40;
+    assert_int_equal(tu_write_file(path, bytes, len), 0);
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 10, again, sizeof again, &computed), 0);
+    assert_int_equal(computed, 1);
+    bytes[len - 3] ^= 0x40;
+    size_t len2 = 0;
+    unsigned char *now = tu_read_file(path, &len2);
+    assert_int_equal(len2, len);
+    assert_memory_equal(now, bytes, len);
+    free(now);
+    /* a truncated sidecar, or one of another depth: recomputed */
+    snprintf(side, sizeof side, "%s/workload-gt/%s-q12-k10.json", bdir, w.hash);
+    assert_int_equal(tu_write_file(side, "{\"steps_hash\"", 13), 0);
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 10, again, sizeof again, &computed), 0);
+    assert_int_equal(computed, 1);
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 5, again, sizeof again, &computed), 0);
+    assert_int_equal(computed, 1);
+    assert_int_equal(harness_workload_gt_ensure(&w, &ds, 12, 10, again, sizeof again, &computed), 0);
+    assert_int_equal(computed, 0);
+    free(bytes);
+    harness_workload_fini(&w);
+    ann_bundle_close(&ds);
+    tu_rmdir(dir);
+}
+
 static void test_config_rules(void **state)
 {
     (void)state;
@@ -353,6 +500,8 @@ int main(void)
         cmocka_unit_test(test_yaml_equals_json),
         cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_check_against_dataset),
+        cmocka_unit_test(test_gt_against_brute_force),
+        cmocka_unit_test(test_gt_cache),
         cmocka_unit_test(test_config_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
