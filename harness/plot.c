@@ -437,8 +437,33 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         }
         json_object_set_new(set, btext, json_true());
     }
+    /* a workload's steps: recall, query latency and insert latency against step */
+    figure fwr = { 0 }, fwl = { 0 }, fwi = { 0 };
+    json_t *wl_colors = json_object();
     json_array_foreach(cells, i, c) {
-        if (strcmp(harness_jstr(c, "status"), "ok"))
+        if (!json_object_get(c, "workload_cell") || strcmp(harness_jstr(c, "status"), "ok"))
+            continue;
+        k = json_integer_value(json_object_get(c, "k"));
+        char stext[160], name[400];
+        params_text(json_object_get(c, "search"), stext, sizeof stext);
+        snprintf(name, sizeof name, "%s%s%s T=%lld", harness_jstr(c, "label"), stext[0] ? " " : "",
+                 stext, (long long)json_integer_value(json_object_get(c, "threads")));
+        int color = index_of(wl_colors, harness_jstr(c, "workload_cell"));
+        double step = harness_jnum(c, "step", NULL);
+        series_add(fig_series(&fwr, name, color, 0, 0, 0), step, harness_jnum(c, "recall", NULL));
+        series_add(fig_series(&fwl, name, color, 0, 0, 0), step, harness_jnum(c, "latency_us", "p99"));
+        char p50[480];
+        snprintf(p50, sizeof p50, "%s p50", name);
+        series_add(fig_series(&fwl, p50, color, 1, 0, 0), step, harness_jnum(c, "latency_us", "p50"));
+        series_add(fig_series(&fwi, name, color, 0, 0, 0), step,
+                   harness_jnum(c, "insert_latency_us", "p50"));
+        snprintf(p50, sizeof p50, "%s p99", name);
+        series_add(fig_series(&fwi, p50, color, 1, 0, 0), step,
+                   harness_jnum(c, "insert_latency_us", "p99"));
+    }
+    json_decref(wl_colors);
+    json_array_foreach(cells, i, c) {
+        if (strcmp(harness_jstr(c, "status"), "ok") || json_object_get(c, "workload_cell"))
             continue;
         k = json_integer_value(json_object_get(c, "k"));
         const char *label = harness_jstr(c, "label"), *mode = harness_jstr(c, "mode");
@@ -509,15 +534,25 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         { "memory_caps_latency", "Median latency against memory cap", "memory cap (MiB)",
           "p50 latency (microseconds)", 0, 1, 0 },
     };
-    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl };
-    for (size_t j = 0; j < 5 && !rc; j++) {
+    char wxl[64];
+    snprintf(wxl, sizeof wxl, "recall@%lld (tie-aware, against the vectors live at the step)", k);
+    const plot_spec wl_specs[] = {
+        { "workload_recall", "Recall at each search step of the workload", "step", wxl, 0, 1, 0 },
+        { "workload_latency", "Query latency at each search step (1 thread; dashed: p50)", "step",
+          "latency (microseconds)", 0, 1, 0 },
+        { "workload_insert_latency", "Insert latency at each insert step (dashed: p99)", "step",
+          "insert latency (microseconds)", 0, 1, 0 },
+    };
+    /* the workload's y axis is recall itself, not a transformed x */
+    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl, &fwr, &fwl, &fwi };
+    for (size_t j = 0; j < 8 && !rc; j++) {
         if (figs[j]->n) {
-            rc = write_figure(run_dir, &specs[j], figs[j], axis);
+            rc = write_figure(run_dir, j < 5 ? &specs[j] : &wl_specs[j - 5], figs[j], axis);
             if (!rc)
                 (*made)++;
         }
     }
-    for (size_t j = 0; j < 5; j++)
+    for (size_t j = 0; j < 8; j++)
         fig_free(figs[j]);
     json_decref(builds);
     json_decref(colors);

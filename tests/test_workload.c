@@ -493,6 +493,160 @@ static void test_config_rules(void **state)
     json_decref(cfg);
 }
 
+/* ---- end to end: `annlab run` with a runbook ------------------------------ */
+
+static const char *const e2e_runbook =
+    "tiny:\n"
+    "  max_pts: 3000\n"
+    "  1: {operation: insert, start: 0, end: 1500}\n"
+    "  2: {operation: search}\n"
+    "  3: {operation: insert, start: 1500, end: 2200}\n"
+    "  4: {operation: search}\n"
+    "  5: {operation: delete, start: 0, end: 600}\n"
+    "  6: {operation: search}\n"
+    "  7: {operation: merge}\n"
+    "  8: {operation: search}\n"
+    "  9: {operation: replace, tags_start: 600, tags_end: 700, ids_start: 2200, ids_end: 2300}\n"
+    "  10: {operation: search}\n"
+    "  11: {operation: delete, start: 700, end: 1500}\n"
+    "  12: {operation: search}\n";
+
+static json_t *load_lines(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    json_t *cells = json_array();
+    static char line[1 << 20];
+    while (fgets(line, sizeof line, fp)) {
+        json_error_t e;
+        json_t *c = json_loads(line, 0, &e);
+        assert_non_null(c);
+        json_array_append_new(cells, c);
+    }
+    fclose(fp);
+    return cells;
+}
+
+static double num(const json_t *o, const char *k1, const char *k2)
+{
+    const json_t *v = json_object_get(o, k1);
+    if (k2)
+        v = json_object_get(v, k2);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+static void test_end_to_end(void **state)
+{
+    (void)state;
+    if (!hf_bin()) {
+        print_message("ANNLAB_BIN unset: skipping the end-to-end run\n");
+        skip();
+    }
+    char *dir = tu_tmpdir("workload-run");
+    char bundle[4200], cfg_path[4200], rb[4200], out[4200], out2[4200], path[4400];
+    snprintf(bundle, sizeof bundle, "%s/bundle", dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/stream.json", dir);
+    snprintf(rb, sizeof rb, "%s/tiny.yaml", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(out2, sizeof out2, "%s/out2", dir);
+    assert_int_equal(hf_bundle(bundle, 3000, 32, 40, 0, 10, 21), 0);
+    assert_int_equal(tu_write_file(rb, e2e_runbook, strlen(e2e_runbook)), 0);
+    json_t *cfg = json_pack(
+        "{s:s, s:{s:s}, s:i, s:i, s:[{s:s, s:{s:i, s:i, s:f, s:i}, s:{s:s, s:b}, s:{s:i}}],"
+        " s:[i], s:i, s:b, s:{s:s, s:i}}",
+        "name", "stream", "dataset", "path", bundle, "k", 10, "queries", 40, "engines", "engine",
+        "diskann-record", "build", "R", 24, "L_build", 48, "alpha", 1.2, "pq_bytes", 16, "open",
+        "kv", "lmdb", "updates", 1, "search", "L", 40, "threads", 2, "warmup_queries", 0,
+        "drop_caches", 0, "workload", "runbook", "tiny.yaml", "writers", 2);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    char *log = NULL;
+    const char *args[] = { "run", cfg_path, "--out", out, NULL };
+    int rc = hf_annlab(dir, &log, args);
+    if (rc != 0)
+        print_message("%s\n", log ? log : "");
+    assert_int_equal(rc, 0);
+    free(log);
+    snprintf(path, sizeof path, "%s/cells.jsonl", out);
+    json_t *lines = load_lines(path);
+    assert_int_equal(json_array_size(lines), 12);
+    /* pending and deleted as the steps left them; ops in runbook order */
+    static const char *const ops[] = { "insert", "search", "insert", "search", "delete", "search",
+                                       "merge", "search", "replace", "search", "delete", "search" };
+    static const int pending[12] = { [1] = 0, [3] = 700, [5] = 700, [7] = 0, [9] = 100, [11] = 100 };
+    static const int deleted[12] = { [1] = 0, [3] = 0, [5] = 600, [7] = 0, [9] = 0, [11] = 800 };
+    const char *cell = json_string_value(json_object_get(json_array_get(lines, 0), "workload_cell"));
+    assert_non_null(cell);
+    double recalls[12] = { 0 };
+    for (size_t i = 0; i < 12; i++) {
+        const json_t *l = json_array_get(lines, i);
+        assert_string_equal(json_string_value(json_object_get(l, "status")), "ok");
+        assert_int_equal(json_integer_value(json_object_get(l, "step")), i + 1); /* the runbook's number */
+        assert_string_equal(json_string_value(json_object_get(l, "op")), ops[i]);
+        assert_string_equal(json_string_value(json_object_get(l, "workload_cell")), cell);
+        char id[64];
+        snprintf(id, sizeof id, "%s.%zu", cell, i + 1);
+        assert_string_equal(json_string_value(json_object_get(l, "id")), id);
+        assert_true(num(l, "store_bytes", NULL) > 0);
+        if (!strcmp(ops[i], "search")) {
+            recalls[i] = num(l, "recall", NULL);
+            print_message("step %zu: recall %.3f pending %d deleted %d\n", i, recalls[i],
+                          pending[i], deleted[i]);
+            /* measured 0.995-1.000 at L 40 (2026-12-02) */
+            assert_true(recalls[i] >= 0.95);
+            /* a deleted id is never returned */
+            assert_int_equal(json_integer_value(json_object_get(l, "returned_not_live")), 0);
+            assert_int_equal(json_integer_value(json_object_get(l, "pending")), pending[i]);
+            assert_int_equal(json_integer_value(json_object_get(l, "deleted")), deleted[i]);
+            assert_true(num(l, "latency_us", "p50") > 0);
+            assert_true(num(l, "latency_us", "p99") >= num(l, "latency_us", "p50"));
+            assert_true(num(l, "qps", NULL) > 0);
+        } else if (i > 0 && (!strcmp(ops[i], "insert") || !strcmp(ops[i], "replace"))) {
+            assert_true(num(l, "insert_latency_us", "p99") >= num(l, "insert_latency_us", "p50"));
+            assert_true(num(l, "inserts_per_s", NULL) > 0);
+        } else if (!strcmp(ops[i], "merge")) {
+            assert_true(num(l, "merge_seconds", NULL) >= 0);
+        }
+    }
+    assert_true(json_is_true(json_object_get(json_array_get(lines, 0), "built")));
+    assert_null(json_object_get(json_array_get(lines, 0), "insert_latency_us")); /* built, not inserted */
+    json_decref(lines);
+    /* the tables show the workload */
+    snprintf(path, sizeof path, "%s/tables.md", out);
+    char *md = tu_read_file(path, NULL);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "## Workload steps"));
+    assert_non_null(strstr(md, "| 5 | delete | [0, 600) |"));
+    assert_non_null(strstr(md, "| 9 | replace | ids [600, 700) <- rows [2200, 2300) |"));
+    free(md);
+    /* and the figures over steps, where gnuplot is installed (scripts/deps.sh) */
+    if (access("/usr/bin/gnuplot", X_OK) == 0) {
+        static const char *const figs[] = { "workload_recall", "workload_latency",
+                                            "workload_insert_latency" };
+        for (size_t i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
+            assert_int_equal(access(path, F_OK), 0);
+        }
+    }
+    /* a second run reuses the cached build: it was copied, never written
+     * (its files still have the sha256s build.json records) */
+    const char *args2[] = { "run", cfg_path, "--out", out2, NULL };
+    rc = hf_annlab(dir, &log, args2);
+    if (rc != 0)
+        print_message("%s\n", log ? log : "");
+    assert_int_equal(rc, 0);
+    free(log);
+    snprintf(path, sizeof path, "%s/cells.jsonl", out2);
+    lines = load_lines(path);
+    assert_int_equal(json_array_size(lines), 12);
+    const json_t *l1 = json_array_get(lines, 1);
+    assert_true(json_is_true(json_object_get(json_object_get(l1, "index"), "cached_at_run")));
+    assert_true(fabs(num(l1, "recall", NULL) - recalls[1]) < 1e-12);
+    json_decref(lines);
+    json_decref(cfg);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_gt_against_brute_force),
         cmocka_unit_test(test_gt_cache),
         cmocka_unit_test(test_config_rules),
+        cmocka_unit_test(test_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
