@@ -1044,6 +1044,7 @@ static json_t *workload_records(const json_t *r)
         snprintf(id, sizeof id, "%s.%zu", cid ? cid : "", i + 1); /* its step number */
         json_object_set_new(line, "id", json_string(id));
         json_object_set_new(line, "workload_cell", json_string(cid ? cid : ""));
+        json_object_set_new(line, "repeats", json_integer(1)); /* a workload runs once */
         json_array_append_new(out, line);
     }
     return out;
@@ -1200,6 +1201,21 @@ static void figures_line(const json_t *r, char *buf, size_t len)
     const char *status = json_string_value(json_object_get(r, "status"));
     if (strcmp(status, "ok") != 0) {
         snprintf(buf, len, "%s: %s", status, json_string_value(json_object_get(r, "reason")));
+        return;
+    }
+    const json_t *steps = json_object_get(r, "steps");
+    if (steps) {
+        /* a workload: its steps, and the recall of its last search */
+        double last = NAN;
+        size_t i, searches = 0;
+        const json_t *st;
+        json_array_foreach(steps, i, st)
+            if (json_is_number(json_object_get(st, "recall"))) {
+                last = json_number_value(json_object_get(st, "recall"));
+                searches++;
+            }
+        snprintf(buf, len, "%zu steps, %zu searches, last recall=%.3f", json_array_size(steps),
+                 searches, last);
         return;
     }
     const json_t *lat = json_object_get(r, "latency_us");
@@ -1917,7 +1933,6 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
                     break;
             }
             json_decref(lines);
-            json_object_del(rec, "steps");
         } else {
             rc = cells_append(p->cells_path, rec);
         }

@@ -206,9 +206,23 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
                           const char *run_dir, long long k)
 {
     const json_t *first = json_array_get(cells, 0);
-    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells\n\n", cfg ? harness_jstr(cfg, "name") : "run",
+    /* a workload cell counts once, however many step lines it has */
+    size_t n_cells = 0, wi;
+    const json_t *wc;
+    json_t *wl_seen = json_object();
+    json_array_foreach(cells, wi, wc) {
+        const char *w = json_string_value(json_object_get(wc, "workload_cell"));
+        if (w && json_object_get(wl_seen, w))
+            continue;
+        if (w)
+            json_object_set_new(wl_seen, w, json_true());
+        n_cells++;
+    }
+    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells%s\n\n", cfg ? harness_jstr(cfg, "name") : "run",
             run_dir, harness_jstr(json_object_get(first, "dataset"), "name"),
-            harness_jstr(json_object_get(first, "dataset"), "checksum"), json_array_size(cells));
+            harness_jstr(json_object_get(first, "dataset"), "checksum"), n_cells,
+            json_object_size(wl_seen) ? " (workload cells: one line per step in cells.jsonl)" : "");
+    json_decref(wl_seen);
     if (machine) {
         const json_t *topo = json_object_get(machine, "topology"), *disk = json_object_get(machine, "disk");
         char mem[32];
