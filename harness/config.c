@@ -631,6 +631,26 @@ static void check_workload(const json_t *cfg, harness_problems *probs)
         const ann_engine_ops *ops = ann_engine_find(json_string_value(json_object_get(e, "engine")));
         if (!ops)
             continue; /* reported by check_engines */
+        const json_t *search = json_object_get(e, "search");
+        const char *key;
+        json_t *sv;
+        json_object_foreach((json_t *)search, key, sv) {
+            json_t *one = json_pack("{s:O}", key, sv);
+            const char *tp;
+            double tt;
+            int target = harness_tune_target(one, &tp, &tt);
+            size_t j;
+            json_t *el;
+            json_array_foreach(sv, j, el) {
+                json_object_set(one, key, el);
+                target |= harness_tune_target(one, &tp, &tt);
+            }
+            json_decref(one);
+            if (target)
+                harness_problem(probs, "engines[%zu].search.%s: a workload measures the efforts it "
+                                       "is given, not a target recall (give a number)",
+                                i, key);
+        }
         if (!ops->insert || !ops->remove) {
             harness_problem(probs,
                             "engines[%zu]: %s has no insert/remove; a workload needs an engine "

@@ -588,8 +588,10 @@ static json_t *expand_cells(const run_ctx *x)
     size_t i;
     json_t *c;
     json_array_foreach(cells, i, c) {
-        json_object_set_new(c, "workload", json_pack("{s:s, s:i}", "steps_hash", x->wl.hash,
-                                                     "writers", (int)x->wl.writers));
+        json_object_set_new(c, "workload",
+                            json_pack("{s:s, s:i, s:b}", "steps_hash", x->wl.hash, "writers",
+                                      (int)x->wl.writers, "search_during_inserts",
+                                      x->wl.search_during_inserts));
         char id[17];
         harness_cell_id(c, id);
         json_object_set_new(c, "id", json_string(id));
@@ -934,8 +936,10 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         char work[4400];
         snprintf(work, sizeof work, "%s/work/%s", x->out_dir, id);
         json_object_set_new(spec, "workload",
-                            json_pack("{s:o, s:i}", "steps", harness_workload_steps_json(&x->wl),
-                                      "writers", (int)x->wl.writers));
+                            json_pack("{s:o, s:i, s:b}", "steps",
+                                      harness_workload_steps_json(&x->wl), "writers",
+                                      (int)x->wl.writers, "search_during_inserts",
+                                      x->wl.search_during_inserts));
         json_object_set_new(spec, "workload_gt", json_string(x->wl_gt));
         json_object_set_new(spec, "work_dir", json_string(work));
     }
@@ -1952,6 +1956,12 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
             fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, p->selected,
                     ann_mono_s() - x->t_start, id, desc, last);
         json_decref(rec);
+    }
+    if (x->has_wl) {
+        /* the workload cells' copies are gone (each removes its own) */
+        char wdir[4400];
+        snprintf(wdir, sizeof wdir, "%s/work", x->out_dir);
+        rmdir(wdir); /* only when empty */
     }
     if (x->tty)
         fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", p->selected, p->selected,

@@ -378,9 +378,15 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
     json_t *v;
     json_object_foreach((json_t *)wl, key, v)
         if (strcmp(key, "steps") && strcmp(key, "runbook") && strcmp(key, "dataset") &&
-            strcmp(key, "writers"))
-            harness_problem(probs, "workload.%s: unknown key (known: steps, runbook, dataset, writers)",
+            strcmp(key, "writers") && strcmp(key, "search_during_inserts"))
+            harness_problem(probs, "workload.%s: unknown key (known: steps, runbook, dataset, "
+                                   "writers, search_during_inserts)",
                             key);
+    const json_t *sdi = json_object_get(wl, "search_during_inserts");
+    if (sdi && !json_is_boolean(sdi))
+        harness_problem(probs, "workload.search_during_inserts: expected true or false");
+    else
+        out->search_during_inserts = json_is_true(sdi);
     const json_t *steps = json_object_get(wl, "steps"), *rb = json_object_get(wl, "runbook");
     const json_t *ds = json_object_get(wl, "dataset"), *wr = json_object_get(wl, "writers");
     if (wr) {
@@ -411,9 +417,8 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
             parse_runbook(path, json_string_value(ds), out, probs);
     }
     if (probs->n != before) {
-        uint32_t wr_keep = out->writers;
         harness_workload_fini(out);
-        out->writers = wr_keep;
+        out->writers = 1;
         return probs->n - before;
     }
     json_t *canon = harness_workload_steps_json(out);

@@ -20,7 +20,10 @@
  * of row ids_start + t - tags_start).  "dataset" picks the runbook's entry
  * (needed when it has several).  A relative runbook path is relative to
  * the config file's directory.  "writers": N (default 1) is how many
- * threads share an insert step.
+ * threads share an insert step; "search_during_inserts": true (default
+ * false) runs the cell's `threads` search threads during each insert step
+ * too, until its inserts are done (their QPS and latency are recorded
+ * beside the inserts').
  *
  * Ids are tags in big-ann's sense: an insert of [start, end) inserts rows
  * start..end-1 of base.fbin under ids equal to the rows; a replace gives a
@@ -58,6 +61,7 @@ typedef struct harness_workload {
     size_t n;
     uint64_t max_pts;  /* the runbook's max_pts; 0 when not given */
     uint32_t writers;  /* threads of an insert step (>= 1) */
+    int search_during_inserts; /* insert steps also run the cell's search threads */
     char hash[17];     /* harness_json_hash16 of harness_workload_steps_json */
 } harness_workload;
 

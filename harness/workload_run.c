@@ -11,7 +11,8 @@
  *               open the copy with the cell's open parameters, one search
  *               context per thread.  The cached build is never written.
  *   wl_step     one step: insert (writers threads share the range, each
- *               insert timed), delete (each remove timed), replace (remove
+ *               insert timed; with search_during_inserts the cell's search
+ *               threads query meanwhile), delete (each remove timed), replace (remove
  *               the ids, merge when the engine merges, insert them with
  *               their new rows), merge (timed), search (the latency pass on
  *               one thread, then one QPS pass on `threads` threads; recall
@@ -410,6 +411,104 @@ static int wl_search(wl_cell *c, json_t *rec)
     return 0;
 }
 
+/* ---- searches while an insert step runs (search_during_inserts) -------- */
+
+#define WL_BG_LAT_MAX 65536 /* latencies kept per search thread */
+
+typedef struct wl_bg {
+    wl_cell *c;
+    atomic_int stop;
+    atomic_uint_fast64_t next;
+    atomic_int failed_rc;
+    uint64_t *lat[1024];
+    uint64_t nlat[1024];
+    pthread_t tids[1024];
+    uint32_t started;
+    uint64_t t0;
+} wl_bg;
+
+typedef struct wl_bg_thread {
+    wl_bg *bg;
+    uint32_t index;
+} wl_bg_thread;
+
+static wl_bg_thread bg_threads[1024];
+
+static void *wl_bg_worker(void *arg)
+{
+    wl_bg_thread *t = arg;
+    wl_bg *bg = t->bg;
+    wl_cell *c = bg->c;
+    uint32_t ids[1024];
+    float dists[1024];
+    while (!atomic_load(&bg->stop) && !atomic_load(&bg->failed_rc)) {
+        uint64_t q = atomic_fetch_add(&bg->next, 1) % c->nq;
+        ann_stats st;
+        memset(&st, 0, sizeof st);
+        uint64_t t0 = ann_mono_ns();
+        int r = c->ops->search(c->ctxs[t->index], c->queries + q * c->dim, c->k, ids, dists, &st);
+        uint64_t ns = ann_mono_ns() - t0;
+        if (r < 0) {
+            int expected = 0;
+            atomic_compare_exchange_strong(&bg->failed_rc, &expected, r);
+            break;
+        }
+        if (bg->nlat[t->index] < WL_BG_LAT_MAX)
+            bg->lat[t->index][bg->nlat[t->index]++] = ns;
+    }
+    return NULL;
+}
+
+/* Start the cell's search threads (each its own context), querying until wl_bg_stop. */
+static int wl_bg_start(wl_cell *c, wl_bg *bg)
+{
+    memset(bg, 0, sizeof *bg);
+    bg->c = c;
+    atomic_store(&bg->stop, 0);
+    atomic_store(&bg->next, 0);
+    atomic_store(&bg->failed_rc, 0);
+    for (uint32_t i = 0; i < c->threads; i++)
+        if (!(bg->lat[i] = malloc(WL_BG_LAT_MAX * sizeof *bg->lat[i])))
+            return ann_fail(-ENOMEM, "search during inserts: no memory");
+    bg->t0 = ann_mono_ns();
+    for (; bg->started < c->threads; bg->started++) {
+        bg_threads[bg->started] = (wl_bg_thread){ .bg = bg, .index = bg->started };
+        if (pthread_create(&bg->tids[bg->started], NULL, wl_bg_worker, &bg_threads[bg->started]))
+            break;
+    }
+    return bg->started ? 0 : ann_fail(-EAGAIN, "search during inserts: cannot start a thread");
+}
+
+/* Stop them; their figures into rec as "search_during_inserts". */
+static int wl_bg_stop(wl_bg *bg, json_t *rec)
+{
+    atomic_store(&bg->stop, 1);
+    for (uint32_t i = 0; i < bg->started; i++)
+        pthread_join(bg->tids[i], NULL);
+    double wall = (double)(ann_mono_ns() - bg->t0) / 1e9;
+    int rc = atomic_load(&bg->failed_rc);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < bg->started; i++)
+        total += bg->nlat[i];
+    uint64_t *all = malloc((total ? total : 1) * sizeof *all), n = 0;
+    if (all)
+        for (uint32_t i = 0; i < bg->started; i++) {
+            memcpy(all + n, bg->lat[i], bg->nlat[i] * sizeof *all);
+            n += bg->nlat[i];
+        }
+    if (!rc && rec)
+        json_object_set_new(rec, "search_during_inserts",
+                            json_pack("{s:I, s:i, s:f, s:o}", "queries",
+                                      (json_int_t)atomic_load(&bg->next), "threads",
+                                      (int)bg->started, "qps",
+                                      (double)atomic_load(&bg->next) / (wall > 0 ? wall : 1e-9),
+                                      "latency_us", all ? lat_json(all, n) : json_null()));
+    free(all);
+    for (uint32_t i = 0; i < 1024; i++)
+        free(bg->lat[i]);
+    return rc ? ann_fail_wrap(rc, "search during inserts") : 0;
+}
+
 /* ---- one step ---------------------------------------------------------- */
 
 static int wl_step(wl_cell *c, size_t i, json_t *rec)
@@ -432,7 +531,20 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
             json_object_set_new(rec, "built", json_true());
             break;
         }
-        if ((rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall)))
+        if (c->w.search_during_inserts) {
+            static wl_bg bg;
+            if ((rc = wl_bg_start(c, &bg))) {
+                wl_bg_stop(&bg, NULL);
+                break;
+            }
+            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall);
+            int rc2 = wl_bg_stop(&bg, rec);
+            if (!rc)
+                rc = rc2;
+        } else {
+            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall);
+        }
+        if (rc)
             break;
         c->pending += s->end - s->start;
         json_object_set_new(rec, "insert_latency_us", lat_json(lat, s->end - s->start));

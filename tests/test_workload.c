@@ -91,7 +91,8 @@ static void test_json_steps(void **state)
                               " \"writers\": 0, \"color\": 1}",
                               NULL, &w, &p),
                      8);
-    assert_true(has_problem(&p, "workload.color: unknown key (known: steps, runbook, dataset, writers)"));
+    assert_true(has_problem(&p, "workload.color: unknown key (known: steps, runbook, dataset, "
+                                "writers, search_during_inserts)"));
     assert_true(has_problem(&p, "workload.writers: expected an integer in [1, 1024]"));
     assert_true(has_problem(&p, "workload.steps[0].op: unknown operation \"upsert\" (known: insert, "
                                 "delete, search, merge, replace)"));
@@ -475,6 +476,18 @@ static void test_config_rules(void **state)
     harness_problems_fini(&p);
     json_decref(cfg);
 
+    /* a target recall is tuned on a static index: not with a workload */
+    cfg = parse("{\"name\": \"s\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-record\","
+                " \"open\": {\"updates\": true}, \"search\": {\"L\": [20, {\"target_recall\": 0.9}]}}],"
+                " \"workload\": {\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 10}],"
+                " \"search_during_inserts\": 1}}");
+    assert_int_equal(harness_config_check(cfg, &p), 2);
+    assert_true(has_problem(&p, "engines[0].search.L: a workload measures the efforts it is given, "
+                                "not a target recall (give a number)"));
+    assert_true(has_problem(&p, "workload.search_during_inserts: expected true or false"));
+    harness_problems_fini(&p);
+    json_decref(cfg);
+
     /* valid: warm only by default; the workload is part of each cell's identity */
     cfg = parse("{\"name\": \"s\", \"dataset\": \"d\", \"engines\": [{\"engine\": \"diskann-record\","
                 " \"open\": {\"updates\": true}, \"search\": {\"L\": [20, 40]}}],"
@@ -554,11 +567,11 @@ static void test_end_to_end(void **state)
     assert_int_equal(tu_write_file(rb, e2e_runbook, strlen(e2e_runbook)), 0);
     json_t *cfg = json_pack(
         "{s:s, s:{s:s}, s:i, s:i, s:[{s:s, s:{s:i, s:i, s:f, s:i}, s:{s:s, s:b}, s:{s:i}}],"
-        " s:[i], s:i, s:b, s:{s:s, s:i}}",
+        " s:[i], s:i, s:b, s:{s:s, s:i, s:b}}",
         "name", "stream", "dataset", "path", bundle, "k", 10, "queries", 40, "engines", "engine",
         "diskann-record", "build", "R", 24, "L_build", 48, "alpha", 1.2, "pq_bytes", 16, "open",
         "kv", "lmdb", "updates", 1, "search", "L", 40, "threads", 2, "warmup_queries", 0,
-        "drop_caches", 0, "workload", "runbook", "tiny.yaml", "writers", 2);
+        "drop_caches", 0, "workload", "runbook", "tiny.yaml", "writers", 2, "search_during_inserts", 1);
     assert_int_equal(hf_write_json(cfg_path, cfg), 0);
     char *log = NULL;
     const char *args[] = { "run", cfg_path, "--out", out, NULL };
@@ -604,6 +617,13 @@ static void test_end_to_end(void **state)
         } else if (i > 0 && (!strcmp(ops[i], "insert") || !strcmp(ops[i], "replace"))) {
             assert_true(num(l, "insert_latency_us", "p99") >= num(l, "insert_latency_us", "p50"));
             assert_true(num(l, "inserts_per_s", NULL) > 0);
+            if (!strcmp(ops[i], "insert")) {
+                /* the cell's two search threads queried while the writers inserted */
+                const json_t *during = json_object_get(l, "search_during_inserts");
+                assert_int_equal(json_integer_value(json_object_get(during, "threads")), 2);
+                assert_true(num(during, "queries", NULL) > 0);
+                assert_true(num(during, "latency_us", "p99") > 0);
+            }
         } else if (!strcmp(ops[i], "merge")) {
             assert_true(num(l, "merge_seconds", NULL) >= 0);
         }
@@ -628,6 +648,18 @@ static void test_end_to_end(void **state)
             assert_int_equal(access(path, F_OK), 0);
         }
     }
+    /* --resume: the workload cell is recorded (by its step lines), nothing runs again */
+    const char *args_r[] = { "run", cfg_path, "--out", out, "--resume", NULL };
+    rc = hf_annlab(dir, &log, args_r);
+    if (rc != 0 || !strstr(log, "1 already recorded"))
+        print_message("%s\n", log ? log : "");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(log, "0 ok, 0 error, 0 timeout, 0 oom, 0 skipped, 1 already recorded"));
+    free(log);
+    snprintf(path, sizeof path, "%s/cells.jsonl", out);
+    lines = load_lines(path);
+    assert_int_equal(json_array_size(lines), 12);
+    json_decref(lines);
     /* a second run reuses the cached build: it was copied, never written
      * (its files still have the sha256s build.json records) */
     const char *args2[] = { "run", cfg_path, "--out", out2, NULL };
