@@ -438,7 +438,7 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         json_object_set_new(set, btext, json_true());
     }
     /* a workload's steps: recall, query latency and insert latency against step */
-    figure fwr = { 0 }, fwl = { 0 }, fwi = { 0 };
+    figure fwr = { 0 }, fwl = { 0 }, fwi = { 0 }, fwp = { 0 };
     json_t *wl_colors = json_object();
     json_array_foreach(cells, i, c) {
         if (!json_object_get(c, "workload_cell") || strcmp(harness_jstr(c, "status"), "ok"))
@@ -460,6 +460,8 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
         snprintf(p50, sizeof p50, "%s p99", name);
         series_add(fig_series(&fwi, p50, color, 1, 0, 0), step,
                    harness_jnum(c, "insert_latency_us", "p99"));
+        series_add(fig_series(&fwp, name, color, 0, 0, 0), harness_jnum(c, "pending_before", NULL),
+                   harness_jnum(c, "insert_latency_us", "p50"));
     }
     json_decref(wl_colors);
     json_array_foreach(cells, i, c) {
@@ -542,17 +544,20 @@ int harness_plots_render_axis(const char *run_dir, const char *axis_name, int *m
           "latency (microseconds)", 0, 1, 0 },
         { "workload_insert_latency", "Insert latency at each insert step (dashed: p99)", "step",
           "insert latency (microseconds)", 0, 1, 0 },
+        { "workload_insert_vs_pending", "Median insert latency against the pending inserts it joins",
+          "inserts pending (since the last merge) as the step starts", "insert p50 (microseconds)",
+          0, 0, 0 },
     };
     /* the workload's y axis is recall itself, not a transformed x */
-    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl, &fwr, &fwl, &fwi };
-    for (size_t j = 0; j < 8 && !rc; j++) {
+    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl, &fwr, &fwl, &fwi, &fwp };
+    for (size_t j = 0; j < 9 && !rc; j++) {
         if (figs[j]->n) {
             rc = write_figure(run_dir, j < 5 ? &specs[j] : &wl_specs[j - 5], figs[j], axis);
             if (!rc)
                 (*made)++;
         }
     }
-    for (size_t j = 0; j < 8; j++)
+    for (size_t j = 0; j < 9; j++)
         fig_free(figs[j]);
     json_decref(builds);
     json_decref(colors);

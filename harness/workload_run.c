@@ -531,6 +531,8 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
             json_object_set_new(rec, "built", json_true());
             break;
         }
+        /* the pending list the inserts join (insert latency against it: plot.c) */
+        json_object_set_new(rec, "pending_before", json_integer((json_int_t)c->pending));
         if (c->w.search_during_inserts) {
             static wl_bg bg;
             if ((rc = wl_bg_start(c, &bg))) {

@@ -623,6 +623,7 @@ static void test_end_to_end(void **state)
                 assert_int_equal(json_integer_value(json_object_get(during, "threads")), 2);
                 assert_true(num(during, "queries", NULL) > 0);
                 assert_true(num(during, "latency_us", "p99") > 0);
+                assert_int_equal(num(l, "pending_before", NULL), 0); /* step 3 follows the build */
             }
         } else if (!strcmp(ops[i], "merge")) {
             assert_true(num(l, "merge_seconds", NULL) >= 0);
@@ -642,8 +643,8 @@ static void test_end_to_end(void **state)
     /* and the figures over steps, where gnuplot is installed (scripts/deps.sh) */
     if (access("/usr/bin/gnuplot", X_OK) == 0) {
         static const char *const figs[] = { "workload_recall", "workload_latency",
-                                            "workload_insert_latency" };
-        for (size_t i = 0; i < 3; i++) {
+                                            "workload_insert_latency", "workload_insert_vs_pending" };
+        for (size_t i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s.png", out, figs[i]);
             assert_int_equal(access(path, F_OK), 0);
         }
