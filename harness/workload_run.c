@@ -415,7 +415,14 @@ static int wl_search(wl_cell *c, json_t *rec)
 
 #define WL_BG_LAT_MAX 65536 /* latencies kept per search thread */
 
-typedef struct wl_bg {
+typedef struct wl_bg wl_bg;
+
+typedef struct wl_bg_thread {
+    wl_bg *bg;
+    uint32_t index;
+} wl_bg_thread;
+
+struct wl_bg {
     wl_cell *c;
     atomic_int stop;
     atomic_uint_fast64_t next;
@@ -423,16 +430,10 @@ typedef struct wl_bg {
     uint64_t *lat[1024];
     uint64_t nlat[1024];
     pthread_t tids[1024];
+    wl_bg_thread th[1024];
     uint32_t started;
     uint64_t t0;
-} wl_bg;
-
-typedef struct wl_bg_thread {
-    wl_bg *bg;
-    uint32_t index;
-} wl_bg_thread;
-
-static wl_bg_thread bg_threads[1024];
+};
 
 static void *wl_bg_worker(void *arg)
 {
@@ -472,8 +473,8 @@ static int wl_bg_start(wl_cell *c, wl_bg *bg)
             return ann_fail(-ENOMEM, "search during inserts: no memory");
     bg->t0 = ann_mono_ns();
     for (; bg->started < c->threads; bg->started++) {
-        bg_threads[bg->started] = (wl_bg_thread){ .bg = bg, .index = bg->started };
-        if (pthread_create(&bg->tids[bg->started], NULL, wl_bg_worker, &bg_threads[bg->started]))
+        bg->th[bg->started] = (wl_bg_thread){ .bg = bg, .index = bg->started };
+        if (pthread_create(&bg->tids[bg->started], NULL, wl_bg_worker, &bg->th[bg->started]))
             break;
     }
     return bg->started ? 0 : ann_fail(-EAGAIN, "search during inserts: cannot start a thread");
@@ -534,13 +535,19 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
         /* the pending list the inserts join (insert latency against it: plot.c) */
         json_object_set_new(rec, "pending_before", json_integer((json_int_t)c->pending));
         if (c->w.search_during_inserts) {
-            static wl_bg bg;
-            if ((rc = wl_bg_start(c, &bg))) {
-                wl_bg_stop(&bg, NULL);
+            wl_bg *bg = malloc(sizeof *bg); /* about 50 KiB: not on the stack */
+            if (!bg) {
+                rc = ann_fail(-ENOMEM, "search during inserts: no memory");
+                break;
+            }
+            if ((rc = wl_bg_start(c, bg))) {
+                wl_bg_stop(bg, NULL);
+                free(bg);
                 break;
             }
             rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall);
-            int rc2 = wl_bg_stop(&bg, rec);
+            int rc2 = wl_bg_stop(bg, rec);
+            free(bg);
             if (!rc)
                 rc = rc2;
         } else {
