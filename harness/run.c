@@ -1605,7 +1605,7 @@ static int run_config(int argc, char **argv, run_ctx *x, run_opts *o, run_plan *
     if (p->ds_ok)
         harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
     if (p->ds_ok && x->has_wl)
-        harness_workload_check(&x->wl, x->ds.n, probs);
+        harness_workload_check(&x->wl, x->ds.n, (uint32_t)harness_cfg_int(x->cfg, "k"), probs);
     if (o->only) {
         int found = 0;
         size_t i;
@@ -1719,7 +1719,7 @@ static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_pro
         }
         harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
         if (x->has_wl)
-            harness_workload_check(&x->wl, x->ds.n, probs);
+            harness_workload_check(&x->wl, x->ds.n, (uint32_t)harness_cfg_int(x->cfg, "k"), probs);
         if (probs->n) {
             print_problems(x, probs, 0);
             return 2;

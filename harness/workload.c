@@ -558,7 +558,8 @@ int harness_wl_apply(harness_wl_state *s, const harness_wl_step *st, char *why, 
     return 1;
 }
 
-int harness_workload_check(const harness_workload *w, uint64_t n_base, harness_problems *probs)
+int harness_workload_check(const harness_workload *w, uint64_t n_base, uint32_t k,
+                           harness_problems *probs)
 {
     int before = probs->n;
     if (w->n == 0) {
@@ -584,6 +585,11 @@ int harness_workload_check(const harness_workload *w, uint64_t n_base, harness_p
     for (size_t i = 0; i < w->n; i++) {
         if (harness_wl_apply(&s, &w->steps[i], why, sizeof why)) {
             harness_problem(probs, "%s: %s", w->steps[i].where, why);
+            break;
+        }
+        if (k && w->steps[i].op == HARNESS_WL_SEARCH && s.live < k) {
+            harness_problem(probs, "%s: %llu vectors live, fewer than k = %u", w->steps[i].where,
+                            (unsigned long long)s.live, k);
             break;
         }
         if (w->max_pts && s.live > w->max_pts) {

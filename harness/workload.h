@@ -83,10 +83,12 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
  * the first step inserts [0, end); ranges lie in the dataset; an insert's
  * ids and rows are not live; a delete's and a replace's ids are live; a
  * replace's rows are not live and as many as its ids; never more vectors
- * live than max_pts.  Stops at the first problem (later steps would be
- * judged on a state that never exists).  Returns the problems appended.
+ * live than max_pts; at least k live at every search step (k 0: not
+ * checked).  Stops at the first problem (later steps would be judged on a
+ * state that never exists).  Returns the problems appended.
  */
-int harness_workload_check(const harness_workload *w, uint64_t n_base, harness_problems *probs);
+int harness_workload_check(const harness_workload *w, uint64_t n_base, uint32_t k,
+                           harness_problems *probs);
 
 /* The steps in canonical JSON (a new array: what cell specs carry and what
  * the hash covers; equal for a runbook and its JSON twin). */

@@ -81,7 +81,7 @@ static void test_json_steps(void **state)
     assert_int_equal(w.steps[4].end, 5);
     assert_string_equal(w.steps[3].where, "workload.steps[3]");
     assert_int_equal(strlen(w.hash), 16);
-    assert_int_equal(harness_workload_check(&w, 200, &p), 0);
+    assert_int_equal(harness_workload_check(&w, 200, 0, &p), 0);
     harness_workload_fini(&w);
 
     /* every problem of the JSON form, at once, with its path */
@@ -171,9 +171,9 @@ static void test_yaml_equals_json(void **state)
     snprintf(want, sizeof want, "%s/rb.yaml:10: step 1", dir);
     assert_string_equal(wy.steps[0].where, want);
     /* max_pts is enforced: 100 live fit in 150, not in 99 */
-    assert_int_equal(harness_workload_check(&wy, 1000, &p), 0);
+    assert_int_equal(harness_workload_check(&wy, 1000, 0, &p), 0);
     wy.max_pts = 99;
-    assert_int_equal(harness_workload_check(&wy, 1000, &p), 1);
+    assert_int_equal(harness_workload_check(&wy, 1000, 0, &p), 1);
     snprintf(want, sizeof want, "%s/rb.yaml:10: step 1: 100 vectors live, more than the runbook's "
                                 "max_pts 99", dir);
     assert_true(has_problem(&p, want));
@@ -255,7 +255,7 @@ static void check_one(const char *steps, uint64_t n, const char *want)
     harness_problems p = { 0 };
     harness_workload w;
     assert_int_equal(wl_parse(text, NULL, &w, &p), 0);
-    assert_int_equal(harness_workload_check(&w, n, &p), 1);
+    assert_int_equal(harness_workload_check(&w, n, 0, &p), 1);
     assert_true(has_problem(&p, want));
     harness_problems_fini(&p);
     harness_workload_fini(&w);
@@ -300,15 +300,23 @@ static void test_check_against_dataset(void **state)
               1000,
               "workload.steps[2]: insert [200, 201): id 200 is live already (its row is another "
               "id's, by a replace)");
+    /* fewer than k live at a search step */
     harness_problems p = { 0 };
     harness_workload w;
+    assert_int_equal(wl_parse("{\"steps\": [" INS0 "{\"op\": \"delete\", \"start\": 0, \"end\": 95},"
+                              " {\"op\": \"search\"}]}", NULL, &w, &p), 0);
+    assert_int_equal(harness_workload_check(&w, 1000, 10, &p), 1);
+    assert_true(has_problem(&p, "workload.steps[2]: 5 vectors live, fewer than k = 10"));
+    harness_problems_fini(&p);
+    assert_int_equal(harness_workload_check(&w, 1000, 5, &p), 0);
+    harness_workload_fini(&w);
     assert_int_equal(wl_parse("{\"steps\": [" INS0 "{\"op\": \"replace\", \"tags_start\": 0,"
                               " \"tags_end\": 2, \"ids_start\": 200, \"ids_end\": 202},"
                               " {\"op\": \"delete\", \"start\": 0, \"end\": 1},"
                               " {\"op\": \"insert\", \"start\": 0, \"end\": 1}]}",
                               NULL, &w, &p),
                      0);
-    assert_int_equal(harness_workload_check(&w, 1000, &p), 0);
+    assert_int_equal(harness_workload_check(&w, 1000, 0, &p), 0);
     harness_workload_fini(&w);
 }
 

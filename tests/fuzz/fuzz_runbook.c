@@ -7,7 +7,8 @@
  * its ground truth computed over the seeded vectors (workload_gt.h).
  * Problems are the expected outcome; a crash, a sanitizer report, a hang,
  * a valid runbook whose canonical steps differ in number from what was
- * read, or a ground truth naming a row that is not live, is a bug.  The
+ * read, whose ground truth fails, or one naming a row that is not live,
+ * is a bug.  The
  * seed (a small valid runbook with every operation) is written at start-up
  * into FUZZ_RUNBOOK_SEED=DIR when set.
  *
@@ -63,33 +64,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (json_array_size(canon) != w.n)
             abort();
         json_decref(canon);
-        if (harness_workload_check(&w, FZ_N, &probs) == 0 && w.n <= 64 &&
+        if (harness_workload_check(&w, FZ_N, FZ_K, &probs) == 0 && w.n <= 64 &&
             harness_workload_search_steps(&w) > 0) {
             ann_vecsrc *src = NULL;
             ann_gt gt;
             if (ann_vecsrc_from_memory(fz_data, FZ_N, FZ_DIM, ANN_METRIC_L2, &src) != 0)
                 abort();
-            /* queries: the first rows; fewer than k live is an error, not a bug */
-            if (harness_workload_gt_compute(&w, src, fz_data, 4, FZ_K, &gt) == 0) {
-                harness_wl_state st;
-                if (harness_wl_state_init(&st, FZ_N) != 0)
-                    abort();
-                size_t block = 0;
-                char why[512];
-                for (size_t i = 0; i < w.n; i++) {
-                    if (harness_wl_apply(&st, &w.steps[i], why, sizeof why) != 0)
-                        abort(); /* checked valid above */
-                    if (w.steps[i].op != HARNESS_WL_SEARCH)
-                        continue;
-                    for (size_t j = 0; j < 4 * FZ_K; j++) {
-                        int32_t row = gt.ids[block * 4 * FZ_K + j];
-                        if (row < 0 || row >= FZ_N || st.id_of_row[row] < 0)
-                            abort();
-                    }
-                    block++;
+            /* queries: the first rows; at least k live at every search (checked) */
+            if (harness_workload_gt_compute(&w, src, fz_data, 4, FZ_K, &gt) != 0)
+                abort();
+            harness_wl_state st;
+            if (harness_wl_state_init(&st, FZ_N) != 0)
+                abort();
+            size_t block = 0;
+            char why[512];
+            for (size_t i = 0; i < w.n; i++) {
+                if (harness_wl_apply(&st, &w.steps[i], why, sizeof why) != 0)
+                    abort(); /* checked valid above */
+                if (w.steps[i].op != HARNESS_WL_SEARCH)
+                    continue;
+                for (size_t j = 0; j < 4 * FZ_K; j++) {
+                    int32_t row = gt.ids[block * 4 * FZ_K + j];
+                    if (row < 0 || row >= FZ_N || st.id_of_row[row] < 0)
+                        abort();
                 }
-                harness_wl_state_fini(&st);
+                block++;
             }
+            harness_wl_state_fini(&st);
             ann_gt_free(&gt);
             ann_err_clear();
             ann_vecsrc_destroy(src);
