@@ -967,6 +967,13 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     int have_busy = harness_cpu_busy_take(&busy0) == 0;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
                    in_cg ? &cg : NULL, -1, NULL, &res);
+    if (x->has_wl) {
+        /* the workload's copy of the index, also when the child was killed
+         * (timeout, Ctrl-C) before it could remove it */
+        char work[4400];
+        snprintf(work, sizeof work, "%s/work/%s", x->out_dir, id);
+        (void)ann_tree_remove(work);
+    }
     if (rc)
         return rc;
     have_busy = have_busy && harness_cpu_busy_take(&busy1) == 0;

@@ -596,8 +596,10 @@ static void test_end_to_end(void **state)
                                        "merge", "search", "replace", "search", "delete", "search" };
     static const int pending[12] = { [1] = 0, [3] = 700, [5] = 700, [7] = 0, [9] = 100, [11] = 100 };
     static const int deleted[12] = { [1] = 0, [3] = 0, [5] = 600, [7] = 0, [9] = 0, [11] = 800 };
-    const char *cell = json_string_value(json_object_get(json_array_get(lines, 0), "workload_cell"));
-    assert_non_null(cell);
+    char cell[32];
+    const char *wc = json_string_value(json_object_get(json_array_get(lines, 0), "workload_cell"));
+    assert_non_null(wc);
+    snprintf(cell, sizeof cell, "%s", wc);
     double recalls[12] = { 0 };
     for (size_t i = 0; i < 12; i++) {
         const json_t *l = json_array_get(lines, i);
@@ -683,6 +685,24 @@ static void test_end_to_end(void **state)
     const json_t *l1 = json_array_get(lines, 1);
     assert_true(json_is_true(json_object_get(json_object_get(l1, "index"), "cached_at_run")));
     assert_true(fabs(num(l1, "recall", NULL) - recalls[1]) < 1e-12);
+    json_decref(lines);
+    /* a cell killed at its timeout: one line with its status, and its copy
+     * of the index removed by the runner (the child could not) */
+    json_object_set_new(cfg, "timeout_s", json_real(0.001));
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    char out3[4200];
+    snprintf(out3, sizeof out3, "%s/out3", dir);
+    const char *args3[] = { "run", cfg_path, "--out", out3, NULL };
+    rc = hf_annlab(dir, &log, args3);
+    free(log);
+    snprintf(path, sizeof path, "%s/cells.jsonl", out3);
+    lines = load_lines(path);
+    assert_int_equal(json_array_size(lines), 1);
+    const json_t *t = json_array_get(lines, 0);
+    assert_string_equal(json_string_value(json_object_get(t, "status")), "timeout");
+    assert_string_equal(json_string_value(json_object_get(t, "id")), cell);
+    snprintf(path, sizeof path, "%s/work", out3);
+    assert_int_not_equal(access(path, F_OK), 0);
     json_decref(lines);
     json_decref(cfg);
     tu_rmdir(dir);
