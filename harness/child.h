@@ -49,10 +49,11 @@ int harness_build_main(const char *spec_path);
 int harness_cell_main(const char *spec_path, const char *out_path);
 
 /*
- * A cell spec with "workload" ({"steps": [...], "writers"}), "workload_gt"
- * (the search steps' ground truth, workload_gt.h) and "work_dir" (where
- * the index is copied; removed at the end): harness_cell_main hands it
- * here.  Runs the steps on a copy of index_dir (workload_run.c) and writes
+ * A cell spec with "workload" ({"steps": [...], "writers",
+ * "search_during_inserts"}), "workload_gt" (the search steps' ground
+ * truth, workload_gt.h), "work_dir" (where the index is copied; removed at
+ * the end) and "neighbors_prefix" (optional: each search step's returned
+ * ids go to "<prefix>.<step>.ibin"): harness_cell_main hands it here.  Runs the steps on a copy of index_dir (workload_run.c) and writes
  * {"steps": [one object per step], "open_report", "workload"} to out_path
  * atomically.  Returns the exit code as harness_cell_main does.
  */

@@ -942,6 +942,9 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
                                       x->wl.search_during_inserts));
         json_object_set_new(spec, "workload_gt", json_string(x->wl_gt));
         json_object_set_new(spec, "work_dir", json_string(work));
+        char nbp[4400];
+        snprintf(nbp, sizeof nbp, "%s/neighbors/%s", x->out_dir, id);
+        json_object_set_new(spec, "neighbors_prefix", json_string(nbp));
     }
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);

@@ -16,7 +16,8 @@
  *               the ids, merge when the engine merges, insert them with
  *               their new rows), merge (timed), search (the latency pass on
  *               one thread, then one QPS pass on `threads` threads; recall
- *               of the latency pass against the step's ground truth).
+ *               of the latency pass against the step's ground truth; the
+ *               ids it returned to neighbors/<cell id>.<step>.ibin).
  *               Every step records the bytes of the copy's files.
  *   the record  {"steps": [...]} written to OUT.json atomically; the runner
  *               makes one cells.jsonl line of each step.
@@ -143,6 +144,7 @@ typedef struct wl_cell {
     harness_workload w;
     harness_wl_state st;
     const char *work_dir;
+    const char *neighbors_prefix; /* "<out>/neighbors/<cell id>": + ".<step>.ibin" */
     json_t *open_report;
     int in_memory;           /* the engine keeps its updates in memory only */
     uint64_t pending, deleted; /* since the last merge step */
@@ -343,7 +345,31 @@ static void *wl_qps_worker(void *arg)
     return NULL;
 }
 
-static int wl_search(wl_cell *c, json_t *rec)
+/* The ids each query returned, as a ground-truth file of ids only
+ * (vecfile.h), -1 past what a query returned: what `annlab export` and a
+ * reader of the run use (cell.c writes the same for static cells). */
+static int wl_write_neighbors(const wl_cell *c, size_t step, json_t *rec)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s.%zu.ibin", c->neighbors_prefix, step);
+    ann_gt g = { .nq = c->nq, .k = c->k, .ids = malloc((size_t)c->nq * c->k * sizeof(int32_t)) };
+    if (!g.ids)
+        return ann_fail(-ENOMEM, "%s: no memory", path);
+    for (uint32_t q = 0; q < c->nq; q++)
+        for (uint32_t r = 0; r < c->k; r++)
+            g.ids[(size_t)q * c->k + r] =
+                r < c->counts[q] ? (int32_t)c->ids[(size_t)q * c->k + r] : -1;
+    int rc = ann_gt_save(path, &g);
+    free(g.ids);
+    if (!rc) {
+        const char *slash = strrchr(c->neighbors_prefix, '/');
+        json_object_set_new(rec, "neighbors_file",
+                            json_sprintf("neighbors/%s.%zu.ibin", slash ? slash + 1 : "", step));
+    }
+    return rc;
+}
+
+static int wl_search(wl_cell *c, size_t step, json_t *rec)
 {
     int rc = 0;
     const uint32_t nq = c->nq, k = c->k;
@@ -378,6 +404,9 @@ static int wl_search(wl_cell *c, json_t *rec)
         return ann_fail(-EAGAIN, "search: cannot start a QPS thread");
     if ((rc = atomic_load(&sh.failed_rc)))
         return ann_fail_wrap(rc, "QPS pass");
+    /* the ids as the engine returned them, before recall maps them to rows */
+    if (c->neighbors_prefix && (rc = wl_write_neighbors(c, step, rec)))
+        return rc;
     /* recall: returned ids to the rows they hold now; an id not live is a miss */
     uint64_t not_live = 0;
     for (uint32_t q = 0; q < nq; q++) {
@@ -610,7 +639,7 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
         /* pending and deleted as the search sees them */
         json_object_set_new(rec, "pending", json_integer((json_int_t)c->pending));
         json_object_set_new(rec, "deleted", json_integer((json_int_t)c->deleted));
-        rc = wl_search(c, rec);
+        rc = wl_search(c, i + 1, rec);
         break;
     }
     free(lat);
@@ -646,6 +675,7 @@ static int wl_prepare(const json_t *spec, wl_cell *c)
     c->k = (uint32_t)json_integer_value(json_object_get(spec, "k"));
     c->threads = (uint32_t)json_integer_value(json_object_get(cell, "threads"));
     c->work_dir = json_string_value(json_object_get(spec, "work_dir"));
+    c->neighbors_prefix = json_string_value(json_object_get(spec, "neighbors_prefix"));
     if (!c->ops || !dataset_dir || !gt_path || !c->work_dir || c->k == 0 || c->k > 1024 ||
         c->threads == 0 || c->threads > 1024)
         return ann_fail(ANN_ECONFIG, "workload cell spec: needs a registered engine, dataset_dir, "

@@ -615,6 +615,32 @@ static void test_end_to_end(void **state)
             recalls[i] = num(l, "recall", NULL);
             print_message("step %zu: recall %.3f pending %d deleted %d\n", i, recalls[i],
                           pending[i], deleted[i]);
+            /* the ids the engine returned, read here: none deleted, none never inserted */
+            char nb[4400];
+            snprintf(nb, sizeof nb, "%s/%s", out, json_string_value(json_object_get(l, "neighbors_file")));
+            size_t nb_len = 0;
+            unsigned char *raw = tu_read_file(nb, &nb_len);
+            assert_non_null(raw);
+            uint32_t hdr[2];
+            memcpy(hdr, raw, 8);
+            assert_int_equal(hdr[0], 40);
+            assert_int_equal(hdr[1], 10);
+            assert_int_equal(nb_len, 8 + 40 * 10 * 4);
+            size_t returned = 0;
+            for (size_t j = 0; j < 400; j++) {
+                int32_t id;
+                memcpy(&id, raw + 8 + 4 * j, 4);
+                if (id < 0)
+                    continue;
+                returned++;
+                assert_true(id < 2200);                 /* ids 2200.. were never inserted */
+                if (i >= 5)
+                    assert_true(id >= 600);             /* deleted at step 5 */
+                if (i >= 11)
+                    assert_true(id < 700 || id >= 1500); /* deleted at step 11 */
+            }
+            assert_int_equal(returned, 400);
+            free(raw);
             /* measured 0.995-1.000 at L 40 (2026-12-02) */
             assert_true(recalls[i] >= 0.95);
             /* a deleted id is never returned */
