@@ -590,6 +590,10 @@ static void test_end_to_end(void **state)
     free(log);
     snprintf(path, sizeof path, "%s/cells.jsonl", out);
     json_t *lines = load_lines(path);
+    if (json_array_size(lines) != 12) /* a failed cell is one line: say why */
+        print_message("cells.jsonl: %zu lines; the first: %s: %s\n", json_array_size(lines),
+                      json_string_value(json_object_get(json_array_get(lines, 0), "status")),
+                      json_string_value(json_object_get(json_array_get(lines, 0), "reason")));
     assert_int_equal(json_array_size(lines), 12);
     /* pending and deleted as the steps left them; ops in runbook order */
     static const char *const ops[] = { "insert", "search", "insert", "search", "delete", "search",
