@@ -19,7 +19,7 @@ CXX     ?= c++
 SAN     ?=
 CONFIG  ?= configs/quickstart.json
 
-PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl
+PKGS    := jansson hdf5 liburing lmdb rocksdb openblas hwloc libcrypto libcurl yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz
 
@@ -197,7 +197,7 @@ fuzz:
 fuzz-bins: $(FUZZ_TARGETS)
 
 # Each target for FUZZ_SECONDS (fuzz_config starts from configs/*.json,
-# fuzz_sector, fuzz_files and fuzz_buildjson from the valid files they
+# fuzz_sector, fuzz_files, fuzz_buildjson and fuzz_runbook from the valid files they
 # write at start-up into FUZZ_*_SEED); a crash
 # leaves build-fuzz/crash-* and fails the target.
 fuzz-smoke: fuzz
@@ -205,7 +205,7 @@ fuzz-smoke: fuzz
 	  n=$$(basename $$t); echo "fuzz $$t ($(FUZZ_SECONDS) s)"; \
 	  mkdir -p build-fuzz/corpus-$$n; \
 	  if [ $$n = fuzz_config ]; then cp configs/*.json build-fuzz/corpus-$$n/; fi; \
-	  FUZZ_SECTOR_SEED=build-fuzz/corpus-$$n FUZZ_FILES_SEED=build-fuzz/corpus-$$n FUZZ_BUILDJSON_SEED=build-fuzz/corpus-$$n $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	  FUZZ_SECTOR_SEED=build-fuzz/corpus-$$n FUZZ_FILES_SEED=build-fuzz/corpus-$$n FUZZ_BUILDJSON_SEED=build-fuzz/corpus-$$n FUZZ_RUNBOOK_SEED=build-fuzz/corpus-$$n $$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/ build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; rc=$$?; \
 	  tail -4 build-fuzz/$$n.log; \
 	  if [ $$rc -ne 0 ]; then echo "fuzz $$n: exit $$rc (log build-fuzz/$$n.log)"; exit 1; fi; \

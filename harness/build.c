@@ -6,7 +6,9 @@
  *
  * SPEC.json: {"engine", "build" (parameters), "dataset_dir", "index_dir",
  * and optionally "artifact_dir": the shared build-artifact cache,
- * ann_build_ctx.artifact_dir (engines/engine.h)}.
+ * ann_build_ctx.artifact_dir (engines/engine.h), and "base_rows": build
+ * over the first base_rows rows of the base only (a workload's first
+ * step, harness/workload.h)}.
  */
 #include "harness/child.h"
 
@@ -14,11 +16,59 @@
 #include "engines/engine.h"
 #include "datasets/bundle.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* The first n rows of another source (same id: the artifact cache's key
+ * holds n, so a prefix never takes the whole base's PQ or graph). */
+typedef struct prefix_src {
+    ann_vecsrc *inner;
+} prefix_src;
+
+static int prefix_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
+{
+    const prefix_src *p = src->impl;
+    if (first > src->n || count > src->n - first)
+        return ann_fail(ANN_EPARAM, "%s: rows [%llu, %llu) past the first %llu", src->id,
+                        (unsigned long long)first, (unsigned long long)(first + count),
+                        (unsigned long long)src->n);
+    return ann_vecsrc_read(p->inner, first, count, out);
+}
+
+static void prefix_destroy(ann_vecsrc *src)
+{
+    prefix_src *p = src->impl;
+    ann_vecsrc_destroy(p->inner);
+    free(p);
+    free(src);
+}
+
+/* Wrap *src (taken over) as its first n rows. */
+static int prefix_wrap(ann_vecsrc **src, uint64_t n)
+{
+    if (n == 0 || n > (*src)->n)
+        return ann_fail(ANN_ECONFIG, "base_rows %llu: the base has %llu rows",
+                        (unsigned long long)n, (unsigned long long)(*src)->n);
+    ann_vecsrc *s = calloc(1, sizeof *s);
+    prefix_src *p = calloc(1, sizeof *p);
+    if (!s || !p) {
+        free(s);
+        free(p);
+        return ann_fail(-ENOMEM, "base_rows: no memory");
+    }
+    *s = **src;
+    s->n = n;
+    s->read = prefix_read;
+    s->destroy = prefix_destroy;
+    s->impl = p;
+    p->inner = *src;
+    *src = s;
+    return 0;
+}
 
 int harness_build_main(const char *spec_path)
 {
@@ -55,6 +105,9 @@ int harness_build_main(const char *spec_path)
         goto out;
     rc = ann_bundle_base(&ds, &src);
     if (rc)
+        goto out;
+    const json_t *rows = json_object_get(spec, "base_rows");
+    if (rows && (rc = prefix_wrap(&src, (uint64_t)json_integer_value(rows))))
         goto out;
     /* the shared DiskANN artifact cache, when the runner names one */
     ann_build_ctx bctx = {

@@ -26,6 +26,12 @@ static int str_is(const json_t *info, const char *key, const char *want)
 json_t *harness_build_info_load(const char *path, const char *engine, const json_t *params,
                                 const ann_bundle *ds, char *why, size_t len)
 {
+    return harness_build_info_load_n(path, engine, params, ds, ds->n, why, len);
+}
+
+json_t *harness_build_info_load_n(const char *path, const char *engine, const json_t *params,
+                                  const ann_bundle *ds, uint64_t n_rows, char *why, size_t len)
+{
     json_error_t jerr;
     json_t *info = json_load_file(path, 0, &jerr);
     if (!info) {
@@ -48,9 +54,10 @@ json_t *harness_build_info_load(const char *path, const char *engine, const json
     else if (!str_is(info, "metric", ann_metric_name(ds->metric)))
         bad = "\"metric\" is missing or is not the dataset's metric";
     else if (!json_is_integer(n) || !json_is_integer(dim) ||
-             json_integer_value(n) != (json_int_t)ds->n ||
+             json_integer_value(n) != (json_int_t)n_rows ||
              json_integer_value(dim) != (json_int_t)ds->dim)
-        bad = "\"n\" and \"dim\" are missing or are not the dataset's";
+        bad = "\"n\" and \"dim\" are missing or are not the dataset's (or the rows the index is "
+              "built over)";
     json_decref(none);
     if (bad) {
         snprintf(why, len, "%s: %s; not an index ann_engine_build finished for this cell", path,

@@ -23,6 +23,11 @@
 json_t *harness_build_info_load(const char *path, const char *engine, const json_t *params,
                                 const ann_bundle *ds, char *why, size_t len);
 
+/* The same for an index built over the first n_rows rows of ds's base
+ * (a workload's first step, harness/workload.h): "n" must be n_rows. */
+json_t *harness_build_info_load_n(const char *path, const char *engine, const json_t *params,
+                                  const ann_bundle *ds, uint64_t n_rows, char *why, size_t len);
+
 /*
  * The on-disk format of the index whose build.json is info: its
  * "engine_format"; 1 when build.json has none (written before

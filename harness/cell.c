@@ -915,6 +915,12 @@ int harness_cell_main(const char *spec_path, const char *out_path)
         fprintf(stderr, "annlab cell: %s: %s\n", spec_path, jerr.text);
         return 1;
     }
+    if (json_object_get(spec, "workload")) {
+        /* a streaming workload: its own protocol (workload_run.c) */
+        int code = harness_workload_cell_main(spec, out_path);
+        json_decref(spec);
+        return code;
+    }
     if (!(rc = cell_prepare(spec_path, spec, in_cg, &c, &s)) && !(rc = cell_preload(&c, &s, &f)) &&
         !(rc = cell_open(&c, &s, &f)) && !(rc = cell_warm_up(&c, &s, &f)) &&
         !(rc = cell_latency(&c, &s, &f)) && !(rc = cell_qps(&c, &s, &f)) &&

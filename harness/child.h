@@ -12,6 +12,8 @@
 #ifndef ANNLAB_HARNESS_CHILD_H
 #define ANNLAB_HARNESS_CHILD_H
 
+#include <jansson.h>
+
 /*
  * The exit code of a child whose failure may not happen again
  * (ann_is_transient: a full disk, another process in the way, ...): the
@@ -45,5 +47,16 @@ int harness_build_main(const char *spec_path);
  * with the error on stderr (the runner records it as the cell's reason).
  */
 int harness_cell_main(const char *spec_path, const char *out_path);
+
+/*
+ * A cell spec with "workload" ({"steps": [...], "writers",
+ * "search_during_inserts"}), "workload_gt" (the search steps' ground
+ * truth, workload_gt.h), "work_dir" (where the index is copied; removed at
+ * the end) and "neighbors_prefix" (optional: each search step's returned
+ * ids go to "<prefix>.<step>.ibin"): harness_cell_main hands it here.  Runs the steps on a copy of index_dir (workload_run.c) and writes
+ * {"steps": [one object per step], "open_report", "workload"} to out_path
+ * atomically.  Returns the exit code as harness_cell_main does.
+ */
+int harness_workload_cell_main(const json_t *spec, const char *out_path);
 
 #endif

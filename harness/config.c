@@ -9,6 +9,7 @@
  * by element for sweeps, so "engines[0].search.L[2]" names the bad value.
  */
 #include "harness/config.h"
+#include "harness/workload.h"
 #include "harness/tune.h"
 #include "harness/paper.h"
 
@@ -57,6 +58,7 @@ static const cfg_key cfg_keys[] = {
     { "exclude", "a list of objects", 0 },
     { "tables", "a paper table layout (harness/paper.h)", 0 },
     { "baseline", "an engine label", 0 },
+    { "workload", "{\"steps\": [...]} or {\"runbook\": FILE}", 0 },
 };
 
 static const cfg_key *cfg_key_find(const char *name)
@@ -610,6 +612,74 @@ static void check_exclude(const json_t *cfg, harness_problems *probs)
 
 static void check_expansion(const json_t *cfg, harness_problems *probs);
 
+/*
+ * A workload (harness/workload.h): its shape (a runbook file is read by the
+ * runner, which knows the config's directory), and what it needs of the
+ * rest of the config: engines that accept insert and remove, opened with
+ * updates when they declare that parameter; warm cells only (a step cannot
+ * be measured cold: the updates themselves bring the index into memory),
+ * uncapped, one repeat (the steps change the index).
+ */
+static void check_workload(const json_t *cfg, harness_problems *probs)
+{
+    const json_t *wl = json_object_get(cfg, "workload");
+    if (!wl)
+        return;
+    harness_workload w;
+    harness_workload_parse(wl, NULL, &w, probs);
+    harness_workload_fini(&w);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(cfg, "modes"), i, e)
+        if (json_is_string(e) && !strcmp(json_string_value(e), "cold"))
+            harness_problem(probs, "modes[%zu]: a workload runs warm only (each step is measured "
+                                   "on the index its updates left in memory)", i);
+    json_array_foreach(json_object_get(cfg, "memory_caps"), i, e)
+        if (!json_is_null(e))
+            harness_problem(probs, "memory_caps[%zu]: a workload runs uncapped (give null)", i);
+    if (harness_cfg_int(cfg, "repeats") != 1)
+        harness_problem(probs, "repeats: a workload runs once (its steps change the index); give 1");
+    json_array_foreach(json_object_get(cfg, "engines"), i, e) {
+        const ann_engine_ops *ops = ann_engine_find(json_string_value(json_object_get(e, "engine")));
+        if (!ops)
+            continue; /* reported by check_engines */
+        const json_t *search = json_object_get(e, "search");
+        const char *key;
+        json_t *sv;
+        json_object_foreach((json_t *)search, key, sv) {
+            json_t *one = json_pack("{s:O}", key, sv);
+            const char *tp;
+            double tt;
+            int target = harness_tune_target(one, &tp, &tt);
+            size_t j;
+            json_t *el;
+            json_array_foreach(sv, j, el) {
+                json_object_set(one, key, el);
+                target |= harness_tune_target(one, &tp, &tt);
+            }
+            json_decref(one);
+            if (target)
+                harness_problem(probs, "engines[%zu].search.%s: a workload measures the efforts it "
+                                       "is given, not a target recall (give a number)",
+                                i, key);
+        }
+        if (!ops->insert || !ops->remove) {
+            harness_problem(probs,
+                            "engines[%zu]: %s has no insert/remove; a workload needs an engine "
+                            "that accepts updates",
+                            i, ops->name);
+            continue;
+        }
+        for (const ann_param_spec *p = ops->open_params; p && p->name; p++)
+            if (!strcmp(p->name, "updates") &&
+                !json_is_true(json_object_get(json_object_get(e, "open"), "updates")))
+                harness_problem(probs,
+                                "engines[%zu].open.updates: a workload needs true (%s opens its "
+                                "index read-only otherwise)",
+                                i, ops->name);
+    }
+}
+
 int harness_config_check(const json_t *cfg, harness_problems *probs)
 {
     int before = probs->n;
@@ -672,6 +742,7 @@ int harness_config_check(const json_t *cfg, harness_problems *probs)
     check_list(cfg, "modes", probs, elem_mode, same_json);
     check_list(cfg, "memory_caps", probs, elem_cap, same_cap);
     check_exclude(cfg, probs);
+    check_workload(cfg, probs);
     harness_paper_check(cfg, probs);
     if (probs->n == before)
         check_expansion(cfg, probs); /* needs a config valid in every other respect */
@@ -706,7 +777,7 @@ void harness_cell_id(const json_t *cell, char out[17])
     json_t *ident = json_object();
     static const char *const keys[] = { "engine", "label", "build", "open", "search",
                                         "mode", "threads", "memory_cap_bytes",
-                                        "max_cell_seconds" };
+                                        "max_cell_seconds", "workload" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(cell, keys[i]);
         if (v)
@@ -831,7 +902,9 @@ static json_t *expand(const json_t *cfg, json_t **paths, size_t *hits)
     json_t *modes = json_object_get(cfg, "modes");
     json_t *caps = json_object_get(cfg, "memory_caps");
     json_t *def_threads = json_pack("[i]", 1);
-    json_t *def_modes = json_pack("[ss]", "cold", "warm");
+    /* a workload runs warm only (see check_workload) */
+    json_t *def_modes = json_object_get(cfg, "workload") ? json_pack("[s]", "warm")
+                                                          : json_pack("[ss]", "cold", "warm");
     json_t *def_caps = json_pack("[n]");
     int lt = threads != NULL, lm = modes != NULL, lc = caps != NULL;
     if (!threads)

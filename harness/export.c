@@ -162,6 +162,9 @@ static int ex_load(ex_ctx *x, const char *run_dir)
     json_array_foreach(x->cells, i, c) {
         if (strcmp(harness_jstr(c, "status"), "ok") || !json_is_null(json_object_get(c, "memory_cap_bytes")))
             continue;
+        /* a workload's step lines: no static result to export (configs/README.md) */
+        if (json_object_get(c, "workload_cell"))
+            continue;
         json_t *k = json_pack("[O?, O?, O?, O?, O?]", json_object_get(c, "label"), json_object_get(c, "build"),
                               json_object_get(c, "open"), json_object_get(c, "search"),
                               json_object_get(c, "mode"));

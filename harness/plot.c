@@ -194,10 +194,15 @@ typedef struct plot_spec {
 
 /* The figure kinds, in the order they are drawn; each is drawn by the
  * template plots/<kind>.gp. */
-static const char *const figure_kinds[] = { "recall_qps", "recall_p99", "reads_vs_L", "memory_caps_qps",
-                                            "memory_caps_latency" };
+static const char *const figure_kinds[] = { "recall_qps",      "recall_p99",
+                                            "reads_vs_L",      "memory_caps_qps",
+                                            "memory_caps_latency", "workload_recall",
+                                            "workload_latency", "workload_insert_latency",
+                                            "workload_insert_vs_pending" };
 #define N_KINDS (sizeof figure_kinds / sizeof figure_kinds[0])
-#define KINDS_TEXT "recall_qps, recall_p99, reads_vs_L, memory_caps_qps, memory_caps_latency"
+#define KINDS_TEXT                                                                                 \
+    "recall_qps, recall_p99, reads_vs_L, memory_caps_qps, memory_caps_latency, workload_recall, "  \
+    "workload_latency, workload_insert_latency, workload_insert_vs_pending"
 #define TEMPLATE_TAG "# annlab figure:"
 
 typedef struct plot_template {
@@ -756,8 +761,35 @@ int harness_plots_render_opts(const char *run_dir, const harness_plot_opts *o, i
         }
         json_object_set_new(set, btext, json_true());
     }
+    /* a workload's steps: recall, query latency and insert latency against step */
+    figure fwr = { 0 }, fwl = { 0 }, fwi = { 0 }, fwp = { 0 };
+    json_t *wl_colors = json_object();
     json_array_foreach(cells, i, c) {
-        if (strcmp(harness_jstr(c, "status"), "ok"))
+        if (!json_object_get(c, "workload_cell") || strcmp(harness_jstr(c, "status"), "ok"))
+            continue;
+        k = json_integer_value(json_object_get(c, "k"));
+        char stext[160], name[400];
+        params_text(json_object_get(c, "search"), stext, sizeof stext);
+        snprintf(name, sizeof name, "%s%s%s T=%lld", harness_jstr(c, "label"), stext[0] ? " " : "",
+                 stext, (long long)json_integer_value(json_object_get(c, "threads")));
+        int color = index_of(wl_colors, harness_jstr(c, "workload_cell"));
+        double step = harness_jnum(c, "step", NULL);
+        series_add(fig_series(&fwr, name, color, 0, 0, 0), step, harness_jnum(c, "recall", NULL));
+        series_add(fig_series(&fwl, name, color, 0, 0, 0), step, harness_jnum(c, "latency_us", "p99"));
+        char p50[480];
+        snprintf(p50, sizeof p50, "%s p50", name);
+        series_add(fig_series(&fwl, p50, color, 1, 0, 0), step, harness_jnum(c, "latency_us", "p50"));
+        series_add(fig_series(&fwi, name, color, 0, 0, 0), step,
+                   harness_jnum(c, "insert_latency_us", "p50"));
+        snprintf(p50, sizeof p50, "%s p99", name);
+        series_add(fig_series(&fwi, p50, color, 1, 0, 0), step,
+                   harness_jnum(c, "insert_latency_us", "p99"));
+        series_add(fig_series(&fwp, name, color, 0, 0, 0), harness_jnum(c, "pending_before", NULL),
+                   harness_jnum(c, "insert_latency_us", "p50"));
+    }
+    json_decref(wl_colors);
+    json_array_foreach(cells, i, c) {
+        if (strcmp(harness_jstr(c, "status"), "ok") || json_object_get(c, "workload_cell"))
             continue;
         k = json_integer_value(json_object_get(c, "k"));
         const char *label = harness_jstr(c, "label"), *mode = harness_jstr(c, "mode");
@@ -820,6 +852,8 @@ int harness_plots_render_opts(const char *run_dir, const harness_plot_opts *o, i
     snprintf(title, sizeof title,
              "Throughput against recall (%lld thread%s; lines: each series' Pareto frontier)",
              (long long)tmax, tmax == 1 ? "" : "s");
+    char wxl[64];
+    snprintf(wxl, sizeof wxl, "recall@%lld (tie-aware, against the vectors live at the step)", k);
     const plot_spec specs[N_KINDS] = { /* in the order of figure_kinds */
         { figure_kinds[0], title, xl, "queries per second", 1, 0, 1 },
         { figure_kinds[1], "Tail latency against recall (1 thread; lines: each series' frontier)", xl,
@@ -830,8 +864,17 @@ int harness_plots_render_opts(const char *run_dir, const harness_plot_opts *o, i
         { figure_kinds[3], "Throughput against memory cap", "memory cap (MiB)", "queries per second", 0, 1, 0 },
         { figure_kinds[4], "Median latency against memory cap", "memory cap (MiB)",
           "p50 latency (microseconds)", 0, 1, 0 },
+        /* the workload's y axis is recall itself, not a transformed x */
+        { figure_kinds[5], "Recall at each search step of the workload", "step", wxl, 0, 1, 0 },
+        { figure_kinds[6], "Query latency at each search step (1 thread; dashed: p50)", "step",
+          "latency (microseconds)", 0, 1, 0 },
+        { figure_kinds[7], "Insert latency at each insert step (dashed: p99)", "step",
+          "insert latency (microseconds)", 0, 1, 0 },
+        { figure_kinds[8], "Median insert latency against the pending inserts it joins",
+          "inserts pending (since the last merge) as the step starts", "insert p50 (microseconds)",
+          0, 0, 0 },
     };
-    figure *figs[] = { &fq, &fl, &fr, &fcq, &fcl };
+    figure *figs[N_KINDS] = { &fq, &fl, &fr, &fcq, &fcl, &fwr, &fwl, &fwi, &fwp };
     plot_template t[N_KINDS] = { 0 };
     int drawn[N_KINDS];
     for (size_t j = 0; j < N_KINDS; j++)

@@ -48,6 +48,8 @@
 #include "datasets/prepare.h"
 #include "harness/measure.h"
 #include "harness/tune.h"
+#include "harness/workload.h"
+#include "harness/workload_gt.h"
 #include "engines/core/exact.h"
 #include "engines/core/progress.h"
 #include "cgroups/cgroup.h"
@@ -558,7 +560,44 @@ typedef struct run_ctx {
     dev_t index_dev; /* disk of the index root, for cgroup read counters */
     char owner_tag[48]; /* this run's "<pid>-<start>", in the names of its cgroups */
     char tune_gt[4400]; /* warm-up queries' exact ground truth, when a cell has a target recall */
+    harness_workload wl; /* the config's workload, when has_wl */
+    int has_wl;
+    char wl_gt[4400];    /* its search steps' ground truth */
 } run_ctx;
+
+/*
+ * The vectors a cell's index is built over: the whole base, or with a
+ * workload the rows its first step inserts ([0, end): workload.h).
+ */
+static uint64_t build_rows(const run_ctx *x)
+{
+    if (x->has_wl && x->wl.n && x->wl.steps[0].end < x->ds.n)
+        return x->wl.steps[0].end;
+    return x->ds.n;
+}
+
+/*
+ * The config's cells (harness_config_expand); with a workload each names
+ * it ({"steps_hash", "writers"}), which is part of its id.
+ */
+static json_t *expand_cells(const run_ctx *x)
+{
+    json_t *cells = harness_config_expand(x->cfg);
+    if (!cells || !x->has_wl)
+        return cells;
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        json_object_set_new(c, "workload",
+                            json_pack("{s:s, s:i, s:b}", "steps_hash", x->wl.hash, "writers",
+                                      (int)x->wl.writers, "search_during_inserts",
+                                      x->wl.search_during_inserts));
+        char id[17];
+        harness_cell_id(c, id);
+        json_object_set_new(c, "id", json_string(id));
+    }
+    return cells;
+}
 
 static const char *signame(int sig)
 {
@@ -618,6 +657,9 @@ static void build_name(const run_ctx *rc_, const json_t *cell, char name[32], ui
     json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
                             json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
                             "metric", ann_metric_name(rc_->ds.metric));
+    /* an index over the first rows only (a workload's first step) is its own */
+    if (build_rows(rc_) < rc_->ds.n)
+        json_object_set_new(key, "base_rows", json_integer((json_int_t)build_rows(rc_)));
     char hash[17];
     harness_json_hash16(key, hash);
     json_decref(key);
@@ -648,8 +690,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     int rc = 0;
     for (int locked = 0;; locked = 1) {
         if (access(path, F_OK) == 0) {
-            info = harness_build_info_load(path, engine, json_object_get(cell, "build"), &rc_->ds,
-                                           why, sizeof why);
+            info = harness_build_info_load_n(path, engine, json_object_get(cell, "build"),
+                                             &rc_->ds, build_rows(rc_), why, sizeof why);
             if (!info) {
                 build_status(b, "error", "%s; remove %s to rebuild it", why, index_dir);
                 goto out;
@@ -724,6 +766,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
     json_t *spec = json_pack("{s:s, s:O, s:s, s:s, s:s}", "engine", engine, "build",
                              json_object_get(cell, "build"), "dataset_dir", rc_->dataset_dir,
                              "index_dir", index_dir, "artifact_dir", rc_->artifact_dir);
+    if (build_rows(rc_) < rc_->ds.n)
+        json_object_set_new(spec, "base_rows", json_integer((json_int_t)build_rows(rc_)));
     rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc) {
@@ -761,8 +805,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         char tail[1400];
         child_reason(&res, log_path, tail, sizeof tail);
         build_status(b, child_transient(&res) ? "transient" : "error", "build failed: %s", tail);
-    } else if (!(info = harness_build_info_load(path, engine, json_object_get(cell, "build"),
-                                                &rc_->ds, why, sizeof why))) {
+    } else if (!(info = harness_build_info_load_n(path, engine, json_object_get(cell, "build"),
+                                                  &rc_->ds, build_rows(rc_), why, sizeof why))) {
         build_status(b, "error", "%s", why);
     } else {
         json_object_set_new(b, "status", json_string("ok"));
@@ -888,6 +932,20 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     json_object_set_new(spec, "neighbors_path", json_string(nb_path));
     if (x->tune_gt[0])
         json_object_set_new(spec, "tune_gt_path", json_string(x->tune_gt));
+    if (x->has_wl) {
+        char work[4400];
+        snprintf(work, sizeof work, "%s/work/%s", x->out_dir, id);
+        json_object_set_new(spec, "workload",
+                            json_pack("{s:o, s:i, s:b}", "steps",
+                                      harness_workload_steps_json(&x->wl), "writers",
+                                      (int)x->wl.writers, "search_during_inserts",
+                                      x->wl.search_during_inserts));
+        json_object_set_new(spec, "workload_gt", json_string(x->wl_gt));
+        json_object_set_new(spec, "work_dir", json_string(work));
+        char nbp[4400];
+        snprintf(nbp, sizeof nbp, "%s/neighbors/%s", x->out_dir, id);
+        json_object_set_new(spec, "neighbors_prefix", json_string(nbp));
+    }
     int rc = write_json_atomic(spec, spec_path);
     json_decref(spec);
     if (rc)
@@ -912,6 +970,13 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     int have_busy = harness_cpu_busy_take(&busy0) == 0;
     rc = child_run(wrapper && *wrapper ? argv_wrap : argv_plain, log_path, timeout_s,
                    in_cg ? &cg : NULL, -1, NULL, &res);
+    if (x->has_wl) {
+        /* the workload's copy of the index, also when the child was killed
+         * (timeout, Ctrl-C) before it could remove it */
+        char work[4400];
+        snprintf(work, sizeof work, "%s/work/%s", x->out_dir, id);
+        (void)ann_tree_remove(work);
+    }
     if (rc)
         return rc;
     have_busy = have_busy && harness_cpu_busy_take(&busy1) == 0;
@@ -942,6 +1007,12 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
     } else if (!(figures = json_load_file(out_path, 0, &jerr))) {
         status = log_disk_full(&res) ? "transient" : "error";
         snprintf(reason, sizeof reason, "%s: %s", out_path, jerr.text);
+    } else if (json_is_array(json_object_get(figures, "steps"))) {
+        /* a workload: one record per step (workload_records, below) */
+        json_object_set_new(r, "steps", json_incref(json_object_get(figures, "steps")));
+        json_object_set_new(r, "open_report", json_incref(json_object_get(figures, "open_report")));
+        json_decref(figures);
+        unlink(out_path);
     } else {
         json_object_update(r, figures);
         json_decref(figures);
@@ -964,6 +1035,33 @@ done:
     json_object_set_new(r, "finished_at", json_integer((json_int_t)time(NULL)));
     *rec = r;
     return 0;
+}
+
+/*
+ * A workload cell's record r (with "steps") as the cells.jsonl lines it
+ * makes: one per step, each the cell's record with the step's figures, the
+ * id "<cell id>.<step>" (steps numbered from 1) and "workload_cell": the
+ * cell's id.  A new array.
+ */
+static json_t *workload_records(const json_t *r)
+{
+    json_t *out = json_array();
+    const json_t *steps = json_object_get(r, "steps");
+    const char *cid = json_string_value(json_object_get(r, "id"));
+    size_t i;
+    json_t *st;
+    json_array_foreach(steps, i, st) {
+        json_t *line = json_deep_copy(r);
+        json_object_del(line, "steps");
+        json_object_update(line, st);
+        char id[64];
+        snprintf(id, sizeof id, "%s.%zu", cid ? cid : "", i + 1); /* its step number */
+        json_object_set_new(line, "id", json_string(id));
+        json_object_set_new(line, "workload_cell", json_string(cid ? cid : ""));
+        json_object_set_new(line, "repeats", json_integer(1)); /* a workload runs once */
+        json_array_append_new(out, line);
+    }
+    return out;
 }
 
 static void describe_cell(const json_t *c, char *buf, size_t len)
@@ -1010,7 +1108,7 @@ static json_t *cells_by_id(const char *dir)
 static void dry_run_report(run_ctx *x, const char *name, const char *only, const char *prepare_name,
                            int ds_ok)
 {
-    json_t *list = harness_config_expand(x->cfg);
+    json_t *list = expand_cells(x);
     char prev_dir[4096] = "";
     if (name && latest_run(name, prev_dir, sizeof prev_dir) != 0)
         prev_dir[0] = '\0';
@@ -1117,6 +1215,21 @@ static void figures_line(const json_t *r, char *buf, size_t len)
     const char *status = json_string_value(json_object_get(r, "status"));
     if (strcmp(status, "ok") != 0) {
         snprintf(buf, len, "%s: %s", status, json_string_value(json_object_get(r, "reason")));
+        return;
+    }
+    const json_t *steps = json_object_get(r, "steps");
+    if (steps) {
+        /* a workload: its steps, and the recall of its last search */
+        double last = NAN;
+        size_t i, searches = 0;
+        const json_t *st;
+        json_array_foreach(steps, i, st)
+            if (json_is_number(json_object_get(st, "recall"))) {
+                last = json_number_value(json_object_get(st, "recall"));
+                searches++;
+            }
+        snprintf(buf, len, "%zu steps, %zu searches, last recall=%.3f", json_array_size(steps),
+                 searches, last);
         return;
     }
     const json_t *lat = json_object_get(r, "latency_us");
@@ -1432,6 +1545,28 @@ static int run_config(int argc, char **argv, run_ctx *x, run_opts *o, run_plan *
     }
 
     harness_config_check(x->cfg, probs);
+    const json_t *wl = json_object_get(x->cfg, "workload");
+    if (wl) {
+        /* again with the config's directory: a runbook is read now (the
+         * problems harness_config_check reported are not repeated) */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", x->config_path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+        harness_problems wp = { 0 };
+        x->has_wl = harness_workload_parse(wl, dir, &x->wl, &wp) == 0;
+        for (int i = 0; i < wp.n; i++) {
+            int seen = 0;
+            for (int j = 0; j < probs->n && !seen; j++)
+                seen = !strcmp(probs->msgs[j], wp.msgs[i]);
+            if (!seen)
+                harness_problem(probs, "%s", wp.msgs[i]);
+        }
+        harness_problems_fini(&wp);
+    }
     p->name = json_string_value(json_object_get(x->cfg, "name"));
     const json_t *dsv = json_object_get(x->cfg, "dataset");
     p->ds_root = json_string_value(json_object_get(x->cfg, "dataset_root"));
@@ -1479,6 +1614,8 @@ static int run_config(int argc, char **argv, run_ctx *x, run_opts *o, run_plan *
     }
     if (p->ds_ok)
         harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
+    if (p->ds_ok && x->has_wl)
+        harness_workload_check(&x->wl, x->ds.n, (uint32_t)harness_cfg_int(x->cfg, "k"), probs);
     if (o->only) {
         int found = 0;
         size_t i;
@@ -1591,6 +1728,8 @@ static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_pro
             return 2;
         }
         harness_config_check_dataset(x->cfg, x->ds.gt_k, probs);
+        if (x->has_wl)
+            harness_workload_check(&x->wl, x->ds.n, (uint32_t)harness_cfg_int(x->cfg, "k"), probs);
         if (probs->n) {
             print_problems(x, probs, 0);
             return 2;
@@ -1603,7 +1742,7 @@ static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_pro
     }
 
     /* the run directory's files */
-    p->cells = harness_config_expand(x->cfg);
+    p->cells = expand_cells(x);
     if (!p->cells) {
         fprintf(stderr, "annlab run: no memory\n");
         return 1;
@@ -1684,6 +1823,10 @@ static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_pro
             const char *st = json_string_value(json_object_get(d, "status"));
             if (did && st)
                 json_object_set_new(p->last_status, did, json_string(st));
+            /* a workload's step lines record their cell */
+            const char *wc = json_string_value(json_object_get(d, "workload_cell"));
+            if (wc && st)
+                json_object_set_new(p->last_status, wc, json_string(st));
         }
     }
     size_t i;
@@ -1700,6 +1843,19 @@ static int run_plan_make(run_ctx *x, const run_opts *o, run_plan *p, harness_pro
             json_array_size(p->cells), p->selected, x->out_dir);
     if ((rc = prepare_tune_gt(x, p->cells)))
         return run_failed(rc);
+    if (x->has_wl) {
+        /* the search steps' ground truth, cached beside the bundle */
+        int64_t want = harness_cfg_int(x->cfg, "queries");
+        uint32_t nq = want > 0 && (uint64_t)want < x->ds.nq ? (uint32_t)want : x->ds.nq;
+        int computed = 0;
+        char wdir[4400];
+        snprintf(wdir, sizeof wdir, "%s/work", x->out_dir);
+        if ((rc = harness_workload_gt_ensure(&x->wl, &x->ds, nq,
+                                             (uint32_t)harness_cfg_int(x->cfg, "k"), x->wl_gt,
+                                             sizeof x->wl_gt, &computed)) ||
+            (rc = mkdirs(wdir)))
+            return run_failed(rc);
+    }
     return RUN_GO_ON;
 }
 
@@ -1782,7 +1938,19 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
                     x->tty ? "\n" : "", pos - 1, x->config_path, x->out_dir);
             return 130;
         }
-        if ((rc = cells_append(p->cells_path, rec))) {
+        if (json_object_get(rec, "steps")) {
+            json_t *lines = workload_records(rec);
+            size_t j;
+            json_t *line;
+            json_array_foreach(lines, j, line) {
+                if ((rc = cells_append(p->cells_path, line)))
+                    break;
+            }
+            json_decref(lines);
+        } else {
+            rc = cells_append(p->cells_path, rec);
+        }
+        if (rc) {
             json_decref(rec);
             return run_failed(rc);
         }
@@ -1798,6 +1966,12 @@ static int run_cells(run_ctx *x, const run_opts *o, const run_plan *p)
             fprintf(stderr, "[%zu/%zu %5.0fs] %s %s: %s\n", pos, p->selected,
                     ann_mono_s() - x->t_start, id, desc, last);
         json_decref(rec);
+    }
+    if (x->has_wl) {
+        /* the workload cells' copies are gone (each removes its own) */
+        char wdir[4400];
+        snprintf(wdir, sizeof wdir, "%s/work", x->out_dir);
+        rmdir(wdir); /* only when empty */
     }
     if (x->tty)
         fprintf(stderr, "\r\033[K[%zu/%zu %5.0fs] done  | last: %s\n", p->selected, p->selected,
@@ -1874,5 +2048,6 @@ int harness_run_main(int argc, char **argv)
     json_decref(x.builds);
     json_decref(x.cfg);
     ann_bundle_close(&x.ds);
+    harness_workload_fini(&x.wl);
     return exit_code;
 }

@@ -219,9 +219,23 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
                           const char *run_dir, long long k)
 {
     const json_t *first = json_array_get(cells, 0);
-    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells\n\n", cfg ? harness_jstr(cfg, "name") : "run",
+    /* a workload cell counts once, however many step lines it has */
+    size_t n_cells = 0, wi;
+    const json_t *wc;
+    json_t *wl_seen = json_object();
+    json_array_foreach(cells, wi, wc) {
+        const char *w = json_string_value(json_object_get(wc, "workload_cell"));
+        if (w && json_object_get(wl_seen, w))
+            continue;
+        if (w)
+            json_object_set_new(wl_seen, w, json_true());
+        n_cells++;
+    }
+    fprintf(fp, "# %s\n\nrun: `%s`, dataset %s (%s), %zu cells%s\n\n", cfg ? harness_jstr(cfg, "name") : "run",
             run_dir, harness_jstr(json_object_get(first, "dataset"), "name"),
-            harness_jstr(json_object_get(first, "dataset"), "checksum"), json_array_size(cells));
+            harness_jstr(json_object_get(first, "dataset"), "checksum"), n_cells,
+            json_object_size(wl_seen) ? " (workload cells: one line per step in cells.jsonl)" : "");
+    json_decref(wl_seen);
     if (machine) {
         const json_t *topo = json_object_get(machine, "topology"), *disk = json_object_get(machine, "disk");
         char mem[32];
@@ -294,6 +308,76 @@ static void render_header(FILE *fp, const json_t *cfg, const json_t *machine, co
                 partial, partial == 1 ? "" : "s");
 }
 
+/*
+ * Workload steps (harness/workload.h): the lines cells.jsonl holds for
+ * each step of a workload cell, one table per cell, steps in order.
+ */
+static void render_workload(FILE *fp, const json_t *steps, long long k)
+{
+    fprintf(fp, "## Workload steps\n\nOne row per step of each workload cell (`workload` in the "
+                "config). Recall@%lld is against the exact top-k over the vectors live at that "
+                "step; pending and deleted count the inserts and deletes issued since the last "
+                "merge step; latency is one thread, QPS the cell's thread count; insert latency "
+                "and rate are the step's inserts (a replace's too); store is the bytes of the "
+                "index's files after the step.\n",
+            k);
+    json_t *done = json_object();
+    size_t i, j;
+    const json_t *c, *d;
+    json_array_foreach(steps, i, c) {
+        const char *cell = harness_jstr(c, "workload_cell");
+        if (json_object_get(done, cell))
+            continue;
+        json_object_set_new(done, cell, json_true());
+        char *b = compact(json_object_get(c, "build")), *o = compact(json_object_get(c, "open"));
+        char *sp = compact(json_object_get(c, "search"));
+        fprintf(fp, "\n### %s (build %s, open %s, search %s, %lld thread%s)\n\n"
+                    "| step | op | range | recall@%lld | pending | deleted | p50 (us) | p99 (us) | QPS "
+                    "| inserts/s | insert p50 (us) | insert p99 (us) | merge (s) | store (MiB) |\n"
+                    "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+                harness_jstr(c, "label"), b, o, sp,
+                (long long)json_integer_value(json_object_get(c, "threads")),
+                json_integer_value(json_object_get(c, "threads")) == 1 ? "" : "s", k);
+        free(b);
+        free(o);
+        free(sp);
+        json_array_foreach(steps, j, d) {
+            if (strcmp(harness_jstr(d, "workload_cell"), cell))
+                continue;
+            char range[96] = "", rec[32], pend[32], del[32], p50[32], p99[32], qps[32], ips[32],
+                 ip50[32], ip99[32], mg[32], st[32];
+            if (num(d, "tags_start", NULL))
+                snprintf(range, sizeof range, "ids [%lld, %lld) <- rows [%lld, %lld)",
+                         (long long)json_integer_value(json_object_get(d, "tags_start")),
+                         (long long)json_integer_value(json_object_get(d, "tags_end")),
+                         (long long)json_integer_value(json_object_get(d, "ids_start")),
+                         (long long)json_integer_value(json_object_get(d, "ids_end")));
+            else if (num(d, "start", NULL))
+                snprintf(range, sizeof range, "[%lld, %lld)%s",
+                         (long long)json_integer_value(json_object_get(d, "start")),
+                         (long long)json_integer_value(json_object_get(d, "end")),
+                         json_is_true(json_object_get(d, "built")) ? " built" : "");
+            fmt(rec, sizeof rec, num(d, "recall", NULL), "%.4f", 1);
+            fmt(pend, sizeof pend, num(d, "pending", NULL), "%.0f", 1);
+            fmt(del, sizeof del, num(d, "deleted", NULL), "%.0f", 1);
+            fmt(p50, sizeof p50, num(d, "latency_us", "p50"), "%.0f", 1);
+            fmt(p99, sizeof p99, num(d, "latency_us", "p99"), "%.0f", 1);
+            fmt(qps, sizeof qps, num(d, "qps", NULL), "%.0f", 1);
+            fmt(ips, sizeof ips, num(d, "inserts_per_s", NULL), "%.0f", 1);
+            fmt(ip50, sizeof ip50, num(d, "insert_latency_us", "p50"), "%.1f", 1);
+            fmt(ip99, sizeof ip99, num(d, "insert_latency_us", "p99"), "%.1f", 1);
+            fmt(mg, sizeof mg, num(d, "merge_seconds", NULL), "%.3f", 1);
+            fmt(st, sizeof st, num(d, "store_bytes", NULL), "%.1f", 1.0 / 1048576);
+            fprintf(fp, "| %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                    (long long)json_integer_value(json_object_get(d, "step")),
+                    harness_jstr(d, "op"), range[0] ? range : "-", rec, pend, del, p50, p99, qps,
+                    ips, ip50, ip99, mg, st);
+        }
+    }
+    fprintf(fp, "\n");
+    json_decref(done);
+}
+
 int harness_tables_render(const char *run_dir, FILE *fp)
 {
     return harness_tables_render_opts(run_dir, NULL, fp);
@@ -312,6 +396,27 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
     json_t *machine = json_load_file(path, 0, NULL);
     long long k = cfg && json_is_integer(json_object_get(cfg, "k")) ? (long long)json_integer_value(json_object_get(cfg, "k")) : 10;
     render_header(fp, cfg, machine, cells, run_dir, k);
+    /* a workload's step lines have their own table; the generic tables
+     * below take the other records (a failed workload cell's among them) */
+    json_t *steps = json_array(), *rest = json_array();
+    {
+        size_t wi;
+        json_t *wc;
+        json_array_foreach(cells, wi, wc)
+            json_array_append(json_object_get(wc, "workload_cell") ? steps : rest, wc);
+    }
+    json_decref(cells);
+    cells = rest;
+    size_t n_steps = json_array_size(steps);
+    if (n_steps)
+        render_workload(fp, steps, k);
+    json_decref(steps);
+    if (n_steps && !json_array_size(cells)) {
+        json_decref(cfg);
+        json_decref(machine);
+        json_decref(cells);
+        return 0;
+    }
     harness_summary_render(cells, cfg, baseline, k, fp);
     if (cfg && json_object_get(cfg, "tables")) {
         if ((rc = harness_paper_render(cfg, cells, fp))) {

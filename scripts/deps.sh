@@ -9,6 +9,7 @@ DEB_PACKAGES=(
   build-essential pkg-config
   libcmocka-dev libjansson-dev libhdf5-dev hdf5-tools zlib1g-dev libssl-dev
   libcurl4-openssl-dev python3
+  libyaml-dev    # streaming runbooks (big-ann-benchmarks YAML), harness/workload.c
   python3-h5py   # tests: ann-benchmarks HDF5 fixtures and reading exports back as the field does
   liburing-dev libaio-dev librocksdb-dev liblmdb-dev
   libopenblas-dev libhwloc-dev gnuplot-nox

@@ -409,14 +409,16 @@ static void test_template_errors(void **state)
     const char *const nokind[] = { put(tdir, "nokind.gp", "# my figure\nplot x\n") };
     snprintf(m, sizeof m,
              "%s: no \"# annlab figure: KIND\" line in the comments that open it (KIND: recall_qps, "
-             "recall_p99, reads_vs_L, memory_caps_qps, memory_caps_latency)",
+             "recall_p99, reads_vs_L, memory_caps_qps, memory_caps_latency, "
+             "workload_recall, workload_latency, workload_insert_latency, workload_insert_vs_pending)",
              nokind[0]);
     refused(run, nokind, 1, ANN_EFORMAT, m);
     /* an unknown kind */
     const char *const unknown[] = { put(tdir, "unknown.gp", "# annlab figure: recall_qqs\nplot x\n") };
     snprintf(m, sizeof m,
              "%s: figure kind \"recall_qqs\" is not one annlab draws (recall_qps, recall_p99, reads_vs_L, "
-             "memory_caps_qps, memory_caps_latency)",
+             "memory_caps_qps, memory_caps_latency, workload_recall, workload_latency, "
+             "workload_insert_latency, workload_insert_vs_pending)",
              unknown[0]);
     refused(run, unknown, 1, ANN_EFORMAT, m);
     /* a kind this run does not draw (no memory-capped cells) */
