@@ -633,6 +633,10 @@ static int cell_latency(const cell_spec *c, cell_state *s, cell_figures *f)
     f->reps_done = 0;
     uint64_t t_start = ann_mono_ns();
     for (uint32_t r = 0; r < c->reps; r++) {
+        if (r > 0 && out_of_time(c, t_start)) {
+            f->cut |= CUT_LATENCY; /* no time for another pass (nor its eviction) */
+            break;
+        }
         if (c->cold && r > 0) {
             evict_report again;
             if ((rc = evict_cold_dir(c->index_dir, &c->ep, &again)))
