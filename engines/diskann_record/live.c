@@ -36,6 +36,7 @@
  * Errors name the store and the id.  Bad input writes nothing.
  */
 #include "engines/diskann_record/drec.h"
+#include "engines/core/update.h"
 
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
@@ -293,9 +294,9 @@ uint64_t drec_live_size(const ann_engine *e)
 
 static int writable(ann_engine *e, const char *op)
 {
-    if (!e->live.enabled)
-        return ann_fail(ANN_ESTATE, "%s: %s: the index was opened without updates (open "
-                        "parameter \"updates\": true)", e->store_dir, op);
+    int rc = ann_update_writable(e->store_dir, op, e->live.enabled);
+    if (rc)
+        return rc;
     if (e->meta.mode != DREC_MODE_GRAPH)
         return ann_fail(ANN_EUNSUPPORTED, "%s: %s: the index is an exact scan (fewer than %u "
                         "vectors); updates need a graph index", e->store_dir, op,
@@ -343,15 +344,9 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     int rc = writable(e, "insert");
     if (rc)
         return rc;
-    if (dim != e->meta.dim)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
-                        e->store_dir, id, dim, e->meta.dim);
-    if (id == UINT32_MAX)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: reserved id", e->store_dir, id);
-    for (uint32_t j = 0; j < dim; j++)
-        if (!isfinite(vec[j]))
-            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", e->store_dir, id,
-                            j, isnan(vec[j]) ? "NaN" : "infinite");
+    rc = ann_update_check_insert(e->store_dir, id, vec, dim, e->meta.dim);
+    if (rc)
+        return rc;
     uint8_t code[DREC_MAX_PQ_BYTES];
     rc = pq_encode(e->pq, vec, 1, 1, code);
     if (rc)
@@ -410,26 +405,11 @@ int drec_remove(ann_engine *e, uint32_t id)
         return rc;
     pthread_mutex_lock(&L->wlock);
     int has_vec = 0, has_tomb = 0, has_pending = 0;
-    kv_txn *t = NULL;
-    uint8_t key[KV_KEY_U32_BYTES];
     rc = id_state(e, id, &has_vec, &has_tomb, &has_pending);
-    if (!rc && !has_vec)
-        rc = ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", e->store_dir, id);
-    if (!rc && has_tomb)
-        rc = ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", e->store_dir, id);
-    if (!rc && !ann_paged_page_(&L->dead, id)) /* so that marking it cannot fail */
-        rc = ann_fail(-ENOMEM, "%s: remove id %u: no memory", e->store_dir, id);
     if (!rc)
-        rc = kv_txn_begin(e->kv, &t);
-    if (!rc) {
-        uint8_t kind = has_pending ? 1 : 0;
-        rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_TOMBSTONE, id), &kind, 1);
-    }
-    if (!rc) {
-        rc = kv_txn_commit(t);
-        t = NULL;
-    }
-    kv_txn_abort(t);
+        rc = ann_update_check_remove(e->store_dir, id, has_vec, has_tomb, &L->dead);
+    if (!rc) /* kind 1: the id was still pending */
+        rc = ann_update_put_tombstone(e->kv, DREC_TABLE_TOMBSTONE, id, has_pending ? 1 : 0);
     if (!rc) {
         ann_idbits_set(&L->dead, id, 1); /* its page exists: cannot fail */
         atomic_fetch_add(&L->deleted, 1);

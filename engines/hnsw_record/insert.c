@@ -38,6 +38,7 @@
  * Errors name the store and the id.  Bad input writes nothing.
  */
 #include "engines/hnsw_record/hnsw.h"
+#include "engines/core/update.h"
 
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
@@ -352,10 +353,7 @@ static int put_state(kv_txn *t, const hnsw_state *st)
 
 static int writable(ann_engine *e, const char *op)
 {
-    if (!e->live.enabled)
-        return ann_fail(ANN_ESTATE, "%s: %s: the index was opened without updates (open "
-                        "parameter \"updates\": true)", e->store_dir, op);
-    return 0;
+    return ann_update_writable(e->store_dir, op, e->live.enabled);
 }
 
 /* Whether id has a node record and a tombstone (under wlock). */
@@ -458,15 +456,9 @@ int hnsw_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     int rc = writable(e, "insert");
     if (rc)
         return rc;
-    if (dim != e->meta.dim)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
-                        e->store_dir, id, dim, e->meta.dim);
-    if (id >= HNSW_NO_NODE)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: reserved id", e->store_dir, id);
-    for (uint32_t j = 0; j < dim; j++)
-        if (!isfinite(vec[j]))
-            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", e->store_dir, id,
-                            j, isnan(vec[j]) ? "NaN" : "infinite");
+    rc = ann_update_check_insert(e->store_dir, id, vec, dim, e->meta.dim); /* HNSW_NO_NODE reserved */
+    if (rc)
+        return rc;
 
     pthread_mutex_lock(&L->wlock);
     wset w;
@@ -543,24 +535,11 @@ int hnsw_remove(ann_engine *e, uint32_t id)
         return rc;
     pthread_mutex_lock(&L->wlock);
     int has_node = 0, has_tomb = 0;
-    kv_txn *t = NULL;
-    uint8_t key[KV_KEY_U32_BYTES], zero = 0;
     rc = id_state(e, id, &has_node, &has_tomb);
-    if (!rc && !has_node)
-        rc = ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", e->store_dir, id);
-    if (!rc && has_tomb)
-        rc = ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", e->store_dir, id);
-    if (!rc && !ann_paged_page_(&L->dead, id)) /* so that marking it cannot fail */
-        rc = ann_fail(-ENOMEM, "%s: remove id %u: no memory", e->store_dir, id);
     if (!rc)
-        rc = kv_txn_begin(e->kv, &t);
+        rc = ann_update_check_remove(e->store_dir, id, has_node, has_tomb, &L->dead);
     if (!rc)
-        rc = kv_txn_put(t, key, kv_key_u32(key, HNSW_TABLE_TOMBSTONE, id), &zero, 1);
-    if (!rc) {
-        rc = kv_txn_commit(t);
-        t = NULL;
-    }
-    kv_txn_abort(t);
+        rc = ann_update_put_tombstone(e->kv, HNSW_TABLE_TOMBSTONE, id, 0);
     if (!rc) {
         atomic_store(&L->any_dead, 1); /* before the bit: a search that sees it filters */
         ann_idbits_set(&L->dead, id, 1); /* its page exists: cannot fail */

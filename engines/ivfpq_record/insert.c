@@ -31,6 +31,7 @@
  * Errors name the store and the id.  Bad input writes nothing.
  */
 #include "engines/ivfpq_record/ivfpq.h"
+#include "engines/core/update.h"
 
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
@@ -136,9 +137,9 @@ void ivfpq_live_close(ann_engine *e)
 
 static int writable(ann_engine *e, const char *op)
 {
-    if (!e->live.enabled)
-        return ann_fail(ANN_ESTATE, "%s: %s: the index was opened without updates (open "
-                        "parameter \"updates\": true)", e->store_dir, op);
+    int rc = ann_update_writable(e->store_dir, op, e->live.enabled);
+    if (rc)
+        return rc;
     if (e->meta.n == 0)
         return ann_fail(ANN_EUNSUPPORTED, "%s: %s: the index is empty (no coarse quantizer or "
                         "codebook to encode with); updates need a built index", e->store_dir, op);
@@ -191,15 +192,9 @@ int ivfpq_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     int rc = writable(e, "insert");
     if (rc)
         return rc;
-    if (dim != m->dim)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: vector of dimension %u, the index has %u",
-                        e->store_dir, id, dim, m->dim);
-    if (id == UINT32_MAX)
-        return ann_fail(ANN_EDATA, "%s: insert id %u: reserved id", e->store_dir, id);
-    for (uint32_t j = 0; j < dim; j++)
-        if (!isfinite(vec[j]))
-            return ann_fail(ANN_EDATA, "%s: insert id %u: component %u is %s", e->store_dir, id,
-                            j, isnan(vec[j]) ? "NaN" : "infinite");
+    rc = ann_update_check_insert(e->store_dir, id, vec, dim, m->dim);
+    if (rc)
+        return rc;
     uint32_t list = nearest_list(e, vec);
     const float *c = e->centroids + (size_t)list * dim;
     size_t app_bytes = IVFPQ_APPENDED_BYTES(m->pq_bytes);
@@ -278,24 +273,11 @@ int ivfpq_remove(ann_engine *e, uint32_t id)
         return rc;
     pthread_mutex_lock(&L->wlock);
     int has_vec = 0, has_tomb = 0;
-    kv_txn *t = NULL;
-    uint8_t key[KV_KEY_U32_BYTES], zero = 0;
     rc = id_state(e, id, &has_vec, &has_tomb);
-    if (!rc && !has_vec)
-        rc = ann_fail(ANN_ENOTFOUND, "%s: remove id %u: no such id", e->store_dir, id);
-    if (!rc && has_tomb)
-        rc = ann_fail(ANN_EDATA, "%s: remove id %u: already deleted", e->store_dir, id);
-    if (!rc && !ann_paged_page_(&L->dead, id)) /* so that marking it cannot fail */
-        rc = ann_fail(-ENOMEM, "%s: remove id %u: no memory", e->store_dir, id);
     if (!rc)
-        rc = kv_txn_begin(e->kv, &t);
+        rc = ann_update_check_remove(e->store_dir, id, has_vec, has_tomb, &L->dead);
     if (!rc)
-        rc = kv_txn_put(t, key, kv_key_u32(key, IVFPQ_TABLE_TOMBSTONE, id), &zero, 1);
-    if (!rc) {
-        rc = kv_txn_commit(t);
-        t = NULL;
-    }
-    kv_txn_abort(t);
+        rc = ann_update_put_tombstone(e->kv, IVFPQ_TABLE_TOMBSTONE, id, 0);
     if (!rc) {
         atomic_store(&L->any_dead, 1); /* before the bit: a search that sees it filters */
         ann_idbits_set(&L->dead, id, 1); /* its page exists: cannot fail */
