@@ -3,7 +3,7 @@
  *
  *   build/bench/bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100]
  *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16] [--seed 1]
- *       [--io io_uring|libaio|pread|buffered|mmap]
+ *       [--io io_uring|libaio|pread|buffered|mmap] [--sqpoll 0|1]
  *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
  *       [--modes round,pipeline] [--adaptive 1] [--queries N]
  *       [--device-batches 2000]
@@ -22,7 +22,10 @@
  *     query at a time, QPS at 1 and 2 threads (queries / wall time), and the
  *     searching thread's user and kernel CPU per query (getrusage, taken
  *     outside the timed span).  Latency and QPS are medians over --repeats
- *     passes.  Two floors beside them: cpu_floor = user + kernel CPU per
+ *     passes; proc_cpu_us is the whole process's CPU per query in the
+ *     single-thread pass (with --sqpoll 1 it includes the kernel thread
+ *     polling submissions, which the searching thread's user/sys do not).
+ *     Two floors beside them: cpu_floor = user + kernel CPU per
  *     query (the latency if reads were free), dev_floor = reads/q x the
  *     device's time per read at queue depth W (step 1's batch latency / W:
  *     the latency if the CPU were free and the device kept busy at depth W).
@@ -64,7 +67,7 @@ typedef struct {
     const char *io, *precision;
     int Ls[MAX_LIST], nL, Ws[MAX_LIST], nW, caches[MAX_LIST], ncache;
     const char *modes[MAX_LIST];
-    int nmodes, adaptive;
+    int nmodes, adaptive, sqpoll;
 } bench_opts;
 
 /* Split a comma list of words (the string is modified). */
@@ -82,6 +85,16 @@ static double thread_cpu_s(int user)
     getrusage(RUSAGE_THREAD, &ru);
     const struct timeval *tv = user ? &ru.ru_utime : &ru.ru_stime;
     return (double)tv->tv_sec + 1e-6 * (double)tv->tv_usec;
+}
+
+/* The whole process's user + kernel CPU (every thread, including an
+ * io_uring submission-polling thread, which belongs to the process). */
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -166,6 +179,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->nmodes = parse_words(argv[i], o->modes);
         else if (!strcmp(a, "--adaptive"))
             o->adaptive = atoi(v);
+        else if (!strcmp(a, "--sqpoll"))
+            o->sqpoll = atoi(v);
         else
             return -1;
     }
@@ -346,7 +361,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100] "
                         "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32] [--seed 1] "
-                        "[--io io_uring] "
+                        "[--io io_uring] [--sqpoll 0|1] "
                         "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
                         "[--modes round,pipeline] [--adaptive 1] [--queries N] "
                         "[--device-batches 2000]\n");
@@ -390,8 +405,9 @@ int main(int argc, char **argv)
     }
 
     double *lat = malloc(nq * sizeof *lat);
-    double *rep[8]; /* per repeat: mean, p99, qps 1t, qps 2t, mean 2t, p99 2t, user, sys */
-    for (int i = 0; i < 8; i++)
+    /* per repeat: mean, p99, qps 1t, qps 2t, mean 2t, p99 2t, user, sys, process cpu */
+    double *rep[9];
+    for (int i = 0; i < 9; i++)
         rep[i] = malloc((size_t)o.repeats * sizeof(double));
     uint32_t *ids = malloc((size_t)nq * K * sizeof *ids);
     float *dists = malloc((size_t)nq * K * sizeof *dists);
@@ -405,9 +421,10 @@ int main(int argc, char **argv)
     int nrows = 0;
     printf("\n cache     L   W  mode      recall@10  reads/q  hops/q  hits/q  mean_us   p99_us"
            "  mean2t_us  p99_2t_us  qps_1t  qps_2t  user_us  sys_us  cpu_floor_us"
-           "  dev_floor_us\n");
+           "  dev_floor_us  proc_cpu_us\n");
     for (int c = 0; c < o.ncache; c++) {
-        json_t *op = json_pack("{s:s, s:i}", "io", o.io, "cache_nodes", o.caches[c]);
+        json_t *op = json_pack("{s:s, s:i, s:b}", "io", o.io, "cache_nodes", o.caches[c],
+                               "sqpoll", o.sqpoll);
         ann_engine *eng = NULL;
         json_t *orep = NULL;
         rc = ann_engine_open(ops, o.index, op, &eng, &orep);
@@ -436,7 +453,7 @@ int main(int argc, char **argv)
                     }
                     ann_stats st = { 0 };
                     for (int r = 0; r < o.repeats; r++) {
-                        double t0 = ann_mono_s(), user = 0, sys = 0;
+                        double t0 = ann_mono_s(), user = 0, sys = 0, pcpu0 = process_cpu_s();
                         memset(&st, 0, sizeof st);
                         for (uint32_t q = 0; q < nq; q++) {
                             double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
@@ -453,6 +470,7 @@ int main(int argc, char **argv)
                             }
                         }
                         rep[2][r] = nq / (ann_mono_s() - t0);
+                        rep[8][r] = (process_cpu_s() - pcpu0) / nq;
                         double sum = 0;
                         for (uint32_t q = 0; q < nq; q++)
                             sum += lat[q];
@@ -481,17 +499,18 @@ int main(int argc, char **argv)
                             for (int j = 0; j < K; j++)
                                 hits += ids[(size_t)q * K + i] ==
                                         (uint32_t)gt.ids[(size_t)q * gt.k + j];
-                    double med[8];
-                    for (int i = 0; i < 8; i++)
+                    double med[9];
+                    for (int i = 0; i < 9; i++)
                         med[i] = median(rep[i], o.repeats);
                     double reads = (double)st.reads / nq;
                     printf(" %5d %5d %3d  %-8s  %9.4f  %7.1f  %6.1f  %6.1f  %7.1f  %7.1f"
-                           "  %9.1f  %9.1f  %6.0f  %6.0f  %7.1f  %6.1f  %12.1f  %12.1f\n",
+                           "  %9.1f  %9.1f  %6.0f  %6.0f  %7.1f  %6.1f  %12.1f  %12.1f  %11.1f\n",
                            o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
                            (double)hits / ((double)nq * K), reads, (double)st.hops / nq,
                            (double)st.cache_hits / nq, med[0] * 1e6, med[1] * 1e6, med[4] * 1e6,
                            med[5] * 1e6, med[2], med[3], med[6] * 1e6, med[7] * 1e6,
-                           (med[6] + med[7]) * 1e6, reads * dev_med[w] / o.Ws[w] * 1e6);
+                           (med[6] + med[7]) * 1e6, reads * dev_med[w] / o.Ws[w] * 1e6,
+                           med[8] * 1e6);
                     fflush(stdout);
                     if (nrows < ROWS)
                         rows[nrows++] = (struct row){ o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
@@ -517,7 +536,7 @@ int main(int argc, char **argv)
         printf("  %8.1f %8.1f\n", rows[r].mean_s * 1e6 - staged, rows[r].mean_s * 1e6);
     }
     free(lat);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         free(rep[i]);
     free(ids);
     free(dists);

@@ -53,15 +53,26 @@ static int teardown(void **state)
     return 0;
 }
 
-static ann_aio_queue *make_queue(ann_aio_kind kind, int fd, uint32_t depth)
+static ann_aio_queue *make_queue_sq(ann_aio_kind kind, int fd, uint32_t depth, int sqpoll)
 {
-    ann_aio_opts o = { .kind = kind, .strict = 1, .fd = fd, .depth = depth };
+    ann_aio_opts o = { .kind = kind, .strict = 1, .fd = fd, .depth = depth, .sqpoll = sqpoll };
     ann_aio_queue *q = NULL;
     int rc = ann_aio_queue_create(&o, &q);
+    if (rc == ANN_EUNSUPPORTED && sqpoll) {
+        close(fd);
+        fprintf(stderr, "skipped: %s\n", ann_errmsg(rc));
+        skip();
+    }
     if (rc)
         fail_msg("%s: %s", ann_aio_kind_name(kind), ann_errmsg(rc));
     assert_int_equal(ann_aio_queue_kind(q), kind);
+    assert_int_equal(ann_aio_queue_sqpoll(q), sqpoll);
     return q;
+}
+
+static ann_aio_queue *make_queue(ann_aio_kind kind, int fd, uint32_t depth)
+{
+    return make_queue_sq(kind, fd, depth, 0);
 }
 
 /* Reap until all n requests are back; returns how many came back. */
@@ -78,12 +89,12 @@ static uint32_t reap_all(ann_aio_queue *q, uint32_t n, ann_aio_req **done)
     return got;
 }
 
-static void check_patterns(ann_aio_kind kind)
+static void check_patterns_sq(ann_aio_kind kind, int sqpoll)
 {
     int direct = 0;
     int fd = ann_aio_open(g_path, 1, &direct);
     assert_true(fd >= 0);
-    ann_aio_queue *q = make_queue(kind, fd, 8);
+    ann_aio_queue *q = make_queue_sq(kind, fd, 8, sqpoll);
     enum { NREQ = 8 };
     ann_aio_req reqs[NREQ];
     ann_aio_req *ptrs[NREQ], *done[NREQ];
@@ -121,7 +132,14 @@ static void check_patterns(ann_aio_kind kind)
     close(fd);
 }
 
+static void check_patterns(ann_aio_kind kind)
+{
+    check_patterns_sq(kind, 0);
+}
+
 static void test_patterns_io_uring(void **s) { (void)s; check_patterns(ANN_AIO_IO_URING); }
+/* io_uring with a kernel thread polling submissions: the same bytes. */
+static void test_patterns_io_uring_sqpoll(void **s) { (void)s; check_patterns_sq(ANN_AIO_IO_URING, 1); }
 static void test_patterns_libaio(void **s) { (void)s; check_patterns(ANN_AIO_LIBAIO); }
 static void test_patterns_pread(void **s) { (void)s; check_patterns(ANN_AIO_PREAD); }
 
@@ -254,6 +272,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patterns_io_uring),
+        cmocka_unit_test(test_patterns_io_uring_sqpoll),
         cmocka_unit_test(test_patterns_libaio),
         cmocka_unit_test(test_patterns_pread),
         cmocka_unit_test(test_short_read_at_eof),

@@ -302,19 +302,23 @@ static void test_recall_and_backends(void **state)
     float *d0 = malloc(NQ * K * sizeof *d0), *d = malloc(NQ * K * sizeof *d);
     /* round mode: its answers do not depend on when completions arrive */
     const char *round = "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"round\"}";
-    for (int b = 0; b < 5; b++) {
+    /* the five backends, then io_uring with submission polling (sqpoll) */
+    for (int b = 0; b < 6; b++) {
+        int sqpoll = b == 5, bk = sqpoll ? 0 : b;
         char open_p[128];
-        snprintf(open_p, sizeof open_p, "{\"io\": \"%s\"}", backends[b]);
+        snprintf(open_p, sizeof open_p, "{\"io\": \"%s\", \"sqpoll\": %s}", backends[bk],
+                 sqpoll ? "true" : "false");
         opened o;
         int rc = open_ctx(f->big, open_p, round, K, &o);
         if (rc)
-            fail_msg("open with %s: %s", backends[b], ann_errmsg(rc));
+            fail_msg("open with %s: %s", open_p, ann_errmsg(rc));
         /* what the engine says it uses */
         json_t *rep = json_incref(o.report);
-        assert_string_equal(json_string_value(json_object_get(rep, "io")), backends[b]);
-        assert_string_equal(json_string_value(json_object_get(rep, "io_asked")), backends[b]);
-        assert_true(json_boolean_value(json_object_get(rep, "o_direct")) == (b < 3));
-        assert_true(json_boolean_value(json_object_get(rep, "page_cache")) == (b >= 3));
+        assert_string_equal(json_string_value(json_object_get(rep, "io")), backends[bk]);
+        assert_string_equal(json_string_value(json_object_get(rep, "io_asked")), backends[bk]);
+        assert_true(json_boolean_value(json_object_get(rep, "o_direct")) == (bk < 3));
+        assert_true(json_boolean_value(json_object_get(rep, "page_cache")) == (bk >= 3));
+        assert_true(json_boolean_value(json_object_get(rep, "sqpoll")) == sqpoll);
         assert_int_equal(json_integer_value(json_object_get(rep, "cache_nodes")), 0);
         json_decref(rep);
         ann_stats st = { 0 };

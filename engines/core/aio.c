@@ -44,6 +44,7 @@ struct ann_aio_queue {
     uint32_t nready;
     struct io_uring ring;
     int ring_ok;
+    int sqpoll;            /* io_uring set up with IORING_SETUP_SQPOLL */
     io_context_t actx;
     struct iocb *iocbs;    /* depth */
 };
@@ -123,8 +124,19 @@ static int kind_disabled(ann_aio_kind kind)
     return 0;
 }
 
-/* Set up the backend's kernel state; -errno (or ANN_EUNSUPPORTED) on failure. */
-static int backend_init(ann_aio_queue *q, ann_aio_kind kind)
+/* io_uring with a submission-polling kernel thread; -errno on failure. */
+static int uring_init_sqpoll(ann_aio_queue *q)
+{
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    p.flags = IORING_SETUP_SQPOLL;
+    p.sq_thread_idle = ANN_AIO_SQPOLL_IDLE_MS;
+    return io_uring_queue_init_params(q->depth, &q->ring, &p);
+}
+
+/* Set up the backend's kernel state; -errno (or ANN_EUNSUPPORTED) on failure.
+ * sqpoll/strict: see ann_aio_opts. */
+static int backend_init(ann_aio_queue *q, ann_aio_kind kind, int sqpoll, int strict)
 {
     if (kind_disabled(kind))
         return ann_fail(ANN_EUNSUPPORTED, "%s: disabled by ANNLAB_AIO_DISABLE",
@@ -132,6 +144,18 @@ static int backend_init(ann_aio_queue *q, ann_aio_kind kind)
     int rc = 0;
     switch (kind) {
     case ANN_AIO_IO_URING:
+        if (sqpoll) {
+            rc = uring_init_sqpoll(q);
+            if (rc == 0) {
+                q->ring_ok = q->sqpoll = 1;
+                return 0;
+            }
+            if (strict)
+                return ann_fail(ANN_EUNSUPPORTED, "io_uring: submission polling (sqpoll) "
+                                "unavailable (%s)", strerror(-rc));
+            fprintf(stderr, "annlab: io_uring: submission polling (sqpoll) unavailable (%s); "
+                            "submitting with system calls\n", strerror(-rc));
+        }
         rc = io_uring_queue_init(q->depth, &q->ring, 0);
         if (rc < 0)
             return ann_fail(ANN_EUNSUPPORTED, "io_uring: unavailable (%s)", strerror(-rc));
@@ -182,7 +206,7 @@ int ann_aio_queue_create(const ann_aio_opts *opts, ann_aio_queue **out)
 
     ann_aio_kind kind = opts->kind;
     for (;;) {
-        rc = backend_init(q, kind);
+        rc = backend_init(q, kind, opts->sqpoll, opts->strict);
         if (rc == 0)
             break;
         if (opts->strict || kind == ANN_AIO_PREAD)
@@ -203,6 +227,11 @@ out:
 ann_aio_kind ann_aio_queue_kind(const ann_aio_queue *q)
 {
     return q->kind;
+}
+
+int ann_aio_queue_sqpoll(const ann_aio_queue *q)
+{
+    return q->sqpoll;
 }
 
 uint32_t ann_aio_inflight(const ann_aio_queue *q)

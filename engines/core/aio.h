@@ -79,7 +79,14 @@ typedef struct ann_aio_opts {
     int strict;        /* 1: the wanted backend or an error; 0: fall back with a notice */
     int fd;            /* file every request reads (the queue does not own it) */
     uint32_t depth;    /* most requests in flight at once (>= 1) */
+    int sqpoll;        /* io_uring: a kernel thread polls the submission queue
+                        * (IORING_SETUP_SQPOLL; it spins up to ANN_AIO_SQPOLL_IDLE_MS
+                        * after the last submission, then sleeps), so a submission
+                        * needs no system call; refused: plain io_uring with a
+                        * notice, or ANN_EUNSUPPORTED when strict */
 } ann_aio_opts;
+
+#define ANN_AIO_SQPOLL_IDLE_MS 20u
 
 typedef struct ann_aio_queue ann_aio_queue;
 
@@ -93,6 +100,8 @@ int ann_aio_queue_create(const ann_aio_opts *opts, ann_aio_queue **out);
 void ann_aio_queue_destroy(ann_aio_queue *q);
 /* The backend in use (after any fallback). */
 ann_aio_kind ann_aio_queue_kind(const ann_aio_queue *q);
+/* 1 when the queue's submissions are polled by a kernel thread (sqpoll). */
+int ann_aio_queue_sqpoll(const ann_aio_queue *q);
 /* Requests submitted and not yet reaped. */
 uint32_t ann_aio_inflight(const ann_aio_queue *q);
 

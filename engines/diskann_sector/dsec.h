@@ -42,6 +42,7 @@ struct ann_engine {
     int direct;            /* 1: fd is O_DIRECT */
     dsec_io io;            /* the io asked for (after fallback: see io_kind) */
     ann_aio_kind io_kind;  /* backend every context uses (after fallback at open) */
+    int sqpoll;            /* io_uring contexts poll submissions (open param sqpoll, after fallback) */
     const uint8_t *map;    /* io mmap: the whole file, read-only; else NULL */
     uint64_t map_bytes;
     uint32_t read_bytes;   /* bytes of one node read: sectors_per_node * 4096 */

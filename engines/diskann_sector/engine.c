@@ -48,6 +48,10 @@ const ann_param_spec dsec_open_params[] = {
     { .name = "io", .type = ANN_PARAM_ENUM, .choices = io_choices, .def_str = "io_uring",
       .help = "io_uring|libaio|pread (O_DIRECT; io_uring falls back when left to the "
               "default), buffered (pread via the page cache) or mmap" },
+    { .name = "sqpoll", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "io_uring: a kernel thread per search context polls the submission queue, so "
+              "submitting a read needs no system call (it spins on a core while reads "
+              "are issued; falls back with a notice unless io is given)" },
     { .name = "cache_nodes", .type = ANN_PARAM_INT, .min = 0, .max = 4294967294.0, .def = 0,
       .help = "nodes around the medoid kept in RAM (BFS order), filled at open" },
     ANN_PARAM_END_OF("diskann-sector open"),
@@ -137,12 +141,13 @@ static int settle_io(ann_engine *e, const json_t *params)
     else if (e->io == DSEC_IO_LIBAIO)
         want = ANN_AIO_LIBAIO;
     ann_aio_opts o = { .kind = want, .strict = ann_param_is_set(params, "io"), .fd = e->fd,
-                       .depth = 1 };
+                       .depth = 1, .sqpoll = ann_param_bool(params, dsec_open_params, "sqpoll") };
     ann_aio_queue *q = NULL;
     int rc = ann_aio_queue_create(&o, &q);
     if (rc)
         return rc;
     e->io_kind = ann_aio_queue_kind(q);
+    e->sqpoll = ann_aio_queue_sqpoll(q);
     ann_aio_queue_destroy(q);
     return 0;
 }
@@ -174,6 +179,7 @@ static void open_report(const ann_engine *e, json_t *report)
     json_object_set_new(report, "io_asked", json_string(io_choices[e->io]));
     json_object_set_new(report, "page_cache", json_boolean(!e->direct));
     json_object_set_new(report, "cache_nodes", json_integer((json_int_t)e->cache_count));
+    json_object_set_new(report, "sqpoll", json_boolean(e->sqpoll));
 }
 
 static int dsec_open(const char *dir, const json_t *params, ann_engine **out, json_t *report)
@@ -300,7 +306,8 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     ann_candlist_init(&c->cl, c->cand, list_cap);
     for (uint32_t i = 0; i < W; i++)
         c->req_ptrs[i] = &c->reqs[i];
-    ann_aio_opts o = { .kind = e->io_kind, .strict = 1, .fd = e->fd, .depth = W };
+    ann_aio_opts o = { .kind = e->io_kind, .strict = 1, .fd = e->fd, .depth = W,
+                       .sqpoll = e->sqpoll };
     rc = ann_aio_queue_create(&o, &c->q);
     if (rc)
         goto out;
