@@ -22,7 +22,8 @@
 #include <string.h>
 
 const char harness_paper_layout_names[] =
-    "paper-cohere-effort, paper-cohere-memcap, paper-cohere-rss, paper-cohere-build, paper-sector";
+    "paper-cohere-effort, paper-cohere-memcap, paper-cohere-rss, paper-cohere-build, paper-sector, "
+    "paper-cohere-updates";
 
 static const double paper_mib = 1048576.0;
 
@@ -547,11 +548,93 @@ static void paper_sector(const json_t *cfg, const json_t *cells, FILE *fp)
     paper_build_rows(cells, fp);
 }
 
+/* ---- the update table (workload cells) --------------------------------- */
+
+static int paper_want_step(const json_t *c, const void *arg)
+{
+    (void)arg;
+    return json_is_integer(json_object_get(c, "step"));
+}
+
+/* The step lines of row r's workload cell in cells.jsonl order (the
+ * steps' order): its search steps (search != 0) or every other step. */
+static void paper_update_rows(const json_t *cells, const json_t *r, int search, FILE *fp)
+{
+    char *rk = paper_row_key(r);
+    char ix[160];
+    paper_index_col(ix, sizeof ix, r);
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        if (!paper_want_step(c, NULL))
+            continue;
+        char *k = paper_row_key(c);
+        int match = rk && k && !strcmp(k, rk);
+        free(k);
+        const char *op = paper_str(c, "op");
+        if (!match || (search != !strcmp(op, "search")))
+            continue;
+        long long step = (long long)json_integer_value(json_object_get(c, "step"));
+        char a[32], b[32], d[32], e[32], f[32];
+        if (search) {
+            fprintf(fp, "| %s | %lld | %s | %s | %s | %s | %s |\n", ix, step,
+                    paper_fig(a, sizeof a, c, "pending", NULL, "%.0f", 1),
+                    paper_fig(b, sizeof b, c, "recall", NULL, "%.3f", 1),
+                    paper_fig(d, sizeof d, c, "latency_us", "p50", "%.2f", 1e-3),
+                    paper_fig(e, sizeof e, c, "latency_us", "p99", "%.2f", 1e-3),
+                    paper_fig(f, sizeof f, c, "qps", NULL, "%.0f", 1));
+            continue;
+        }
+        char n[32] = "-";
+        const json_t *st = paper_num(c, "start", NULL), *en = paper_num(c, "end", NULL);
+        if (st && en)
+            snprintf(n, sizeof n, "%.0f", json_number_value(en) - json_number_value(st));
+        if (json_is_true(json_object_get(c, "built"))) {
+            fprintf(fp, "| %s | %lld | %s | %s | built over them | | | |\n", ix, step, op, n);
+            continue;
+        }
+        char g[32], m[32] = "";
+        if (!strcmp(op, "merge") || !strcmp(op, "replace"))
+            paper_fig(m, sizeof m, c, "merge_seconds", NULL, "%.1f", 1);
+        fprintf(fp, "| %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", ix, step, op, n,
+                paper_fig(a, sizeof a, c, "pending_before", NULL, "%.0f", 1),
+                paper_fig(b, sizeof b, c, "insert_latency_us", "p50", "%.3f", 1e-3),
+                paper_fig(d, sizeof d, c, "insert_latency_us", "p99", "%.3f", 1e-3),
+                paper_fig(g, sizeof g, c, "inserts_per_s", NULL, "%.0f", 1), m);
+    }
+    free(rk);
+}
+
+static void paper_updates(const json_t *cells, FILE *fp)
+{
+    const json_t *first = json_array_get(cells, 0);
+    json_t *rows = paper_rows(cells, paper_want_step, NULL);
+    fprintf(fp, "## Updates: searches with pending inserts, and the inserts and merges\n\n"
+                "Dataset %s. Each index row is one workload cell run step by step (steps "
+                "numbered as in the config). Searches: pending = inserts since the last merge "
+                "step; p50 and p99 over the test queries one at a time (ms); QPS at the cell's "
+                "threads.\n\n"
+                "| Index | Step | Pending | Recall@10 | p50 (ms) | p99 (ms) | QPS |\n"
+                "|---|--:|--:|--:|--:|--:|--:|\n",
+            paper_str(json_object_get(first, "dataset"), "name"));
+    size_t i;
+    json_t *r;
+    json_array_foreach(rows, i, r) paper_update_rows(cells, r, 1, fp);
+    fprintf(fp, "\nInserts (into the pending list), deletes and merges: vectors in the step, "
+                "pending before it, insert latency per vector (ms), inserts a second (the "
+                "step's writers together), merge time (s).\n\n"
+                "| Index | Step | Op | Vectors | Pending before | Insert p50 (ms) | "
+                "Insert p99 (ms) | Inserts/s | Merge (s) |\n"
+                "|---|--:|---|--:|--:|--:|--:|--:|--:|\n");
+    json_array_foreach(rows, i, r) paper_update_rows(cells, r, 0, fp);
+    json_decref(rows);
+}
+
 /* ---- entry points ------------------------------------------------------ */
 
 static const char *const paper_layouts[] = { "paper-cohere-effort", "paper-cohere-memcap",
                                              "paper-cohere-rss", "paper-cohere-build",
-                                             "paper-sector" };
+                                             "paper-sector", "paper-cohere-updates" };
 
 static int paper_layout_index(const char *name)
 {
@@ -596,6 +679,9 @@ int harness_paper_render(const json_t *cfg, const json_t *cells, FILE *fp)
         break;
     case 4:
         paper_sector(cfg, cells, fp);
+        break;
+    case 5:
+        paper_updates(cells, fp);
         break;
     default:
         return ann_fail(ANN_ECONFIG, "tables: \"%s\" is not a table layout (known: %s)", name,

@@ -110,7 +110,7 @@ static void test_paper_configs_valid_and_twinned(void **state)
         json_decref(cfg);
     }
     closedir(d);
-    assert_int_equal(full, 6);
+    assert_int_equal(full, 7);
     assert_true(twins >= 6);
 }
 
@@ -123,13 +123,13 @@ static void test_paper_unknown_layout_refused(void **state)
     assert_int_equal(harness_config_check(cfg, &p), 1);
     assert_string_equal(p.msgs[0], "tables: \"paper-nope\" is not a table layout (known: "
                                    "paper-cohere-effort, paper-cohere-memcap, paper-cohere-rss, "
-                                   "paper-cohere-build, paper-sector)");
+                                   "paper-cohere-build, paper-sector, paper-cohere-updates)");
     harness_problems_fini(&p);
     json_object_set_new(cfg, "tables", json_integer(3));
     assert_int_equal(harness_config_check(cfg, &p), 1);
     assert_string_equal(p.msgs[0], "tables: expected a table layout name (one of paper-cohere-effort, "
                                    "paper-cohere-memcap, paper-cohere-rss, paper-cohere-build, "
-                                   "paper-sector)");
+                                   "paper-sector, paper-cohere-updates)");
     harness_problems_fini(&p);
     /* rendering a run whose config names an unknown layout is an error too */
     json_object_set_new(cfg, "tables", json_string("paper-nope"));
@@ -264,6 +264,41 @@ static void test_paper_sector_table(void **state)
     free(out);
 }
 
+/* A workload step line: the cell's fields plus the step's. */
+#define STEP(label, step, op, extra)                                                              \
+    "{\"engine\": \"diskann-record\", \"label\": \"" label "\", \"open\": {\"kv\": \"rocksdb\"}, " \
+    "\"search\": {\"L\": 100}, \"mode\": \"warm\", \"threads\": 2, \"status\": \"ok\", "           \
+    "\"dataset\": {\"name\": \"synth-768-cosine-100k\"}, \"step\": " #step ", \"op\": \"" op "\"" \
+    extra "}"
+
+static void test_paper_updates_table(void **state)
+{
+    (void)state;
+    char *out = render(
+        "{\"tables\": \"paper-cohere-updates\", \"k\": 10}",
+        "[" STEP("shared-copy", 1, "insert", ", \"start\": 0, \"end\": 900, \"built\": true")
+        "," STEP("shared-copy", 2, "search", ", \"pending\": 0, \"recall\": 0.9934, "
+                 "\"latency_us\": {\"p50\": 1500, \"p99\": 2100}, \"qps\": 1200.4")
+        "," STEP("shared-copy", 3, "insert", ", \"start\": 900, \"end\": 1000, \"pending_before\": 0, "
+                 "\"insert_latency_us\": {\"p50\": 41, \"p99\": 95.6}, \"inserts_per_s\": 20000")
+        "," STEP("shared-copy", 4, "search", ", \"pending\": 100, \"recall\": 0.991, "
+                 "\"latency_us\": {\"p50\": 1750, \"p99\": 2500}, \"qps\": 1000")
+        "," STEP("shared-copy", 5, "merge", ", \"merge_seconds\": 12.34")
+        "," STEP("storage-scan", 1, "insert", ", \"start\": 0, \"end\": 900, \"built\": true")
+        "," STEP("storage-scan", 2, "search", ", \"pending\": 0, \"status\": \"error\"")
+        "]");
+    assert_contains(out, "| Index | Step | Pending | Recall@10 | p50 (ms) | p99 (ms) | QPS |\n"
+                         "|---|--:|--:|--:|--:|--:|--:|\n"
+                         "| DiskANN (records) [shared-copy] | 2 | 0 | 0.993 | 1.50 | 2.10 | 1200 |\n"
+                         "| DiskANN (records) [shared-copy] | 4 | 100 | 0.991 | 1.75 | 2.50 | 1000 |\n"
+                         "| DiskANN (records) [storage-scan] | 2 | error | error | error | error | error |\n");
+    assert_contains(out, "| DiskANN (records) [shared-copy] | 1 | insert | 900 | built over them | | | |\n"
+                         "| DiskANN (records) [shared-copy] | 3 | insert | 100 | 0 | 0.041 | 0.096 | 20000 |  |\n"
+                         "| DiskANN (records) [shared-copy] | 5 | merge | - | - | - | - | - | 12.3 |\n"
+                         "| DiskANN (records) [storage-scan] | 1 | insert | 900 | built over them | | | |\n");
+    free(out);
+}
+
 static void test_paper_no_layout_renders_nothing(void **state)
 {
     (void)state;
@@ -289,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_paper_memcap_table),
         cmocka_unit_test(test_paper_rss_and_build_tables),
         cmocka_unit_test(test_paper_sector_table),
+        cmocka_unit_test(test_paper_updates_table),
         cmocka_unit_test(test_paper_no_layout_renders_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
