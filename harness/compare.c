@@ -73,11 +73,17 @@ static const figure figures[] = {
     { "QPS", "qps", 1, TOL_NOISY, "qps" },
     { "peak RSS", "memory.peak_rss_bytes", 0, TOL_REL, NULL },
     { "build s", "index.build_seconds", 0, TOL_NOISY, NULL },
+    /* workload steps (their search steps use recall, p50, p99 and QPS above) */
+    { "insert p50 us", "insert_latency_us.p50", 0, TOL_NOISY, NULL },
+    { "inserts/s", "inserts_per_s", 1, TOL_NOISY, NULL },
+    { "merge s", "merge_seconds", 0, TOL_NOISY, NULL },
 };
 #define NFIG (sizeof figures / sizeof figures[0])
 
+/* step and op: a workload's step lines match step by step */
 static const char *const key_fields[] = { "dataset", "engine", "build", "open", "search",
-                                          "mode", "threads", "memory_cap_bytes", "k" };
+                                          "mode", "threads", "memory_cap_bytes", "k",
+                                          "step", "op" };
 
 /* Canonical identity of a cell: its parameters, sorted and compact. */
 static char *cell_key(const json_t *cell)
@@ -243,12 +249,17 @@ static void label_of(const json_t *cell, char *buf, size_t len)
     if (json_is_integer(cap))
         snprintf(capbuf, sizeof capbuf, " cap=%lldMiB",
                  (long long)(json_integer_value(cap) >> 20));
-    snprintf(buf, len, "%s %s%s%s%s %s T=%lld%s",
+    const json_t *step = json_object_get(cell, "step");
+    char stepbuf[64] = "";
+    if (json_is_integer(step))
+        snprintf(stepbuf, sizeof stepbuf, " step %lld %s", (long long)json_integer_value(step),
+                 json_string_value(json_object_get(cell, "op")) ?: "?");
+    snprintf(buf, len, "%s %s%s%s%s %s T=%lld%s%s",
              json_string_value(json_object_get(cell, "engine")) ?: "?",
              build && strcmp(build, "{}") ? build : "", open && strcmp(open, "{}") ? open : "",
              (build && strcmp(build, "{}")) || (open && strcmp(open, "{}")) ? " " : "",
              search ? search : "{}", json_string_value(json_object_get(cell, "mode")) ?: "?",
-             (long long)json_integer_value(json_object_get(cell, "threads")), capbuf);
+             (long long)json_integer_value(json_object_get(cell, "threads")), capbuf, stepbuf);
     free(search);
     free(build);
     free(open);
@@ -267,8 +278,9 @@ static double tolerance_of(const figure *f, const cmp_options *o, double spread,
         return o->recall_abs;
     if (f->kind == TOL_REL)
         return strcmp(f->name, "peak RSS") == 0 ? o->rss_rel : o->reads_rel;
-    double floor = strcmp(f->name, "build s") == 0 ? o->build_rel : o->latency_rel;
-    if (strcmp(f->name, "build s") != 0 && (cold || strcmp(f->name, "p99 us") == 0))
+    int build_like = !strcmp(f->name, "build s") || !strcmp(f->name, "merge s");
+    double floor = build_like ? o->build_rel : o->latency_rel;
+    if (!build_like && (cold || strcmp(f->name, "p99 us") == 0))
         floor *= 2;
     double t = o->spread_factor * spread;
     return t > floor ? t : floor;
@@ -658,10 +670,7 @@ int cmp_load_cells(const char *run, json_t **out)
     fclose(fp);
     if (!rc) {
         harness_cells_latest(arr); /* a retried cell counts by its last record */
-        /* a workload's step lines are not cells of a sweep: not compared (yet) */
-        for (size_t i = json_array_size(arr); i-- > 0;)
-            if (json_object_get(json_array_get(arr, i), "workload_cell"))
-                json_array_remove(arr, i);
+        /* a workload's step lines stay: they match step by step (key_fields) */
     }
     if (rc) {
         json_decref(arr);
@@ -706,6 +715,7 @@ static int plot_overlay(const json_t *base, const json_t *fresh, const char *png
                 const char *e = json_string_value(json_object_get(cell, "engine"));
                 const char *mode = json_string_value(json_object_get(cell, "mode"));
                 if (!e || strcmp(e, engines[k]) || (mode && strcmp(mode, "warm")) ||
+                    json_object_get(cell, "step") || /* a workload step: not a curve */
                     !get_number(cell, "recall", &rec) || !get_number(cell, "qps", &qps) ||
                     np >= 512)
                     continue;

@@ -360,6 +360,62 @@ static void test_one_repeat_gates_recall_and_reads_only(void **state)
     json_decref(b);
 }
 
+/* A workload run's step lines (one cell, four steps), as cells.jsonl holds them. */
+static json_t *workload_run(double recall4, double insert_p50, int steps)
+{
+    json_t *cells = json_array();
+    for (int st = 1; st <= steps; st++) {
+        const char *op = st % 2 ? "insert" : "search";
+        char id[32];
+        snprintf(id, sizeof id, "c1.%d", st);
+        json_t *c = json_pack("{s:s, s:s, s:s, s:s, s:{s:i}, s:{}, s:{s:b}, s:s, s:i, s:i, s:s,"
+                              " s:i, s:s}",
+                              "id", id, "workload_cell", "c1", "dataset", "synth", "engine",
+                              "diskann-record", "search", "L", 50, "build", "open", "updates", 1,
+                              "mode", "warm", "threads", 2, "k", 10, "status", "ok", "step", st,
+                              "op", op);
+        if (st == 1)
+            json_object_set_new(c, "built", json_true());
+        else if (st % 2)
+            json_object_set_new(c, "insert_latency_us",
+                                json_pack("{s:f, s:f}", "p50", insert_p50, "p99", 3 * insert_p50));
+        else
+            json_object_set_new(c, "recall", json_real(st == 4 ? recall4 : 0.95));
+        json_array_append_new(cells, c);
+    }
+    return cells;
+}
+
+/* Workload runs compare step by step: recall per search step is gated,
+ * the insert latency shown (one repeat: not gated), a missing step flagged. */
+static void test_workload_steps_compared(void **state)
+{
+    (void)state;
+    json_t *a = workload_run(0.95, 40, 4), *b = workload_run(0.95, 44, 4);
+    char *rep;
+    cmp_result r = compare(a, b, &rep);
+    assert_int_equal(r.matched, 4);
+    assert_int_equal(r.regressions, 0);
+    free(rep);
+    json_decref(b);
+    /* recall at step 4 drops; the inserts got 2x slower (not gated: one repeat) */
+    b = workload_run(0.90, 80, 4);
+    r = compare(a, b, &rep);
+    assert_int_equal(r.regressions, 1);
+    want(rep, "step 4 search | recall | 0.95 | 0.9 | -0.0500 | 0.0050 | **regression** |");
+    assert_null(strstr(rep, "step 2 search | recall"));
+    free(rep);
+    json_decref(b);
+    /* the new run stopped after step 3 */
+    b = workload_run(0.95, 40, 3);
+    r = compare(a, b, &rep);
+    assert_int_equal(r.missing, 1);
+    want(rep, "step 4 search | cell | present | missing |");
+    free(rep);
+    json_decref(a);
+    json_decref(b);
+}
+
 /* Bytes read as bytes: peak RSS in MiB/GiB in the report. */
 static void test_rss_in_mib(void **state)
 {
@@ -423,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_cli_config_change),
         cmocka_unit_test(test_one_repeat_gates_recall_and_reads_only),
         cmocka_unit_test(test_rss_in_mib),
+        cmocka_unit_test(test_workload_steps_compared),
     };
     return cmocka_run_group_tests_name("compare", tests, NULL, NULL);
 }
