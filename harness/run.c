@@ -829,15 +829,18 @@ static json_t *record_empty(const json_t *cell)
     return r;
 }
 
-/* What a build took from the shared artifact cache (engines/core/artifacts.h)
- * instead of computing it: its build time then leaves that work out. */
-static json_t *reused_artifacts(const json_t *info)
+json_t *harness_reused_artifacts(const json_t *info)
 {
     const json_t *rep = json_object_get(info, "engine_report");
+    const json_t *phases = json_object_get(rep, "phases");
     json_t *a = json_array();
-    if (json_is_true(json_object_get(rep, "pq_cached")))
+    /* the record engines report at the top of engine_report, diskann-sector
+     * among its phases */
+    if (json_is_true(json_object_get(rep, "pq_cached")) ||
+        json_is_true(json_object_get(phases, "pq_cached")))
         json_array_append_new(a, json_string("pq"));
-    if (json_is_true(json_object_get(rep, "graph_cached")))
+    if (json_is_true(json_object_get(rep, "graph_cached")) ||
+        json_is_true(json_object_get(phases, "graph_cached")))
         json_array_append_new(a, json_string("graph"));
     return a;
 }
@@ -855,7 +858,7 @@ static void set_index_fields(json_t *rec, const json_t *build)
                                   json_object_get(info, "build_peak_rss_bytes"), "dir",
                                   json_object_get(build, "index_dir"), "cached_at_run",
                                   json_is_true(json_object_get(build, "cached")), "reused",
-                                  reused_artifacts(info)));
+                                  harness_reused_artifacts(info)));
 }
 
 /* How busy the machine was while a cell ran, beside the cell's own CPU time

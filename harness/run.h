@@ -68,6 +68,15 @@ int harness_cells_load(const char *run_dir, json_t **cells);
  * first record (in place; records without an id are kept as they are). */
 void harness_cells_latest(json_t *cells);
 
+/*
+ * What a build took from the shared artifact cache (engines/core/artifacts.h)
+ * instead of computing it, from build.json's object (info): a new array of
+ * "pq" and/or "graph" (empty when nothing); its build time leaves that work
+ * out.  Reads engine_report.{pq,graph}_cached and, as diskann-sector
+ * reports them, engine_report.phases.{pq,graph}_cached.
+ */
+json_t *harness_reused_artifacts(const json_t *info);
+
 /* Render the tables of a run (markdown) to fp.  Returns 0 or a code. */
 int harness_tables_render(const char *run_dir, FILE *fp);
 

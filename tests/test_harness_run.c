@@ -1425,6 +1425,33 @@ static void test_capped_cell_oom(void **state)
  * first latency pass after the first query or a few.  The unbounded cell
  * beside it answers all 300.
  */
+/* "reused" in a cell's index block: the record engines report the artifact
+ * cache at the top of engine_report, diskann-sector among its phases (a
+ * 2.3 s sector build from cached PQ and graph once showed as a full build). */
+static void test_reused_artifacts_shapes(void **state)
+{
+    (void)state;
+    const char *shapes[] = {
+        "{\"engine_report\": {\"pq_cached\": true, \"graph_cached\": true}}",
+        "{\"engine_report\": {\"phases\": {\"pq_cached\": true, \"graph_cached\": true, \"graph_s\": 0}}}",
+        "{\"engine_report\": {\"phases\": {\"pq_cached\": true, \"graph_cached\": false}}}",
+        "{\"engine_report\": {\"phases\": {\"pq_cached\": false, \"graph_cached\": false}}}",
+        "{}",
+    };
+    const char *want[] = { "[\"pq\",\"graph\"]", "[\"pq\",\"graph\"]", "[\"pq\"]", "[]", "[]" };
+    for (size_t i = 0; i < 5; i++) {
+        json_error_t e;
+        json_t *info = json_loads(shapes[i], 0, &e);
+        assert_non_null(info);
+        json_t *r = harness_reused_artifacts(info);
+        char *txt = json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY);
+        assert_string_equal(txt, want[i]);
+        free(txt);
+        json_decref(r);
+        json_decref(info);
+    }
+}
+
 static void test_time_bounded_cell(void **state)
 {
     fx *f = *state;
@@ -1580,6 +1607,7 @@ int main(void)
         cmocka_unit_test(test_build_json_and_bundle_checked),
         cmocka_unit_test(test_capped_cell_oom),
         cmocka_unit_test(test_time_bounded_cell),
+        cmocka_unit_test(test_reused_artifacts_shapes),
         cmocka_unit_test(test_warm_capped_reads_device),
         cmocka_unit_test(test_dry_run_and_build_progress),
     };
