@@ -364,6 +364,52 @@ static void test_pq_deterministic_by_seed(void **state)
     pq_codebook_destroy(c);
 }
 
+/* pq_encode_one (live inserts) picks pq_encode's centroid; where rounding
+ * makes them differ, the two centroids are a near-tie.  Padded dimensions
+ * (dim not a multiple of m) and both metrics. */
+static void check_encode_one(uint32_t dim, uint32_t m, ann_metric metric)
+{
+    const uint32_t n = 2000;
+    float *x = tu_clustered(n, dim, 12, 53 + dim, metric != ANN_METRIC_L2);
+    pq_codebook *cb = train(x, n, dim, metric, m, 7, 2);
+    uint8_t *batch = malloc((size_t)n * m), *one = malloc((size_t)n * m);
+    assert_int_equal(pq_encode(cb, x, n, 2, batch), 0);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(pq_encode_one(cb, x + (size_t)i * dim, one + (size_t)i * m), 0);
+    uint32_t differ = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t s = 0; s < m; s++) {
+            uint8_t a = batch[(size_t)i * m + s], b = one[(size_t)i * m + s];
+            if (a == b)
+                continue;
+            differ++;
+            /* both centroids at (nearly) the same distance from the slice */
+            double da = 0, db = 0;
+            for (uint32_t d = 0; d < cb->dsub; d++) {
+                uint32_t k = s * cb->dsub + d;
+                double xv = k < dim ? x[(size_t)i * dim + k] : 0.0;
+                double ca = cb->centroids[((size_t)s * PQ_KSUB + a) * cb->dsub + d];
+                double cc = cb->centroids[((size_t)s * PQ_KSUB + b) * cb->dsub + d];
+                da += (xv - ca) * (xv - ca);
+                db += (xv - cc) * (xv - cc);
+            }
+            assert_true(fabs(da - db) <= 1e-4 * (1.0 + da));
+        }
+    print_message("dim %u, m %u: %u of %u sub-codes differ (near-ties)\n", dim, m, differ, n * m);
+    assert_true(differ * 1000u <= n * m); /* at most 0.1% */
+    free(batch);
+    free(one);
+    free(x);
+    pq_codebook_destroy(cb);
+}
+
+static void test_pq_encode_one(void **state)
+{
+    (void)state;
+    check_encode_one(64, 16, ANN_METRIC_L2);
+    check_encode_one(100, 12, ANN_METRIC_COSINE); /* padded: 12 x 9 = 108 */
+}
+
 static void test_pq_sample_caps(void **state)
 {
     (void)state;
@@ -538,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_pq_adc_padded_dimension),
         cmocka_unit_test(test_pq_cosine_ranks_like_l2),
         cmocka_unit_test(test_pq_deterministic_by_seed),
+        cmocka_unit_test(test_pq_encode_one),
         cmocka_unit_test(test_pq_sample_caps),
         cmocka_unit_test(test_pq_bad_bytes),
         cmocka_unit_test(test_pq_save_load),

@@ -334,6 +334,34 @@ int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, ui
     return rc;
 }
 
+int pq_encode_one(const pq_codebook *cb, const float *x, uint8_t *code)
+{
+    if (!cb->centroids_t)
+        return pq_encode(cb, x, 1, 1, code);
+    float acc[PQ_KSUB];
+    for (uint32_t s = 0; s < cb->m; s++) {
+        uint32_t d0 = s * cb->dsub;
+        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
+        for (uint32_t c = 0; c < PQ_KSUB; c++)
+            acc[c] = 0.0f;
+        for (uint32_t d = 0; d < cb->dsub; d++) {
+            const float xv = d < w ? x[d0 + d] : 0.0f; /* padding: as pq_slice */
+            const float *row = ct + (size_t)d * PQ_KSUB;
+            for (uint32_t c = 0; c < PQ_KSUB; c++) {
+                float t = xv - row[c];
+                acc[c] += t * t;
+            }
+        }
+        uint32_t best = 0;
+        for (uint32_t c = 1; c < PQ_KSUB; c++)
+            if (acc[c] < acc[best])
+                best = c;
+        code[s] = (uint8_t)best;
+    }
+    return 0;
+}
+
 int pq_encode_vecsrc(const pq_codebook *cb, const ann_vecsrc *src, int threads, uint8_t *codes)
 {
     int rc = 0;

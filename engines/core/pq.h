@@ -132,6 +132,18 @@ void pq_codebook_destroy(pq_codebook *cb);
 int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, uint8_t *codes);
 
 /*
+ * Encode one vector (cb->dim floats) into code (cb->m bytes) on the calling
+ * thread, for live inserts: pq_encode's batch machinery (worker setup,
+ * centroid norms, one small matrix product per sub-quantizer) costs about
+ * 100 us for a single row, this about 10.  The same nearest centroid per
+ * sub-quantizer, computed as sum (x - c)^2 rather than |c|^2 - 2<x, c>, so
+ * an exact near-tie may round to the other centroid (tested: both then lie
+ * within 1e-4 relative of each other).  Allocates nothing; thread-safe.
+ * Falls back to pq_encode for a codebook without centroids_t.
+ */
+int pq_encode_one(const pq_codebook *cb, const float *x, uint8_t *code);
+
+/*
  * Encode every row of src in chunks into codes (src->n * cb->m bytes,
  * caller-allocated).  Errors: ANN_EPARAM (dimension mismatch), read errors
  * of src, -ENOMEM.

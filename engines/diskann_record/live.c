@@ -348,7 +348,7 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     if (rc)
         return rc;
     uint8_t code[DREC_MAX_PQ_BYTES];
-    rc = pq_encode(e->pq, vec, 1, 1, code);
+    rc = pq_encode_one(e->pq, vec, code);
     if (rc)
         return rc;
     uint8_t *rec = malloc((size_t)dim * 4);

@@ -208,7 +208,7 @@ int ivfpq_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     }
     for (uint32_t j = 0; j < dim; j++)
         res[j] = vec[j] - c[j];
-    rc = pq_encode(e->cb, res, 1, 1, app + 4);
+    rc = pq_encode_one(e->cb, res, app + 4);
     if (rc)
         goto out;
     pq_decode(e->cb, app + 4, res); /* the decoded residual, as the build's beta */
