@@ -590,7 +590,7 @@ static void paper_update_rows(const json_t *cells, const json_t *r, int search, 
         if (st && en)
             snprintf(n, sizeof n, "%.0f", json_number_value(en) - json_number_value(st));
         if (json_is_true(json_object_get(c, "built"))) {
-            fprintf(fp, "| %s | %lld | %s | %s | built over them | | | |\n", ix, step, op, n);
+            fprintf(fp, "| %s | %lld | %s | %s | built over them | | | | |\n", ix, step, op, n);
             continue;
         }
         char g[32], m[32] = "";

@@ -408,6 +408,17 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
     json_decref(cells);
     cells = rest;
     size_t n_steps = json_array_size(steps);
+    /* a paper layout over workload steps (paper-cohere-updates) comes first */
+    if (n_steps && cfg && json_object_get(cfg, "tables")) {
+        if ((rc = harness_paper_render(cfg, steps, fp))) {
+            json_decref(steps);
+            json_decref(cfg);
+            json_decref(machine);
+            json_decref(cells);
+            return rc;
+        }
+        fprintf(fp, "# Generic tables\n\n");
+    }
     if (n_steps)
         render_workload(fp, steps, k);
     json_decref(steps);
@@ -418,7 +429,7 @@ int harness_tables_render_opts(const char *run_dir, const char *baseline, FILE *
         return 0;
     }
     harness_summary_render(cells, cfg, baseline, k, fp);
-    if (cfg && json_object_get(cfg, "tables")) {
+    if (!n_steps && cfg && json_object_get(cfg, "tables")) {
         if ((rc = harness_paper_render(cfg, cells, fp))) {
             json_decref(cfg);
             json_decref(machine);

@@ -716,6 +716,35 @@ static void test_end_to_end(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(l1, "index"), "cached_at_run")));
     assert_true(fabs(num(l1, "recall", NULL) - recalls[1]) < 1e-12);
     json_decref(lines);
+    /* a paper layout over a workload run (paper-cohere-updates): drawn from
+     * the step lines, before the generic workload table */
+    {
+        char cj[4400];
+        snprintf(cj, sizeof cj, "%s/config.json", out2);
+        json_error_t je;
+        json_t *rc_cfg = json_load_file(cj, 0, &je);
+        assert_non_null(rc_cfg);
+        json_object_set_new(rc_cfg, "tables", json_string("paper-cohere-updates"));
+        assert_int_equal(hf_write_json(cj, rc_cfg), 0);
+        json_decref(rc_cfg);
+        const char *args_t[] = { "table", out2, NULL };
+        rc = hf_annlab(dir, &log, args_t);
+        if (rc != 0)
+            print_message("%s\n", log ? log : "");
+        assert_int_equal(rc, 0);
+        free(log);
+        snprintf(path, sizeof path, "%s/tables.md", out2);
+        md = tu_read_file(path, NULL);
+        assert_non_null(md);
+        const char *upd = strstr(md, "## Updates: searches with pending inserts");
+        const char *gen = strstr(md, "## Workload steps");
+        assert_non_null(upd);
+        assert_non_null(gen);
+        assert_true(upd < gen);
+        assert_non_null(strstr(md, "| DiskANN (records) | 1 | insert | 1500 | built over them | | | | |"));
+        assert_non_null(strstr(md, "| DiskANN (records) | 5 | delete | 600 |"));
+        free(md);
+    }
     /* a cell killed at its timeout: one line with its status, and its copy
      * of the index removed by the runner (the child could not) */
     json_object_set_new(cfg, "timeout_s", json_real(0.001));
