@@ -16,6 +16,8 @@
  *   - a build of 500 vectors (0 < n < 1,024) grows the same way;
  *   - kill -9 right after the training insert returned: reopened, nothing
  *     is lost, and the graph takes further inserts;
+ *   - a thread searching while the index trains: every search succeeds and
+ *     finds its own vector (the exact scan, then the graph);
  *   - a version-2 scan index (built before live builds) still opens and
  *     searches, and refuses updates with its message; version-3 metadata
  *     out of range is refused naming the field.
@@ -37,7 +39,9 @@
 #include "engines/engine.h"
 #include "tests/support/testutil.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +637,72 @@ static void test_crash_after_training(void **state)
             crash_case(e, backends[b]);
 }
 
+/* ---- searches while the index trains ------------------------------------ */
+
+typedef struct {
+    opened *o;
+    _Atomic int stop;
+    uint64_t searches, errors, misses;
+} searcher_arg;
+
+/* Search for ids 0..31 (inserted first) over and over: every search
+ * succeeds and finds the id itself, whether it scans or walks the graph. */
+static void *searcher(void *p)
+{
+    searcher_arg *a = p;
+    ann_ctx *ctx = NULL;
+    json_t *spj = js("{\"L\": 64}");
+    if (ann_engine_ctx_new(a->o->ops, a->o->eng, spj, K, &ctx) != 0) {
+        json_decref(spj);
+        a->errors++;
+        return NULL;
+    }
+    json_decref(spj);
+    for (uint32_t i = 0; !atomic_load(&a->stop); i++) {
+        uint32_t ids[K];
+        float d[K];
+        ann_stats st = { 0 };
+        int got = a->o->ops->search(ctx, vec(i % 32), K, ids, d, &st);
+        a->searches++;
+        if (got < 1)
+            a->errors++;
+        else if (ids[0] != i % 32)
+            a->misses++;
+    }
+    a->o->ops->ctx_free(ctx);
+    return NULL;
+}
+
+static void test_search_during_training(void **state)
+{
+    (void)state;
+    for (int e = 0; e < 2; e++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/concurrent-%d", tmp_root, e);
+        assert_int_equal(build(e, NULL, 0, path), 0);
+        opened o;
+        assert_int_equal(open_idx(e, path, backends[e], 1, &o), 0);
+        for (uint32_t id = 0; id < 32; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        searcher_arg a = { .o = &o };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, searcher, &a), 0);
+        for (uint32_t id = 32; id < TRAIN_AT + 200; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        assert_int_equal(o.ops->merge(o.eng), 0);
+        atomic_store(&a.stop, 1);
+        pthread_join(th, NULL);
+        print_message("%s %s: %llu searches while inserting across the threshold, %llu errors, "
+                      "%llu misses\n", engines[e], backends[e], (unsigned long long)a.searches,
+                      (unsigned long long)a.errors, (unsigned long long)a.misses);
+        assert_true(trained_file(path, backends[e]));
+        assert_true(a.searches > 0);
+        assert_int_equal(a.errors, 0);
+        assert_int_equal(a.misses, 0);
+        close_idx(&o);
+    }
+}
+
 /* ---- formats ------------------------------------------------------------ */
 
 static void test_formats(void **state)
@@ -703,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_live_build),
         cmocka_unit_test(test_small_build),
         cmocka_unit_test(test_crash_after_training),
+        cmocka_unit_test(test_search_during_training),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
