@@ -50,7 +50,7 @@ static void prefix_destroy(ann_vecsrc *src)
 /* Wrap *src (taken over) as its first n rows. */
 static int prefix_wrap(ann_vecsrc **src, uint64_t n)
 {
-    if (n == 0 || n > (*src)->n)
+    if (n > (*src)->n) /* 0: an empty index (a workload's live build) */
         return ann_fail(ANN_ECONFIG, "base_rows %llu: the base has %llu rows",
                         (unsigned long long)n, (unsigned long long)(*src)->n);
     ann_vecsrc *s = calloc(1, sizeof *s);

@@ -567,10 +567,13 @@ typedef struct run_ctx {
 
 /*
  * The vectors a cell's index is built over: the whole base, or with a
- * workload the rows its first step inserts ([0, end): workload.h).
+ * workload the rows its first step inserts ([0, end): workload.h), or
+ * none with a live build.
  */
 static uint64_t build_rows(const run_ctx *x)
 {
+    if (x->has_wl && x->wl.live_build)
+        return 0;
     if (x->has_wl && x->wl.n && x->wl.steps[0].end < x->ds.n)
         return x->wl.steps[0].end;
     return x->ds.n;
@@ -592,6 +595,8 @@ static json_t *expand_cells(const run_ctx *x)
                             json_pack("{s:s, s:i, s:b}", "steps_hash", x->wl.hash, "writers",
                                       (int)x->wl.writers, "search_during_inserts",
                                       x->wl.search_during_inserts));
+        if (x->wl.live_build) /* only then: the ids of other cells stay as they were */
+            json_object_set_new(json_object_get(c, "workload"), "live_build", json_true());
         char id[17];
         harness_cell_id(c, id);
         json_object_set_new(c, "id", json_string(id));
@@ -943,6 +948,8 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
                                       harness_workload_steps_json(&x->wl), "writers",
                                       (int)x->wl.writers, "search_during_inserts",
                                       x->wl.search_during_inserts));
+        if (x->wl.live_build)
+            json_object_set_new(json_object_get(spec, "workload"), "live_build", json_true());
         json_object_set_new(spec, "workload_gt", json_string(x->wl_gt));
         json_object_set_new(spec, "work_dir", json_string(work));
         char nbp[4400];

@@ -378,15 +378,21 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
     json_t *v;
     json_object_foreach((json_t *)wl, key, v)
         if (strcmp(key, "steps") && strcmp(key, "runbook") && strcmp(key, "dataset") &&
-            strcmp(key, "writers") && strcmp(key, "search_during_inserts"))
+            strcmp(key, "writers") && strcmp(key, "search_during_inserts") &&
+            strcmp(key, "live_build"))
             harness_problem(probs, "workload.%s: unknown key (known: steps, runbook, dataset, "
-                                   "writers, search_during_inserts)",
+                                   "writers, search_during_inserts, live_build)",
                             key);
     const json_t *sdi = json_object_get(wl, "search_during_inserts");
     if (sdi && !json_is_boolean(sdi))
         harness_problem(probs, "workload.search_during_inserts: expected true or false");
     else
         out->search_during_inserts = json_is_true(sdi);
+    const json_t *lb = json_object_get(wl, "live_build");
+    if (lb && !json_is_boolean(lb))
+        harness_problem(probs, "workload.live_build: expected true or false");
+    else
+        out->live_build = json_is_true(lb);
     const json_t *steps = json_object_get(wl, "steps"), *rb = json_object_get(wl, "runbook");
     const json_t *ds = json_object_get(wl, "dataset"), *wr = json_object_get(wl, "writers");
     if (wr) {
@@ -567,11 +573,11 @@ int harness_workload_check(const harness_workload *w, uint64_t n_base, uint32_t 
         return probs->n - before;
     }
     const harness_wl_step *first = &w->steps[0];
-    if (first->op != HARNESS_WL_INSERT || first->start != 0) {
+    if (!w->live_build && (first->op != HARNESS_WL_INSERT || first->start != 0)) {
         harness_problem(probs,
                         "%s: the first step must insert [0, end): the index is built over those "
-                        "vectors before the other steps run (an engine cannot be opened empty; "
-                        "the record engines need at least 1,024 vectors to train PQ)",
+                        "vectors before the other steps run (or set \"live_build\": true to "
+                        "build it over none and run every step)",
                         first->where);
         return probs->n - before;
     }

@@ -28,7 +28,11 @@
  * Ids are tags in big-ann's sense: an insert of [start, end) inserts rows
  * start..end-1 of base.fbin under ids equal to the rows; a replace gives a
  * live id another row's vector.  The first step must insert [0, end): the
- * cell's index is built over those vectors (no engine opens empty).
+ * cell's index is built over those vectors; unless "live_build": true
+ * (default false): then the index is built over no vectors and every
+ * step, the first included, runs through the engine (diskann-record and
+ * diskann-resident train PQ and build their first graph on the insert that
+ * brings them to 1,024 live vectors: engines/diskann_record/layout.h).
  */
 #ifndef ANNLAB_HARNESS_WORKLOAD_H
 #define ANNLAB_HARNESS_WORKLOAD_H
@@ -62,6 +66,7 @@ typedef struct harness_workload {
     uint64_t max_pts;  /* the runbook's max_pts; 0 when not given */
     uint32_t writers;  /* threads of an insert step (>= 1) */
     int search_during_inserts; /* insert steps also run the cell's search threads */
+    int live_build;    /* the index is built empty; the first step is inserted too */
     char hash[17];     /* harness_json_hash16 of harness_workload_steps_json */
 } harness_workload;
 
@@ -80,7 +85,7 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
 
 /*
  * Check the steps against a dataset of n_base vectors by playing them:
- * the first step inserts [0, end); ranges lie in the dataset; an insert's
+ * the first step inserts [0, end) (unless live_build); ranges lie in the dataset; an insert's
  * ids and rows are not live; a delete's and a replace's ids are live; a
  * replace's rows are not live and as many as its ids; never more vectors
  * live than max_pts; at least k live at every search step (k 0: not

@@ -556,7 +556,7 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
     case HARNESS_WL_INSERT:
         json_object_set_new(rec, "start", json_integer((json_int_t)s->start));
         json_object_set_new(rec, "end", json_integer((json_int_t)s->end));
-        if (i == 0) {
+        if (i == 0 && !c->w.live_build) {
             /* the build: the cell's index holds these vectors already */
             json_object_set_new(rec, "built", json_true());
             break;
@@ -727,7 +727,10 @@ static int wl_open(const json_t *spec, wl_cell *c)
                               &c->open_report)))
         return rc;
     c->in_memory = !strcmp(harness_jstr(c->open_report, "io"), "memory");
-    if (c->ops->size(c->eng) != c->w.steps[0].end)
+    if (c->w.live_build && c->ops->size(c->eng) != 0)
+        return ann_fail(ANN_ECORRUPT, "%s: holds %llu vectors, a live build starts from none",
+                        index_dir, (unsigned long long)c->ops->size(c->eng));
+    if (!c->w.live_build && c->ops->size(c->eng) != c->w.steps[0].end)
         return ann_fail(ANN_ECORRUPT, "%s: holds %llu vectors, the workload's first step inserts %llu",
                         index_dir, (unsigned long long)c->ops->size(c->eng),
                         (unsigned long long)c->w.steps[0].end);

@@ -191,7 +191,8 @@ static void test_golden_node_record(void **state)
     assert_int_equal(drec_node_bytes(DREC_LAYOUT_RESIDENT, 96, 64), 260);
 
     /* metadata: fields at their documented offsets, crc checked */
-    drec_meta m = { .version = DREC_VERSION, .layout = DREC_LAYOUT_FULL, .mode = DREC_MODE_GRAPH,
+    drec_meta m = { .version = DREC_VERSION_GRAPH, .layout = DREC_LAYOUT_FULL,
+                    .mode = DREC_MODE_GRAPH,
                     .n = 5000, .dim = 48, .metric = ANN_METRIC_L2, .medoid = 77, .R = 32,
                     .L_build = 64, .alpha = 1.2f, .pq_bytes = 3 };
     snprintf(m.engine, sizeof m.engine, "diskann-record");
@@ -200,7 +201,7 @@ static void test_golden_node_record(void **state)
     assert_int_equal(drec_meta_bytes(3), 87);
     drec_meta_encode(&m, rec);
     assert_memory_equal(rec, "ANNDREC\0", 8);
-    assert_int_equal(ann_get_u32(rec + 8), DREC_VERSION);
+    assert_int_equal(ann_get_u32(rec + 8), DREC_VERSION_GRAPH);
     assert_string_equal((const char *)rec + 12, "diskann-record");
     assert_int_equal(ann_get_u64(rec + 40), 5000);
     assert_int_equal(ann_get_u32(rec + 56), 77);
@@ -544,9 +545,10 @@ static void test_corruption(void **state)
             /* another format version */
             drec_meta m2 = m;
             m2.version = DREC_VERSION + 1;
-            uint8_t *rec = malloc(meta_len);
+            const size_t m2_len = drec_meta_bytes_v(m2.version, m2.pq_bytes);
+            uint8_t *rec = malloc(m2_len);
             drec_meta_encode(&m2, rec);
-            put_record(index, be, DREC_TABLE_META, 0, rec, meta_len);
+            put_record(index, be, DREC_TABLE_META, 0, rec, m2_len);
             snprintf(msg, sizeof msg, "metadata record: diskann-record index version %u, this "
                                       "build reads %u; rebuild the index",
                      DREC_VERSION + 1, DREC_VERSION);

@@ -86,8 +86,10 @@ static int dsec_dec(const uint8_t *buf, size_t len)
 
 static void drec_enc(uint8_t *buf, uint32_t dim)
 {
+    /* the newest version: an untrained (live build) index */
     drec_meta m = { .version = DREC_VERSION, .layout = DREC_LAYOUT_FULL,
-                    .mode = DREC_MODE_SCAN, .n = 10, .dim = dim, .metric = ANN_METRIC_L2 };
+                    .mode = DREC_MODE_SCAN, .n = 10, .dim = dim, .metric = ANN_METRIC_L2,
+                    .R = 4, .L_build = 8, .alpha = 1.2f, .pq_bytes = 1, .pq_seed = 1 };
     snprintf(m.engine, sizeof m.engine, "diskann-record");
     drec_meta_encode(&m, buf);
 }
@@ -132,7 +134,8 @@ static int ivfpq_dec(const uint8_t *buf, size_t len)
 static const frame_kind frames[] = {
     { "diskann-sector index", DSEC_MAGIC, DSEC_VERSION, DSEC_HEADER_BYTES, "idx/index.sector",
       dsec_enc, dsec_dec },
-    { "diskann-record index", DREC_MAGIC, DREC_VERSION, DREC_META_FIXED_BYTES + 4,
+    { "diskann-record index", DREC_MAGIC, DREC_VERSION,
+      DREC_META_FIXED_BYTES + 1 + DREC_META_V3_EXTRA_BYTES + 4,
       "idx/lmdb: metadata record", drec_enc, drec_dec },
     { "hnsw-record index", HNSW_MAGIC, HNSW_VERSION, HNSW_META_BYTES,
       "idx/lmdb: metadata record", hnsw_enc, hnsw_dec },

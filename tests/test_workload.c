@@ -92,7 +92,7 @@ static void test_json_steps(void **state)
                               NULL, &w, &p),
                      8);
     assert_true(has_problem(&p, "workload.color: unknown key (known: steps, runbook, dataset, "
-                                "writers, search_during_inserts)"));
+                                "writers, search_during_inserts, live_build)"));
     assert_true(has_problem(&p, "workload.writers: expected an integer in [1, 1024]"));
     assert_true(has_problem(&p, "workload.steps[0].op: unknown operation \"upsert\" (known: insert, "
                                 "delete, search, merge, replace)"));
@@ -268,12 +268,42 @@ static void test_check_against_dataset(void **state)
     (void)state;
     check_one("{\"op\": \"search\"}", 1000,
               "workload.steps[0]: the first step must insert [0, end): the index is built over "
-              "those vectors before the other steps run (an engine cannot be opened empty; the "
-              "record engines need at least 1,024 vectors to train PQ)");
+              "those vectors before the other steps run (or set \"live_build\": true to build "
+              "it over none and run every step)");
     check_one("{\"op\": \"insert\", \"start\": 5, \"end\": 100}", 1000,
               "workload.steps[0]: the first step must insert [0, end): the index is built over "
-              "those vectors before the other steps run (an engine cannot be opened empty; the "
-              "record engines need at least 1,024 vectors to train PQ)");
+              "those vectors before the other steps run (or set \"live_build\": true to build "
+              "it over none and run every step)");
+    /* a live build: the index starts empty, so any first step (but a search
+     * needs k vectors live, a delete live ids) */
+    {
+        harness_problems p = { 0 };
+        harness_workload w;
+        assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 5, \"end\": 100},"
+                                  " {\"op\": \"search\"}], \"live_build\": true}",
+                                  NULL, &w, &p),
+                         0);
+        assert_true(w.live_build);
+        assert_int_equal(harness_workload_check(&w, 1000, 10, &p), 0);
+        harness_workload_fini(&w);
+        assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"search\"}], \"live_build\": true}",
+                                  NULL, &w, &p),
+                         0);
+        assert_int_equal(harness_workload_check(&w, 1000, 10, &p), 1);
+        assert_true(has_problem(&p, "workload.steps[0]: 0 vectors live, fewer than k = 10"));
+        harness_workload_fini(&w);
+        harness_problems_fini(&p);
+        assert_int_equal(wl_parse("{\"steps\": [" INS0 "{\"op\": \"search\"}],"
+                                  " \"live_build\": 1}", NULL, &w, &p),
+                         1);
+        assert_true(has_problem(&p, "workload.live_build: expected true or false"));
+        harness_problems_fini(&p);
+        /* without it the default: a build over the first step */
+        assert_int_equal(wl_parse("{\"steps\": [" INS0 "{\"op\": \"search\"}]}", NULL, &w, &p),
+                         0);
+        assert_false(w.live_build);
+        harness_workload_fini(&w);
+    }
     check_one(INS0 "{\"op\": \"insert\", \"start\": 900, \"end\": 1001}", 1000,
               "workload.steps[1]: insert [900, 1001) is outside the dataset's 1000 vectors");
     check_one(INS0 "{\"op\": \"insert\", \"start\": 90, \"end\": 110}", 1000,
@@ -767,6 +797,80 @@ static void test_end_to_end(void **state)
     tu_rmdir(dir);
 }
 
+/*
+ * "live_build": true: the cell's index is built over no vectors and the
+ * first step is inserted through the engine (diskann-record trains PQ and
+ * builds its first graph on the insert that reaches 1,024 live vectors,
+ * the rest go through its pending list and the merge).
+ */
+static void test_live_build_end_to_end(void **state)
+{
+    (void)state;
+    if (!hf_bin()) {
+        print_message("ANNLAB_BIN unset: skipping the end-to-end run\n");
+        skip();
+    }
+    char *dir = tu_tmpdir("workload-live");
+    char bundle[4200], cfg_path[4200], out[4200], path[4400];
+    snprintf(bundle, sizeof bundle, "%s/bundle", dir);
+    snprintf(cfg_path, sizeof cfg_path, "%s/live.json", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    assert_int_equal(hf_bundle(bundle, 3000, 32, 40, 0, 10, 21), 0);
+    json_t *steps = parse("[{\"op\": \"insert\", \"start\": 0, \"end\": 1500},"
+                          " {\"op\": \"search\"}, {\"op\": \"delete\", \"start\": 0,"
+                          " \"end\": 300}, {\"op\": \"merge\"}, {\"op\": \"search\"}]");
+    json_t *cfg = json_pack(
+        "{s:s, s:{s:s}, s:i, s:i, s:[{s:s, s:{s:i, s:i, s:f, s:i}, s:{s:s, s:b}, s:{s:i}}],"
+        " s:[i], s:i, s:b, s:{s:o, s:b}}",
+        "name", "live", "dataset", "path", bundle, "k", 10, "queries", 40, "engines", "engine",
+        "diskann-record", "build", "R", 24, "L_build", 48, "alpha", 1.2, "pq_bytes", 16, "open",
+        "kv", "lmdb", "updates", 1, "search", "L", 40, "threads", 1, "warmup_queries", 0,
+        "drop_caches", 0, "workload", "steps", steps, "live_build", 1);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    const char *args[] = { "run", cfg_path, "--out", out, NULL };
+    int rc = hf_annlab(dir, &log, args);
+    if (rc != 0)
+        print_message("%s\n", log ? log : "");
+    assert_int_equal(rc, 0);
+    free(log);
+    snprintf(path, sizeof path, "%s/cells.jsonl", out);
+    json_t *lines = load_lines(path);
+    if (json_array_size(lines) != 5)
+        print_message("cells.jsonl: %zu lines; the first: %s: %s\n", json_array_size(lines),
+                      json_string_value(json_object_get(json_array_get(lines, 0), "status")),
+                      json_string_value(json_object_get(json_array_get(lines, 0), "reason")));
+    assert_int_equal(json_array_size(lines), 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(lines, i), "status")),
+                            "ok");
+    /* the first step was inserted, not built */
+    const json_t *first = json_array_get(lines, 0);
+    assert_null(json_object_get(first, "built"));
+    assert_true(num(first, "insert_latency_us", "p99") > 0);
+    for (size_t i = 1; i < 5; i += 3) {
+        const json_t *l = json_array_get(lines, i);
+        print_message("live build, step %zu: recall %.3f\n", i + 1, num(l, "recall", NULL));
+        assert_true(num(l, "recall", NULL) >= 0.90);
+        assert_int_equal(json_integer_value(json_object_get(l, "returned_not_live")), 0);
+    }
+    /* the cached build is the empty index */
+    const char *ixd = json_string_value(json_object_get(json_object_get(first, "index"), "dir"));
+    assert_non_null(ixd);
+    if (ixd[0] == '/') /* else relative to the run's directory */
+        snprintf(path, sizeof path, "%s/build.json", ixd);
+    else
+        snprintf(path, sizeof path, "%s/%s/build.json", dir, ixd);
+    json_error_t jerr;
+    json_t *info = json_load_file(path, 0, &jerr);
+    assert_non_null(info);
+    assert_int_equal(json_integer_value(json_object_get(info, "n")), 0);
+    json_decref(info);
+    json_decref(lines);
+    tu_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_gt_cache),
         cmocka_unit_test(test_config_rules),
         cmocka_unit_test(test_end_to_end),
+        cmocka_unit_test(test_live_build_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

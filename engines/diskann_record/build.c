@@ -10,8 +10,11 @@
  * ingestion, LMDB MDB_APPEND): node records, then vector records, then
  * (resident) code chunks, in key order; the metadata record goes in last,
  * so a store whose build died part-way has no metadata and does not open.
- * Below DREC_SCAN_BELOW vectors no graph or PQ is built: the index is the
- * vector records, searched by an exact scan.
+ * Below DREC_SCAN_BELOW vectors (zero included) no graph or PQ is built:
+ * the index is the vector records, searched by an exact scan, and its
+ * version-3 metadata keeps what live training needs (pq_bytes, seed, R,
+ * L_build, alpha; layout.h), so inserts can grow it into a graph index
+ * (live.c).  Larger builds write version-2 records, unchanged.
  */
 #include "engines/diskann_record/drec.h"
 
@@ -160,7 +163,7 @@ static int load_store(const char *store_dir, kv_backend backend, drec_records *r
     if (rc)
         goto out;
     /* last: the record that makes the store an index */
-    size_t meta_len = drec_meta_bytes(m);
+    size_t meta_len = drec_meta_bytes_v(r->meta.version, m);
     meta = malloc(meta_len);
     if (!meta) {
         rc = ann_fail(-ENOMEM, "diskann-record build: no memory");
@@ -202,7 +205,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
 
     drec_records r = { .src = src };
     snprintf(r.meta.engine, sizeof r.meta.engine, "%s", name);
-    r.meta.version = DREC_VERSION;
+    r.meta.version = src->n < DREC_SCAN_BELOW ? DREC_VERSION : DREC_VERSION_GRAPH;
     r.meta.layout = layout;
     r.meta.n = src->n;
     r.meta.dim = src->dim;
@@ -237,6 +240,10 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
         r.meta.pq_bytes = m;
         memcpy(r.meta.medoid_code, art.pq_codes + (size_t)art.graph->entry * m, m);
         r.meta.chunk_rows = layout == DREC_LAYOUT_RESIDENT ? DREC_CODE_CHUNK_ROWS : 0;
+    } else {
+        /* untrained: what the insert that reaches the threshold trains with */
+        r.meta.pq_bytes = m;
+        r.meta.pq_seed = ap.pq.seed;
     }
 
     double t0 = ann_mono_s();

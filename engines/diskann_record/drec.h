@@ -33,6 +33,15 @@
  * deleted-id set (set after the tombstone commits, before remove returns)
  * and, resident layout, the codes of merged nodes (written before the
  * commit that links the node).
+ *
+ * Live build (layout.h version 3): while untrained, mode is
+ * DREC_MODE_SCAN and scan_rows counts the vector records (deleted ones
+ * included until a merge drops them).  The insert that trains (under
+ * wlock) commits, then fills the engine's codebook, metadata and codes,
+ * then stores mode DREC_MODE_GRAPH with release order; a search loads
+ * mode once (drec_mode, acquire) before its snapshot, so it either scans
+ * (correct in any snapshot: every live vector has its vector record) or
+ * walks a graph that was committed and published before it looked.
  */
 typedef struct drec_live {
     int inited;            /* drec_live_open ran: locks and sets exist */
@@ -42,7 +51,9 @@ typedef struct drec_live {
     pthread_mutex_t mlock; /* one merge at a time */
     kv_reader *wrd;        /* the writers' reader (existence checks), under wlock */
     _Atomic uint32_t id_bound;
+    _Atomic uint32_t mode;  /* DREC_MODE_*: scan until trained (drec_mode) */
     _Atomic uint64_t pending, deleted, graph_nodes, merges;
+    _Atomic uint64_t scan_rows; /* scan mode: vector records */
     ann_idbits dead;       /* ids with a tombstone, or consolidated */
     ann_idrows codes;      /* resident: PQ codes of merged nodes, by id */
     /* The shared in-memory copy of the pending codes: slot s (a sequence
@@ -68,12 +79,18 @@ typedef struct drec_live {
 
 struct ann_engine {
     char store_dir[4200]; /* <index>/<backend>, named in messages */
-    drec_meta meta;
+    drec_meta meta;  /* mode, n, medoid and its code change once, at live training */
     kv_store *kv;
     pq_codebook *pq; /* graph mode only */
     uint8_t *codes;  /* resident layout: n * m bytes, node v at codes + v*m */
     drec_live live;
 };
+
+/* The index's mode as searches and writers see it (drec_live above). */
+static inline uint32_t drec_mode(const ann_engine *e)
+{
+    return atomic_load_explicit(&e->live.mode, memory_order_acquire);
+}
 
 /* The resident PQ code of node v: ids below the build's n in the loaded
  * array (a merge that links such an id again, after it was deleted and
@@ -127,7 +144,15 @@ void drec_live_close(ann_engine *e);
 int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim);
 int drec_remove(ann_engine *e, uint32_t id);
 int drec_merge(ann_engine *e);
-/* Live vectors: graph nodes + pending - deleted. */
+/* Live build (livebuild.c), under wlock, on an untrained index.
+ * drec_live_train: the insert of id (vec; rec its vector record bytes)
+ * that brings the live vectors to DREC_SCAN_BELOW: PQ, codes and the first
+ * graph over them all, committed in one batch with the codebook file
+ * written before it, then published (drec.h: mode).  drec_scan_merge:
+ * drops the deleted vectors and their tombstones in one batch. */
+int drec_live_train(ann_engine *e, uint32_t id, const float *vec, const uint8_t *rec);
+int drec_scan_merge(ann_engine *e);
+/* Live vectors: graph nodes + pending + scanned rows - deleted. */
 uint64_t drec_live_size(const ann_engine *e);
 
 /* The search of both engines (search.c); see engine.h for the contract. */

@@ -176,7 +176,11 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
         goto out;
     }
     if (e->meta.mode == DREC_MODE_GRAPH) {
-        snprintf(path, sizeof path, "%s/%s", dir, DREC_PQ_FILE);
+        /* a build's codebook, or the one this store trained live */
+        if (e->meta.version == DREC_VERSION_GRAPH)
+            snprintf(path, sizeof path, "%s/%s", dir, DREC_PQ_FILE);
+        else
+            snprintf(path, sizeof path, "%s%s", e->store_dir, DREC_LIVE_PQ_SUFFIX);
         rc = pq_codebook_load(path, &e->pq);
         if (rc)
             goto out;
@@ -186,7 +190,7 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
                           path, e->store_dir);
             goto out;
         }
-        if (layout == DREC_LAYOUT_RESIDENT) {
+        if (layout == DREC_LAYOUT_RESIDENT && e->meta.n > 0) {
             rc = load_codes(e, rd);
             if (rc)
                 goto out;
@@ -243,8 +247,9 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->vec = malloc((size_t)e->meta.dim * sizeof(float));
     if (!c->top_dist || !c->top_id || !c->vec)
         rc = -ENOMEM;
-    if (!rc && e->meta.mode == DREC_MODE_GRAPH) {
-        c->table = malloc(pq_table_floats(e->pq) * sizeof(float));
+    /* also while untrained: the index may turn into a graph under it */
+    if (!rc && e->meta.pq_bytes > 0) {
+        c->table = malloc((size_t)e->meta.pq_bytes * PQ_KSUB * sizeof(float));
         if (!c->table || ann_candlist_create(&c->cand, cap) != 0 ||
             ann_visited_init(&c->visited, atomic_load(&e->live.id_bound)) != 0)
             rc = -ENOMEM;

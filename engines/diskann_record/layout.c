@@ -16,10 +16,17 @@
 #include <string.h>
 #include <zlib.h>
 
-/* The metadata record's identity (its length varies with pq_bytes). */
+/* The metadata record's identity (its length varies with pq_bytes), in
+ * the newest version and in version 2, which builds of a graph write. */
 static const ann_binfmt drec_meta_fmt = {
     .magic = DREC_MAGIC,
     .version = DREC_VERSION,
+    .header_bytes = 0,
+    .name = "diskann-record index",
+};
+static const ann_binfmt drec_meta_fmt_v2 = {
+    .magic = DREC_MAGIC,
+    .version = DREC_VERSION_GRAPH,
     .header_bytes = 0,
     .name = "diskann-record index",
 };
@@ -47,7 +54,48 @@ void drec_meta_encode(const drec_meta *meta, uint8_t *out)
     memcpy(out + DREC_OFF_ENGINE, meta->engine, strnlen(meta->engine, DREC_NAME_BYTES));
     ann_fields_put(out, drec_meta_fields, DREC_META_FIELDS, meta);
     memcpy(out + DREC_OFF_MEDOID_CODE, meta->medoid_code, m);
-    ann_frame_seal(out, drec_meta_bytes(m), DREC_MAGIC, meta->version);
+    if (meta->version >= 3)
+        ann_put_u64(out + DREC_OFF_MEDOID_CODE + m, meta->pq_seed);
+    ann_frame_seal(out, drec_meta_bytes_v(meta->version, m), DREC_MAGIC, meta->version);
+}
+
+/* The field of a version-2 record out of range, or NULL. */
+static const char *v2_bad_field(const drec_meta *out)
+{
+    const uint32_t m = out->pq_bytes;
+    if (out->mode == DREC_MODE_GRAPH &&
+        (out->n < DREC_SCAN_BELOW || out->medoid >= out->n || out->R == 0 || m == 0 ||
+         m > out->dim))
+        return out->n < DREC_SCAN_BELOW ? "n" : out->medoid >= out->n ? "medoid"
+               : out->R == 0                                         ? "R"
+                                                                     : "pq_bytes";
+    if (out->mode == DREC_MODE_SCAN && out->n >= DREC_SCAN_BELOW)
+        return "mode";
+    if (out->mode == DREC_MODE_GRAPH && out->layout == DREC_LAYOUT_RESIDENT &&
+        out->chunk_rows == 0)
+        return "chunk_rows";
+    return NULL;
+}
+
+/* The field of a version-3 record (untrained, or trained live) out of
+ * range, or NULL. */
+static const char *v3_bad_field(const drec_meta *out)
+{
+    if (out->mode == DREC_MODE_SCAN ? out->n >= DREC_SCAN_BELOW : out->n != 0)
+        return "n";
+    if (out->R == 0)
+        return "R";
+    if (out->L_build == 0)
+        return "L_build";
+    if (!(out->alpha >= 1.0f && out->alpha <= 4.0f))
+        return "alpha";
+    if (out->pq_bytes == 0 || out->pq_bytes > out->dim)
+        return "pq_bytes";
+    if (out->chunk_rows != 0)
+        return "chunk_rows";
+    if (out->medoid == UINT32_MAX || (out->mode == DREC_MODE_SCAN && out->medoid != 0))
+        return "medoid";
+    return NULL;
 }
 
 int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_meta *out)
@@ -55,17 +103,27 @@ int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_met
     char what[4200];
     snprintf(what, sizeof what, "%s: metadata record", where);
     memset(out, 0, sizeof *out);
-    int rc = ann_frame_check(rec, len, &drec_meta_fmt, what);
+    /* checksum, magic, version, in that order, against the version the
+     * record claims when this build reads it (a flipped version byte is a
+     * checksum mismatch either way) */
+    const ann_binfmt *fmt = len >= ANN_HDR_FIELDS_OFF &&
+                                    ann_get_u32(rec + ANN_HDR_VERSION_OFF) == DREC_VERSION_GRAPH
+                                ? &drec_meta_fmt_v2
+                                : &drec_meta_fmt;
+    int rc = ann_frame_check(rec, len, fmt, what);
     if (rc)
         return rc;
-    uint32_t m = ann_get_u32(rec + DREC_OFF_PQ_BYTES);
-    if (m > DREC_MAX_PQ_BYTES || len != drec_meta_bytes(m))
+    out->version = fmt->version;
+    uint32_t m = len >= DREC_META_FIXED_BYTES ? ann_get_u32(rec + DREC_OFF_PQ_BYTES) : 0;
+    if (len < DREC_META_FIXED_BYTES || m > DREC_MAX_PQ_BYTES ||
+        len != drec_meta_bytes_v(out->version, m))
         return ann_fail(ANN_ECORRUPT, "%s: length %zu for pq_bytes %u", what, len, m);
-    out->version = ann_get_u32(rec + ANN_HDR_VERSION_OFF);
     memcpy(out->engine, rec + DREC_OFF_ENGINE, DREC_NAME_BYTES);
     out->engine[DREC_NAME_BYTES] = '\0';
     ann_fields_get(rec, drec_meta_fields, DREC_META_FIELDS, out);
     memcpy(out->medoid_code, rec + DREC_OFF_MEDOID_CODE, m);
+    if (out->version >= 3)
+        out->pq_seed = ann_get_u64(rec + DREC_OFF_MEDOID_CODE + m);
 
     const char *field = NULL;
     if (out->layout != DREC_LAYOUT_FULL && out->layout != DREC_LAYOUT_RESIDENT)
@@ -78,17 +136,8 @@ int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_met
         field = "dim";
     else if (!ann_metric_name((ann_metric)out->metric))
         field = "metric";
-    else if (out->mode == DREC_MODE_GRAPH &&
-             (out->n < DREC_SCAN_BELOW || out->medoid >= out->n || out->R == 0 || m == 0 ||
-              m > out->dim))
-        field = out->n < DREC_SCAN_BELOW ? "n" : out->medoid >= out->n ? "medoid"
-                : out->R == 0                                         ? "R"
-                                                                      : "pq_bytes";
-    else if (out->mode == DREC_MODE_SCAN && out->n >= DREC_SCAN_BELOW)
-        field = "mode";
-    else if (out->mode == DREC_MODE_GRAPH && out->layout == DREC_LAYOUT_RESIDENT &&
-             out->chunk_rows == 0)
-        field = "chunk_rows";
+    else
+        field = out->version >= 3 ? v3_bad_field(out) : v2_bad_field(out);
     if (field)
         return ann_fail(ANN_ECORRUPT, "%s: field %s out of range", what, field);
     return 0;

@@ -33,6 +33,39 @@
  *    80  u8[m]    the medoid's PQ code (so the walk starts without a read)
  *  80+m  u32      crc32 (zlib) of every byte before it
  *
+ * Version 3 (live build: an index built over fewer than DREC_SCAN_BELOW
+ * vectors, zero included, is untrained and takes inserts) has the same
+ * fields with other rules, and one more before the crc:
+ *
+ *    36  u32      mode: 1 = untrained (no codebook, no graph: searches scan
+ *                 the vector records exactly, tombstones skipped),
+ *                 0 = trained live (below)
+ *    40  u64      n: untrained, the vectors the build wrote (ids 0..n-1;
+ *                 inserts add others); trained live, 0 (no id has its code
+ *                 in a code chunk: node records or table 0x06 hold them all)
+ *    56  u32      medoid: trained live, the entry node's id; else 0
+ *    72  u32      pq_bytes m: the code length training will use (>= 1)
+ *    76  u32      code chunk rows: 0
+ *    80  u8[m]    the medoid's PQ code (zeros while untrained)
+ *  80+m  u64      pq_seed: the seed of PQ training and of the first graph's
+ *                 insertion order (the build's seed)
+ *  88+m  u32      crc32 (zlib) of every byte before it
+ *
+ * The insert that brings the live vectors (vector records without a
+ * tombstone) to DREC_SCAN_BELOW trains the codebook on all of them (the
+ * build's trainer, sample capped at 128 MiB), encodes them, builds the
+ * first Vamana graph over them (R, L_build, alpha, pq_seed of this record;
+ * all threads, f16 build distances) and commits in one write batch: its
+ * own vector record, every node record (resident: every code in table
+ * 0x06), the removal of deleted vectors and their tombstones, the
+ * live-state record (graph_nodes = the live vectors) and this record in
+ * mode 0.  The codebook is the file <dir>/<backend>.pqcb (DREC_LIVE_PQ_SUFFIX
+ * after the store's directory), written atomically before that batch, so
+ * each store of a two-store index trains its own; a crash before the
+ * commit leaves the untrained index (the stray file is ignored, and
+ * replaced by the next training).  From then on the index is a graph index
+ * with live updates, exactly as a version-2 one (the tables below).
+ *
  * Table 0x01, id v: node v.  Full layout (diskann-record), R 64 and
  * m 96 give 6,500 bytes at full degree:
  *
@@ -97,10 +130,10 @@
  * 1.3 R back-edge slack lives only inside a merge, which re-prunes every
  * node it touched to R before writing it), and neighbour ids may be >= n.
  *
- * The format version stays 2: no existing record changes layout or
- * meaning, a built index is byte-identical to before (and cached ones are
- * reused), and a version-2 index without the new tables is exactly an
- * index with nothing pending or deleted.  The one cost is that a binary
+ * Live updates kept the format version at 2: no existing record changed
+ * layout or meaning, a built index stayed byte-identical, and a version-2
+ * index without the new tables is exactly an index with nothing pending
+ * or deleted.  The one cost is that a binary
  * older than live updates, opening an index that received them, would
  * ignore the new tables; such indexes are made only by runs that insert
  * into their own copy, never by a build.
@@ -111,6 +144,12 @@
  *      its format file (engines/core/kv.h: KV_FORMAT_VERSION 2), so a
  *      flipped byte in a record is an error instead of a wrong answer or a
  *      crash.  Version-1 stores are refused: rebuild the index.
+ *   3  live build: a build below DREC_SCAN_BELOW vectors writes a version-3
+ *      metadata record (untrained, above) and the index trains itself on
+ *      the insert that reaches the threshold.  Builds of DREC_SCAN_BELOW
+ *      vectors or more still write version-2 records, byte for byte as
+ *      before; both versions open.  A version-2 scan index (built small
+ *      before version 3) opens and searches but takes no updates.
  */
 #ifndef ANNLAB_DISKANN_RECORD_LAYOUT_H
 #define ANNLAB_DISKANN_RECORD_LAYOUT_H
@@ -119,7 +158,8 @@
 #include <stdint.h>
 
 #define DREC_MAGIC "ANNDREC"   /* 7 chars + NUL = 8 bytes */
-#define DREC_VERSION 2u
+#define DREC_VERSION 3u       /* the newest format (engine.h format_version) */
+#define DREC_VERSION_GRAPH 2u /* what a build of DREC_SCAN_BELOW vectors or more writes */
 #define DREC_NAME_BYTES 20
 #define DREC_META_FIXED_BYTES 80 /* before the medoid code */
 
@@ -140,6 +180,7 @@
 #define DREC_OFF_PQ_BYTES 72
 #define DREC_OFF_CHUNK_ROWS 76
 #define DREC_OFF_MEDOID_CODE DREC_META_FIXED_BYTES
+#define DREC_META_V3_EXTRA_BYTES 8 /* version 3: pq_seed after the medoid code */
 
 /* The live-state record's fields (table 0x07) */
 #define DREC_STATE_OFF_ID_BOUND 0
@@ -164,7 +205,11 @@
 #define DREC_MODE_GRAPH 0u
 #define DREC_MODE_SCAN 1u
 
-#define DREC_SCAN_BELOW 1024u     /* fewer vectors than this: the index is a scan */
+/* The PQ threshold: a build of fewer vectors than this is an exact scan
+ * (version 3: untrained), and the insert that brings an untrained index's
+ * live vectors to it trains PQ and builds the first graph. */
+#define DREC_SCAN_BELOW 1024u
+#define DREC_LIVE_PQ_SUFFIX ".pqcb" /* a live-trained codebook: <dir>/<backend>.pqcb */
 #define DREC_CODE_CHUNK_ROWS 4096u /* nodes per code-chunk record (resident) */
 #define DREC_PQ_FILE "pq.pqcb"
 #define DREC_MAX_PQ_BYTES 1024u  /* the pq_bytes parameter's upper bound */
@@ -178,6 +223,7 @@ typedef struct drec_meta {
     float alpha;
     uint32_t pq_bytes, chunk_rows;
     uint8_t medoid_code[DREC_MAX_PQ_BYTES]; /* first pq_bytes used */
+    uint64_t pq_seed; /* version 3 only */
 } drec_meta;
 
 /* The decoded live-state record (table 0x07). */
@@ -193,10 +239,16 @@ void drec_state_encode(const drec_state *st, uint8_t *out);
 /* Decode and verify it; ANN_ECORRUPT naming where and the field. */
 int drec_state_decode(const uint8_t *rec, size_t len, const char *where, drec_state *out);
 
-/* Bytes of the metadata record for code length m. */
+/* Bytes of a version-2 metadata record for code length m. */
 static inline size_t drec_meta_bytes(uint32_t m)
 {
     return DREC_META_FIXED_BYTES + (size_t)m + 4;
+}
+
+/* Bytes of the metadata record of the given version for code length m. */
+static inline size_t drec_meta_bytes_v(uint32_t version, uint32_t m)
+{
+    return drec_meta_bytes(m) + (version >= 3 ? DREC_META_V3_EXTRA_BYTES : 0);
 }
 
 /* Bytes of a node record of degree d (full or resident layout). */
@@ -206,8 +258,9 @@ static inline size_t drec_node_bytes(uint32_t layout, uint32_t m, uint32_t d)
 }
 
 /*
- * Encode the metadata record into out (drec_meta_bytes(meta->pq_bytes)
- * bytes).  meta->engine and medoid_code are copied as given.
+ * Encode the metadata record into out (drec_meta_bytes_v(meta->version,
+ * meta->pq_bytes) bytes), in the layout of meta->version (2 or 3).
+ * meta->engine and medoid_code are copied as given.
  */
 void drec_meta_encode(const drec_meta *meta, uint8_t *out);
 
@@ -215,9 +268,10 @@ void drec_meta_encode(const drec_meta *meta, uint8_t *out);
  * Decode and verify a metadata record of len bytes read from store `where`
  * (named in messages): the framing first (engines/core/binio.h: checksum,
  * magic, version), then every field, dim up to ANN_MAX_DIM
- * (engines/core/limits.h).  Errors: ANN_ECORRUPT (length, checksum, field
- * out of range), ANN_EFORMAT (magic), ANN_EVERSION (another format
- * version), each naming "<where>: metadata record" and the field.
+ * (engines/core/limits.h).  Versions 2 and 3 are read, each by its rules.
+ * Errors: ANN_ECORRUPT (length, checksum, field out of range), ANN_EFORMAT
+ * (magic), ANN_EVERSION (another format version), each naming "<where>:
+ * metadata record" and the field.
  */
 int drec_meta_decode(const uint8_t *rec, size_t len, const char *where, drec_meta *out);
 

@@ -32,6 +32,11 @@
  *   committed: the merge resumes from what is still pending or deleted.
  *   The background merger runs merge() whenever merge_every inserts are
  *   pending.
+ * Live build (layout.h version 3): an untrained index takes inserts as
+ *   vector records alone and removes as tombstones; merge() drops the
+ *   deleted vectors; the insert that brings the live vectors to
+ *   DREC_SCAN_BELOW trains PQ and builds the first graph, synchronously,
+ *   in one batch (livebuild.c).  Everything after is the above.
  *
  * Errors name the store and the id.  Bad input writes nothing.
  */
@@ -196,6 +201,18 @@ static int load_live_code(ann_engine *e, uint32_t id, const kv_val *v)
     return 0;
 }
 
+/* An untrained index's vector record (at open): counted, its id bounds. */
+static int count_vector(ann_engine *e, uint32_t id, const kv_val *v)
+{
+    if (v->len != (size_t)e->meta.dim * 4)
+        return ann_fail(ANN_ECORRUPT, "%s: vector %u: record length %zu, expected %zu",
+                        e->store_dir, id, v->len, (size_t)e->meta.dim * 4);
+    atomic_fetch_add(&e->live.scan_rows, 1);
+    if (id != UINT32_MAX)
+        atomic_max_u32(&e->live.id_bound, id + 1);
+    return 0;
+}
+
 static void *merger_main(void *arg);
 
 int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
@@ -217,8 +234,12 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     double mb = ann_param_real(open_params, drec_open_params, "pending_cache_mb");
     L->pc_cap = (uint64_t)(mb * 1048576.0) / (4 + (uint64_t)e->meta.pq_bytes);
     atomic_store(&L->pc_complete, L->pc_cap > 0);
+    const int graph = e->meta.mode == DREC_MODE_GRAPH;
+    const int untrained = !graph && e->meta.version != DREC_VERSION_GRAPH;
+    atomic_store(&L->mode, e->meta.mode);
     atomic_store(&L->id_bound, (uint32_t)e->meta.n);
-    atomic_store(&L->graph_nodes, e->meta.mode == DREC_MODE_GRAPH ? e->meta.n : 0);
+    atomic_store(&L->graph_nodes, graph ? e->meta.n : 0);
+    atomic_store(&L->scan_rows, graph || untrained ? 0 : e->meta.n); /* untrained: counted */
 
     uint8_t key[KV_KEY_U32_BYTES];
     kv_val sv = { 0 };
@@ -238,12 +259,18 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     } else if (rc != ANN_ENOTFOUND) {
         return rc;
     }
-    if (e->meta.mode == DREC_MODE_GRAPH) {
+    if (graph) {
         rc = each_record(e, rd, DREC_TABLE_PENDING, load_pending);
         if (!rc)
             rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone);
         if (!rc && e->meta.layout == DREC_LAYOUT_RESIDENT)
             rc = each_record(e, rd, DREC_TABLE_LIVE_CODE, load_live_code);
+        if (rc)
+            return rc;
+    } else if (untrained) {
+        rc = each_record(e, rd, DREC_TABLE_VECTOR, count_vector);
+        if (!rc)
+            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone);
         if (rc)
             return rc;
     }
@@ -252,7 +279,7 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     rc = kv_reader_create(e->kv, &L->wrd);
     if (rc)
         return rc;
-    if (L->merge_every && e->meta.mode == DREC_MODE_GRAPH) {
+    if (L->merge_every && (graph || untrained)) {
         if (pthread_create(&L->thread, NULL, merger_main, e) != 0)
             return ann_fail(-EAGAIN, "%s: cannot start the background merger", e->store_dir);
         L->thread_started = 1;
@@ -287,7 +314,8 @@ void drec_live_close(ann_engine *e)
 uint64_t drec_live_size(const ann_engine *e)
 {
     const drec_live *L = &e->live;
-    return atomic_load(&L->graph_nodes) + atomic_load(&L->pending) - atomic_load(&L->deleted);
+    return atomic_load(&L->graph_nodes) + atomic_load(&L->pending) +
+           atomic_load(&L->scan_rows) - atomic_load(&L->deleted);
 }
 
 /* ---- insert / remove --------------------------------------------------- */
@@ -297,10 +325,11 @@ static int writable(ann_engine *e, const char *op)
     int rc = ann_update_writable(e->store_dir, op, e->live.enabled);
     if (rc)
         return rc;
-    if (e->meta.mode != DREC_MODE_GRAPH)
-        return ann_fail(ANN_EUNSUPPORTED, "%s: %s: the index is an exact scan (fewer than %u "
-                        "vectors); updates need a graph index", e->store_dir, op,
-                        DREC_SCAN_BELOW);
+    /* (meta.mode is read only for version 2, whose mode never changes) */
+    if (e->meta.version == DREC_VERSION_GRAPH && e->meta.mode != DREC_MODE_GRAPH)
+        return ann_fail(ANN_EUNSUPPORTED, "%s: %s: the index is a version-%u exact scan "
+                        "(fewer than %u vectors), which takes no updates: rebuild it",
+                        e->store_dir, op, DREC_VERSION_GRAPH, DREC_SCAN_BELOW);
     return 0;
 }
 
@@ -337,6 +366,58 @@ static void maybe_kick(ann_engine *e)
     }
 }
 
+/* The refusal of an insert of id whose records are as given (under
+ * wlock), or 0. */
+static int insert_check_id(ann_engine *e, uint32_t id, int has_vec, int has_tomb)
+{
+    if (has_vec && !has_tomb)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", e->store_dir, id);
+    if (has_vec && drec_mode(e) == DREC_MODE_GRAPH && id == e->meta.medoid)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: the id is the graph's entry node, "
+                        "deleted and kept as a frozen navigation point: it cannot be inserted "
+                        "again", e->store_dir, id);
+    if (has_vec)
+        return ann_fail(ANN_EDATA, "%s: insert id %u: the id is deleted but not merged yet: "
+                        "merge before inserting it again", e->store_dir, id);
+    return 0;
+}
+
+/*
+ * An insert into an untrained index (under wlock): its vector record alone
+ * in one batch, or, when it brings the live vectors to DREC_SCAN_BELOW,
+ * the training batch of drec_live_train (synchronous: the insert returns
+ * once the first graph is committed and published).
+ */
+static int scan_insert(ann_engine *e, uint32_t id, const float *vec, const uint8_t *rec)
+{
+    drec_live *L = &e->live;
+    int has_vec = 0, has_tomb = 0;
+    int rc = id_state(e, id, &has_vec, &has_tomb, NULL);
+    if (!rc)
+        rc = insert_check_id(e, id, has_vec, has_tomb);
+    if (rc)
+        return rc;
+    if (atomic_load(&L->scan_rows) - atomic_load(&L->deleted) + 1 >= DREC_SCAN_BELOW)
+        return drec_live_train(e, id, vec, rec);
+    kv_txn *t = NULL;
+    uint8_t key[KV_KEY_U32_BYTES];
+    rc = kv_txn_begin(e->kv, &t);
+    if (!rc)
+        rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_VECTOR, id), rec,
+                        (size_t)e->meta.dim * 4);
+    if (!rc) {
+        atomic_max_u32(&L->id_bound, id + 1);
+        rc = kv_txn_commit(t);
+        t = NULL;
+    }
+    kv_txn_abort(t);
+    if (!rc) {
+        ann_idbits_set(&L->dead, id, 0); /* an id consolidated before, live again */
+        atomic_fetch_add(&L->scan_rows, 1);
+    }
+    return rc;
+}
+
 int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
 {
     drec_live *L = &e->live;
@@ -347,9 +428,11 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
     rc = ann_update_check_insert(e->store_dir, id, vec, dim, e->meta.dim);
     if (rc)
         return rc;
+    /* a graph index encodes before the lock (an index never goes back to
+     * a scan); one trained meanwhile, under it */
     uint8_t code[DREC_MAX_PQ_BYTES];
-    rc = pq_encode_one(e->pq, vec, code);
-    if (rc)
+    int coded = drec_mode(e) == DREC_MODE_GRAPH;
+    if (coded && (rc = pq_encode_one(e->pq, vec, code)) != 0)
         return rc;
     uint8_t *rec = malloc((size_t)dim * 4);
     if (!rec)
@@ -358,19 +441,21 @@ int drec_insert(ann_engine *e, uint32_t id, const float *vec, uint32_t dim)
         ann_put_f32(rec + 4 * (size_t)j, vec[j]);
 
     pthread_mutex_lock(&L->wlock);
+    if (drec_mode(e) == DREC_MODE_SCAN) {
+        rc = scan_insert(e, id, vec, rec);
+        pthread_mutex_unlock(&L->wlock);
+        free(rec);
+        return rc;
+    }
+    if (!coded)
+        rc = pq_encode_one(e->pq, vec, code);
     int has_vec = 0, has_tomb = 0;
     kv_txn *t = NULL;
     uint8_t key[KV_KEY_U32_BYTES];
-    rc = id_state(e, id, &has_vec, &has_tomb, NULL);
-    if (!rc && has_vec && !has_tomb)
-        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id exists", e->store_dir, id);
-    else if (!rc && has_vec && id == e->meta.medoid)
-        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is the graph's entry node, deleted "
-                      "and kept as a frozen navigation point: it cannot be inserted again",
-                      e->store_dir, id);
-    else if (!rc && has_vec)
-        rc = ann_fail(ANN_EDATA, "%s: insert id %u: the id is deleted but not merged yet: "
-                      "merge before inserting it again", e->store_dir, id);
+    if (!rc)
+        rc = id_state(e, id, &has_vec, &has_tomb, NULL);
+    if (!rc)
+        rc = insert_check_id(e, id, has_vec, has_tomb);
     if (!rc)
         rc = kv_txn_begin(e->kv, &t);
     if (!rc)
@@ -1251,7 +1336,15 @@ int drec_merge(ann_engine *e)
     if (rc)
         return rc;
     pthread_mutex_lock(&e->live.mlock);
-    rc = merge_locked(e);
+    /* untrained: the deleted vectors go (livebuild.c), under wlock, where
+     * the index cannot be trained meanwhile */
+    pthread_mutex_lock(&e->live.wlock);
+    const int untrained = drec_mode(e) == DREC_MODE_SCAN;
+    if (untrained)
+        rc = drec_scan_merge(e);
+    pthread_mutex_unlock(&e->live.wlock);
+    if (!untrained)
+        rc = merge_locked(e);
     pthread_mutex_unlock(&e->live.mlock);
     return rc;
 }

@@ -17,7 +17,11 @@
  * Departure from DiskANN: full vectors are separate records read only for
  * the re-rank (a sector engine gets them with the node for free), so the
  * re-rank depth is a search parameter rather than "all of L".  Indexes
- * below DREC_SCAN_BELOW vectors are an exact scan of the vector records.
+ * below DREC_SCAN_BELOW vectors are an exact scan of the vector records:
+ * a version-2 one reads ids 0..n-1; an untrained version-3 one (live
+ * build, layout.h) iterates the vector records of its snapshot, skipping
+ * deleted ids (at most DREC_SCAN_BELOW - 1 live rows; the iterator is the
+ * one allocation of such a query).
  *
  * Live updates (live.c): after the walk, every pending insert's PQ code
  * (table 0x04, read with an iterator in the query's snapshot) is offered
@@ -115,9 +119,52 @@ out:
     return rc;
 }
 
+/* An untrained index (version 3): every vector record of the snapshot,
+ * deleted ids skipped. */
+static int scan_live(drec_query *q, ann_topk *top)
+{
+    ann_ctx *c = q->ctx;
+    const ann_engine *e = c->eng;
+    const size_t row = (size_t)e->meta.dim * sizeof(float);
+    uint8_t prefix = DREC_TABLE_VECTOR;
+    kv_iter *it = NULL;
+    kv_val k, v;
+    int rc = kv_iter_create(c->rd, &prefix, 1, &it), step;
+    if (rc)
+        return rc;
+    while ((step = kv_iter_next(it, &k, &v)) == 1) {
+        uint32_t id = 0;
+        if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0 || v.len != row) {
+            rc = ann_fail(ANN_ECORRUPT, "%s: vector %u: key length %zu, record length %zu, "
+                          "expected %zu", e->store_dir, id, k.len, v.len, row);
+            break;
+        }
+        q->local.reads++;
+        q->local.bytes_read += v.len;
+        if (ann_idbits_test(&e->live.dead, id))
+            continue;
+        const float *x = c->vec;
+        if (ann_host_le())
+            x = v.data;
+        else
+            for (uint32_t j = 0; j < e->meta.dim; j++)
+                c->vec[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
+        float d = ann_distance((ann_metric)e->meta.metric, q->query, x, e->meta.dim);
+        q->local.full_dists++;
+        if (d < ann_topk_bound(top))
+            ann_topk_push(top, d, id);
+    }
+    if (step < 0)
+        rc = step;
+    kv_iter_destroy(it);
+    return rc;
+}
+
 static int scan(drec_query *q, ann_topk *top)
 {
     const ann_engine *e = q->ctx->eng;
+    if (e->meta.version != DREC_VERSION_GRAPH)
+        return scan_live(q, top);
     for (uint32_t id = 0; id < e->meta.n; id++) {
         float d;
         int rc = full_distance(q, id, &d);
@@ -305,12 +352,15 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
     kv_stats kv0, kv1;
     ann_topk top;
     int rc = 0, began = 0, counted = 0;
+    uint32_t mode;
     drec_live *L = &ctx->eng->live;
     if (k > ctx->k_max)
         k = ctx->k_max;
     ann_topk_init(&top, ctx->top_dist, ctx->top_id, k);
-    if (e->meta.n == 0 || k == 0)
+    if (k == 0)
         goto out;
+    /* once, before the snapshot (drec.h: a graph seen is committed) */
+    mode = drec_mode(e);
     kv_reader_stats(ctx->rd, &kv0);
     atomic_fetch_add(&L->pc_active, 1);
     counted = 1;
@@ -325,12 +375,12 @@ int drec_search(ann_ctx *ctx, const float *query, uint32_t k, uint32_t *ids, flo
     q.any_pending |= atomic_load(&L->pending) > 0;
     /* after the snapshot: it holds no id at or above this bound */
     q.bound = atomic_load(&e->live.id_bound);
-    if (e->meta.mode == DREC_MODE_GRAPH && ann_visited_grow(&ctx->visited, q.bound) != 0) {
+    if (mode == DREC_MODE_GRAPH && ann_visited_grow(&ctx->visited, q.bound) != 0) {
         rc = ann_fail(-ENOMEM, "%s: no memory for a visited map of %u ids", e->store_dir,
                       q.bound);
         goto out;
     }
-    rc = e->meta.mode == DREC_MODE_SCAN ? scan(&q, &top) : walk_and_rerank(&q, k, &top);
+    rc = mode == DREC_MODE_SCAN ? scan(&q, &top) : walk_and_rerank(&q, k, &top);
 out:
     if (began) {
         kv_reader_end(ctx->rd);
