@@ -191,16 +191,17 @@ int main(int argc, char **argv)
     ann_vecsrc *base = NULL;
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/index", o.work);
-    int rc = 0;
-    if (mkdir(o.work, 0755) != 0)
-        rc = ann_fail_errno("%s: mkdir (the work directory must not exist)", o.work);
-    if (!rc)
-        rc = ann_bundle_open(o.bundle, &b);
+    int rc = ann_bundle_open(o.bundle, &b);
     if (!rc)
         rc = ann_bundle_base(&b, &base);
-    if (!rc && (uint64_t)o.n_build + 2ull * o.repeats * o.inserts > b.n)
-        rc = ann_fail(ANN_EPARAM, "%s: %llu vectors, fewer than n-build + 2 x repeats x inserts",
-                      o.bundle, (unsigned long long)b.n);
+    int nstores = 1;
+    for (const char *c = o.kvs; *c; c++)
+        nstores += *c == ',';
+    if (!rc && (uint64_t)o.n_build + 2ull * (uint64_t)nstores * o.repeats * o.inserts > b.n)
+        rc = ann_fail(ANN_EPARAM, "%s: %llu vectors, fewer than n-build + 2 x stores x repeats x "
+                      "inserts", o.bundle, (unsigned long long)b.n);
+    if (!rc && mkdir(o.work, 0755) != 0)
+        rc = ann_fail_errno("%s: mkdir (the work directory must not exist)", o.work);
     if (!rc)
         rc = build_index(&o, &b, ops, dir);
     if (rc) {
