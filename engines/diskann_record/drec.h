@@ -134,6 +134,14 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
               ann_engine **out, json_t *report);
 void drec_close(ann_engine *e);
 
+/* A growing id array (merges and the live build); free ids when done. */
+typedef struct drec_id_list {
+    uint32_t *ids;
+    uint32_t n, cap;
+} drec_id_list;
+/* Append id; -ENOMEM when the array cannot grow. */
+int drec_id_list_add(drec_id_list *l, uint32_t id);
+
 /* Live updates (live.c).  drec_live_open: after the metadata is read,
  * with opts the open parameters: loads tombstones, pending count, the
  * live state and (resident) merged codes, and starts the background

@@ -1062,12 +1062,7 @@ static int mg_write_removals(merger *g, kv_txn *t, void *arg)
     return 0;
 }
 
-typedef struct id_list {
-    uint32_t *ids;
-    uint32_t n, cap;
-} id_list;
-
-static int id_list_add(id_list *l, uint32_t id)
+int drec_id_list_add(drec_id_list *l, uint32_t id)
 {
     if (l->n == l->cap) {
         uint32_t c = l->cap ? 2 * l->cap : 1024;
@@ -1082,7 +1077,7 @@ static int id_list_add(id_list *l, uint32_t id)
 }
 
 /* Read every id of one table in the merger's snapshot. */
-static int list_table(merger *g, uint8_t table, id_list *out)
+static int list_table(merger *g, uint8_t table, drec_id_list *out)
 {
     kv_iter *it = NULL;
     kv_val k, v;
@@ -1096,7 +1091,7 @@ static int list_table(merger *g, uint8_t table, id_list *out)
                           g->e->store_dir, table, k.len);
             break;
         }
-        if (id_list_add(out, id)) {
+        if (drec_id_list_add(out, id)) {
             rc = mg_nomem(g);
             break;
         }
@@ -1134,7 +1129,7 @@ static int record_touches(merger *g, uint32_t v, int *touches)
  * node pointing at one (committed in batches), then remove their records
  * in one last batch.  The reader is begun on entry and ended on return.
  */
-static int mg_consolidate(merger *g, const id_list *dels, uint32_t graph_dels)
+static int mg_consolidate(merger *g, const drec_id_list *dels, uint32_t graph_dels)
 {
     ann_engine *e = g->e;
     int rc = 0;
@@ -1144,7 +1139,7 @@ static int mg_consolidate(merger *g, const id_list *dels, uint32_t graph_dels)
             return mg_nomem(g);
     if (graph_dels > 0) {
         /* every node record, in id order, from one snapshot */
-        id_list nodes = { 0 };
+        drec_id_list nodes = { 0 };
         rc = list_table(g, DREC_TABLE_NODE, &nodes);
         uint32_t *cand = malloc(((size_t)g->R * (g->R + 1) + 1) * sizeof *cand);
         ann_u32map cset = { 0 };
@@ -1232,7 +1227,7 @@ static int mg_consolidate(merger *g, const id_list *dels, uint32_t graph_dels)
 static int merge_locked(ann_engine *e)
 {
     merger g;
-    id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
+    drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
     uint64_t tail0 = 0;
     int complete0 = 0;
@@ -1260,7 +1255,7 @@ static int merge_locked(ann_engine *e)
         uint32_t id = tombs.ids[i];
         if (id == e->meta.medoid)
             continue; /* the frozen entry point stays */
-        if (id_list_add(&dels, id)) {
+        if (drec_id_list_add(&dels, id)) {
             rc = mg_nomem(&g);
             break;
         }

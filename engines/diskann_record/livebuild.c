@@ -41,30 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A growing id array. */
-typedef struct lb_ids {
-    uint32_t *ids;
-    uint64_t n, cap;
-} lb_ids;
-
-static int lb_add(lb_ids *l, uint32_t id)
-{
-    if (l->n == l->cap) {
-        uint64_t c = l->cap ? 2 * l->cap : 256;
-        uint32_t *p = realloc(l->ids, c * sizeof *p);
-        if (!p)
-            return -ENOMEM;
-        l->ids = p;
-        l->cap = c;
-    }
-    l->ids[l->n++] = id;
-    return 0;
-}
-
 /* The live vectors of the writers' snapshot: ids[0..*n) and their rows in
  * x (room for cap rows); deleted ones into gone. */
 static int read_live(ann_engine *e, uint64_t cap, uint32_t *ids, float *x, uint64_t *n,
-                     lb_ids *gone)
+                     drec_id_list *gone)
 {
     const uint32_t dim = e->meta.dim;
     const size_t row = (size_t)dim * sizeof(float);
@@ -85,7 +65,7 @@ static int read_live(ann_engine *e, uint64_t cap, uint32_t *ids, float *x, uint6
             break;
         }
         if (ann_idbits_test(&e->live.dead, id)) {
-            if (lb_add(gone, id))
+            if (drec_id_list_add(gone, id))
                 rc = ann_fail(-ENOMEM, "%s: live training: no memory", e->store_dir);
             continue;
         }
@@ -117,7 +97,7 @@ int drec_live_train(ann_engine *e, uint32_t id, const float *vec, const uint8_t 
     uint32_t *ids = malloc(cap * sizeof *ids);
     float *x = malloc(cap * row);
     uint8_t *codes = NULL, *node = NULL, *meta_rec = NULL;
-    lb_ids gone = { 0 };
+    drec_id_list gone = { 0 };
     pq_codebook *cb = NULL;
     vamana_graph *g = NULL;
     ann_vecsrc *src = NULL;
@@ -271,7 +251,7 @@ int drec_scan_merge(ann_engine *e)
     drec_live *L = &e->live;
     kv_reader *rd = L->wrd;
     uint8_t prefix = DREC_TABLE_TOMBSTONE, key[KV_KEY_U32_BYTES];
-    lb_ids dels = { 0 };
+    drec_id_list dels = { 0 };
     kv_iter *it = NULL;
     kv_txn *t = NULL;
     kv_val k, v;
@@ -284,7 +264,7 @@ int drec_scan_merge(ann_engine *e)
         if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0)
             rc = ann_fail(ANN_ECORRUPT, "%s: table 0x%02x: a key of %zu bytes", e->store_dir,
                           DREC_TABLE_TOMBSTONE, k.len);
-        else if (lb_add(&dels, id))
+        else if (drec_id_list_add(&dels, id))
             rc = ann_fail(-ENOMEM, "%s: merge: no memory", e->store_dir);
     }
     if (!rc && step < 0)
