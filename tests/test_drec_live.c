@@ -18,7 +18,8 @@
  *     deleted id comes back, and the graph checker (below) passes.
  *
  * The graph checker reads the store directly: every node record's degree
- * is at most R, no self-loops or repeated neighbours, every neighbour has
+ * is at most ceil(1.3 R) (drec_max_degree: merges keep the back-edge
+ * slack), no self-loops or repeated neighbours, every neighbour has
  * a node record, every node and pending id has its vector record, and
  * (after a merge) no edge leads to a deleted id other than the entry
  * node, which stays as a frozen navigation point.
@@ -148,14 +149,16 @@ typedef struct {
 } opened;
 
 static double cache_mb = 64; /* pending_cache_mb of the next opens */
+static int merge_threads = 0; /* merge_threads of the next opens (0: one per core) */
 
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
 {
     char op[256], sp[64];
     snprintf(op, sizeof op,
-             "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g}",
-             backend, updates ? "true" : "false", merge_every, cache_mb);
+             "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g, "
+             "\"merge_threads\": %d}",
+             backend, updates ? "true" : "false", merge_every, cache_mb, merge_threads);
     snprintf(sp, sizeof sp, "{\"L\": %u}", L);
     o->ops = ann_engine_find(engines[e]);
     o->eng = NULL;
@@ -252,6 +255,7 @@ static double recall(opened *o)
 
 typedef struct {
     uint64_t nodes, pending, tombstones;
+    uint64_t above_r; /* node records of degree > R (the slack a merge keeps) */
 } store_counts;
 
 static void check_graph(const char *index, const char *backend, int merged, store_counts *out)
@@ -265,6 +269,7 @@ static void check_graph(const char *index, const char *backend, int merged, stor
     assert_int_equal(kv_open(dir, &o, &s), 0);
     assert_int_equal(kv_reader_create(s, &rd), 0);
     assert_int_equal(kv_reader_begin(rd), 0);
+    uint64_t above_r = 0;
     uint8_t key[KV_KEY_U32_BYTES];
     kv_val mv = { 0 };
     assert_int_equal(kv_get(rd, key, kv_key_u32(key, DREC_TABLE_META, 0), &mv), 0);
@@ -312,8 +317,10 @@ static void check_graph(const char *index, const char *backend, int merged, stor
         assert_int_equal(kv_key_parse_u32(k.data, k.len, NULL, &id), 0);
         const uint8_t *rec = v.data;
         uint32_t d = ann_get_u32(rec + head);
-        if (d > meta.R)
-            fail_msg("%s: node %u: degree %u > R %u", dir, id, d, meta.R);
+        if (d > drec_max_degree(meta.R))
+            fail_msg("%s: node %u: degree %u > ceil(1.3 R) = %u", dir, id, d,
+                     drec_max_degree(meta.R));
+        above_r += d > meta.R;
         assert_int_equal(v.len, drec_node_bytes(meta.layout, m, d));
         for (uint32_t i = 0; i < d; i++) {
             uint32_t u = ann_get_u32(rec + head + 4 + 4 * (size_t)i);
@@ -334,7 +341,7 @@ static void check_graph(const char *index, const char *backend, int merged, stor
             if (tombs.keys[i] != ANN_U32MAP_EMPTY && tombs.keys[i] != meta.medoid)
                 fail_msg("%s: tombstone %u left after a merge", dir, tombs.keys[i]);
     if (out)
-        *out = (store_counts){ nodes.n, pend.n, tombs.n };
+        *out = (store_counts){ nodes.n, pend.n, tombs.n, above_r };
     for (int t = 0; t < 4; t++)
         ann_u32map_fini(sets[t]);
     kv_reader_end(rd);
@@ -437,6 +444,86 @@ static void test_insert_merge(void **state)
              * ~0.02 from run to run): live may not fall 0.03 below */
             assert_true(live >= one_pass - 0.03);
         }
+    }
+}
+
+/* Every node record of index/backend, concatenated (key, length, value)
+ * in key order; *len its bytes. */
+static uint8_t *node_table(const char *index, const char *backend, size_t *len)
+{
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/%s", index, backend);
+    kv_options o = { .read_only = 1 };
+    assert_int_equal(kv_backend_parse(backend, &o.backend), 0);
+    kv_store *s = NULL;
+    kv_reader *rd = NULL;
+    kv_iter *it = NULL;
+    assert_int_equal(kv_open(dir, &o, &s), 0);
+    assert_int_equal(kv_reader_create(s, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    uint8_t nt = DREC_TABLE_NODE, *buf = NULL;
+    size_t n = 0, cap = 0;
+    kv_val k, v;
+    assert_int_equal(kv_iter_create(rd, &nt, 1, &it), 0);
+    while (kv_iter_next(it, &k, &v) == 1) {
+        size_t need = n + k.len + 8 + v.len;
+        if (need > cap) {
+            cap = 2 * need;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        memcpy(buf + n, k.data, k.len);
+        n += k.len;
+        ann_put_u64(buf + n, v.len);
+        n += 8;
+        memcpy(buf + n, v.data, v.len);
+        n += v.len;
+    }
+    kv_iter_destroy(it);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    assert_int_equal(kv_close(s), 0);
+    *len = n;
+    return buf;
+}
+
+/* A merge finds the new points' neighbours on several threads and adds
+ * the back-edges on one, in a fixed order: the merged graph is the same
+ * byte for byte whatever merge_threads is.  And it keeps the back-edge
+ * slack: some nodes end above R, none above ceil(1.3 R). */
+static void test_merge_threads(void **state)
+{
+    (void)state;
+    for (int e = 0; e < 2; e++) {
+        const char *backend = backends[e];
+        uint8_t *tables[2];
+        size_t lens[2];
+        const int threads[2] = { 1, 3 };
+        for (int t = 0; t < 2; t++) {
+            char path[4096];
+            copy_base(e, path, sizeof path);
+            merge_threads = threads[t];
+            opened o;
+            assert_int_equal(open_idx(e, path, backend, 1, 0, 100, &o), 0);
+            for (uint32_t id = NBASE; id < NALL; id++)
+                assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+            int rc = o.ops->merge(o.eng);
+            if (rc)
+                fail_msg("merge (merge_threads %d): %s", threads[t], ann_errmsg(rc));
+            close_idx(&o);
+            store_counts c;
+            check_graph(path, backend, 1, &c);
+            assert_int_equal(c.nodes, NALL);
+            print_message("%s %s merge_threads %d: %llu of %u nodes above R\n", engines[e],
+                          backend, threads[t], (unsigned long long)c.above_r, NALL);
+            assert_true(c.above_r > 0);
+            tables[t] = node_table(path, backend, &lens[t]);
+        }
+        merge_threads = 0;
+        assert_int_equal(lens[0], lens[1]);
+        assert_memory_equal(tables[0], tables[1], lens[0]);
+        free(tables[0]);
+        free(tables[1]);
     }
 }
 
@@ -871,6 +958,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_insert_merge),
+        cmocka_unit_test(test_merge_threads),
         cmocka_unit_test(test_pending_copy_sizes),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_background_merge),

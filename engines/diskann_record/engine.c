@@ -66,6 +66,8 @@ const ann_param_spec drec_open_params[] = {
               "searches scan the pending records)" },
     { .name = "merge_every", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 30, .def = 0,
       .help = "merge in the background once this many inserts are pending (0: only on demand)" },
+    { .name = "merge_threads", .type = ANN_PARAM_INT, .min = 0, .max = 256, .def = 0,
+      .help = "threads a merge links pending vectors with (0: one per core)" },
     ANN_PARAM_END_OF("diskann-record/-resident open"),
 };
 

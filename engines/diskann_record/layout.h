@@ -126,9 +126,18 @@
  *    12  u64  merge batches committed
  *    20  u32  crc32 (zlib) of bytes 0..19
  *
- * Node records of merged nodes have the layout above (degree <= R; the
- * 1.3 R back-edge slack lives only inside a merge, which re-prunes every
- * node it touched to R before writing it), and neighbour ids may be >= n.
+ * Node records of merged nodes have the layout above, with two
+ * differences: neighbour ids may be >= n, and the degree may reach
+ * drec_max_degree(R) = ceil(1.3 R) (84 for R 64).  A merge links a pending
+ * vector to at most R neighbours and adds the back-edges with Microsoft
+ * DiskANN's slack rule: a node takes a back-edge while it has fewer than
+ * ceil(1.3 R) neighbours and is re-pruned to R by RobustPrune only when it
+ * would exceed that, as that library's dynamic (in-memory) index keeps its
+ * lists.  A one-pass build writes degree <= R.  (Until 2026-12-02 a merge
+ * re-pruned every node it touched to R before writing it, which with 256
+ * vectors to a batch cost about one RobustPrune per back-edge and made a
+ * merge about 20x slower than the build; see bench_merge.)  A reader older than that change rejects a merged record of
+ * degree > R as corrupt, never misreads it.
  *
  * Live updates kept the format version at 2: no existing record changed
  * layout or meaning, a built index stayed byte-identical, and a version-2
@@ -249,6 +258,13 @@ static inline size_t drec_meta_bytes(uint32_t m)
 static inline size_t drec_meta_bytes_v(uint32_t version, uint32_t m)
 {
     return drec_meta_bytes(m) + (version >= 3 ? DREC_META_V3_EXTRA_BYTES : 0);
+}
+
+/* The largest degree a node record may have: ceil(1.3 R), the back-edge
+ * slack merges keep (see "Node records of merged nodes" above). */
+static inline uint32_t drec_max_degree(uint32_t R)
+{
+    return (13u * R + 9u) / 10u;
 }
 
 /* Bytes of a node record of degree d (full or resident layout). */

@@ -15,16 +15,21 @@
  *   node with a deleted out-neighbour d takes d's neighbours as
  *   candidates and is re-pruned to R when they exceed it; then the deleted
  *   nodes' records go, in the batch after every edge into them is gone),
- *   then links the pending vectors into the graph in chunks, each as the
- *   build does it (engines/core/vamana.h): a greedy search from the
- *   medoid with list size L_build (ranked by PQ distance, as the search
- *   of a graph on storage is), RobustPrune(alpha, R) of the expanded
- *   nodes by exact distances, back-edges to each chosen neighbour, which
- *   is re-pruned to R only when it would exceed the 1.3 R slack; at the
- *   end of a chunk every node above R is re-pruned to R, and the chunk's
- *   node records, the removal of its pending records and the live state
- *   are one write batch.  A chunk's later points see its earlier ones
- *   (the chunk's nodes are held in memory until its batch commits).
+ *   then links the pending vectors into the graph in chunks of about a
+ *   tenth of the graph (chunk_limit), each as the build does it
+ *   (engines/core/vamana.h) but in two phases.  On merge_threads workers,
+ *   each with its own snapshot and nothing cached between searches: a
+ *   greedy search for every vector of the chunk from the medoid with list
+ *   size L_build (ranked by PQ distance, reading node records as a query
+ *   does) and RobustPrune(alpha, R) of the expanded nodes by exact
+ *   distances; a chunk's vectors do not see each other, as in
+ *   FreshDiskANN's insert phase.  Then on one thread, in the chunk's
+ *   order: each new node and the back-edges to it, where a node takes a
+ *   back-edge while it has fewer than ceil(1.3 R) neighbours and is
+ *   re-pruned to R only when one more would pass that (the slack is kept
+ *   in the records: layout.h).  The result does not depend on the number
+ *   of workers.  The chunk's node records, the removal of its pending
+ *   records and the live state are one write batch.
  *   Readers take a snapshot per query (LMDB read transactions, RocksDB
  *   snapshots on writable stores), and every batch leaves a consistent
  *   graph, so a search during a merge sees each node's record either
@@ -45,6 +50,7 @@
 
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
+#include "engines/core/parallel.h"
 #include "engines/core/status.h"
 #include "engines/core/u32map.h"
 #include "engines/core/vamana.h"
@@ -55,7 +61,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DREC_MERGE_CHUNK 256u   /* pending vectors linked per write batch */
+/* Pending vectors linked per write batch: a tenth of the graph, within
+ * these bounds.  A chunk's points do not see each other while they are
+ * linked, so a chunk stays small against the graph (FreshDiskANN merges
+ * about a tenth); every node a chunk touches is rewritten once per chunk,
+ * so a chunk should be as large as that allows. */
+#define DREC_MERGE_CHUNK_MIN 256u
+#define DREC_MERGE_CHUNK_MAX 16384u
 #define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
 
 /* ---- open / close ------------------------------------------------------ */
@@ -221,6 +233,9 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     int rc;
     L->enabled = ann_param_bool(open_params, drec_open_params, "updates");
     L->merge_every = (uint32_t)ann_param_int(open_params, drec_open_params, "merge_every");
+    L->merge_threads = (uint32_t)ann_param_int(open_params, drec_open_params, "merge_threads");
+    if (L->merge_threads == 0)
+        L->merge_threads = (uint32_t)ann_ncores();
     if (L->merge_every && !L->enabled)
         return ann_fail(ANN_EPARAM, "open: merge_every %u needs \"updates\": true",
                         L->merge_every);
@@ -511,6 +526,43 @@ typedef struct mg_node {
     int dirty, is_new;
 } mg_node;
 
+/* Fixed-size items that never move, handed out in order and all taken
+ * back at once (mg_clear keeps the blocks: no malloc per record read and
+ * no page faults to refill them on the next chunk). */
+#define MG_SLAB_ITEMS 1024u
+typedef struct mg_slab {
+    uint8_t **blk;
+    uint32_t nblk, cap_blk, used;
+    size_t item;
+} mg_slab;
+
+static void *slab_get(mg_slab *s)
+{
+    uint32_t b = s->used / MG_SLAB_ITEMS;
+    if (b == s->nblk) {
+        if (b == s->cap_blk) {
+            uint32_t c = s->cap_blk ? 2 * s->cap_blk : 16;
+            uint8_t **nb = realloc(s->blk, (size_t)c * sizeof *nb);
+            if (!nb)
+                return NULL;
+            s->blk = nb;
+            s->cap_blk = c;
+        }
+        if (!(s->blk[b] = malloc(MG_SLAB_ITEMS * s->item)))
+            return NULL;
+        s->nblk++;
+    }
+    return s->blk[b] + (size_t)(s->used++ % MG_SLAB_ITEMS) * s->item;
+}
+
+static void slab_fini(mg_slab *s)
+{
+    for (uint32_t b = 0; b < s->nblk; b++)
+        free(s->blk[b]);
+    free(s->blk);
+    memset(s, 0, sizeof *s);
+}
+
 typedef struct merger {
     ann_engine *e;
     kv_reader *rd; /* begun while a chunk reads */
@@ -522,13 +574,14 @@ typedef struct merger {
     float **vecs;
     uint8_t **codes;
     uint32_t n_nodes, n_vecs, n_codes, cap_nodes, cap_vecs, cap_codes;
+    mg_slab node_slab, nbr_slab, vec_slab, code_slab; /* what they point at */
     /* greedy search */
     ann_candlist cl;
     ann_u32map seen;
     float *table;
     /* prune pool */
     uint32_t *pool_id;
-    float *pool_d, *rows;
+    float *pool_d, *rows, *xq;
     uint32_t pool_cap;
     uint32_t *out;
     /* deleted ids being consolidated, with their neighbour lists */
@@ -552,15 +605,8 @@ static int grow_ptrs(void ***arr, uint32_t *cap, uint32_t need)
 
 static void mg_clear(merger *g)
 {
-    for (uint32_t i = 0; i < g->n_nodes; i++) {
-        free(g->nodes[i]->nbrs);
-        free(g->nodes[i]);
-    }
-    for (uint32_t i = 0; i < g->n_vecs; i++)
-        free(g->vecs[i]);
-    for (uint32_t i = 0; i < g->n_codes; i++)
-        free(g->codes[i]);
     g->n_nodes = g->n_vecs = g->n_codes = 0;
+    g->node_slab.used = g->nbr_slab.used = g->vec_slab.used = g->code_slab.used = 0;
     ann_u32map_clear(&g->node_ix);
     ann_u32map_clear(&g->vec_ix);
     ann_u32map_clear(&g->code_ix);
@@ -572,6 +618,10 @@ static void mg_fini(merger *g)
     free(g->nodes);
     free(g->vecs);
     free(g->codes);
+    slab_fini(&g->node_slab);
+    slab_fini(&g->nbr_slab);
+    slab_fini(&g->vec_slab);
+    slab_fini(&g->code_slab);
     ann_u32map_fini(&g->node_ix);
     ann_u32map_fini(&g->vec_ix);
     ann_u32map_fini(&g->code_ix);
@@ -582,6 +632,7 @@ static void mg_fini(merger *g)
     free(g->pool_id);
     free(g->pool_d);
     free(g->rows);
+    free(g->xq);
     free(g->out);
     kv_reader_destroy(g->rd);
 }
@@ -591,18 +642,23 @@ static int mg_init(merger *g, ann_engine *e)
     memset(g, 0, sizeof *g);
     g->e = e;
     g->R = e->meta.R;
-    g->cap = vamana_slack_degree(g->R, VAMANA_DEFAULT_SLACK);
+    g->cap = drec_max_degree(g->R);
     g->m = e->meta.pq_bytes;
     g->dim = e->meta.dim;
     g->L_build = e->meta.L_build;
     g->alpha = e->meta.alpha;
     g->pool_cap = 4 * g->L_build + 2 * g->cap + 64;
+    g->node_slab.item = sizeof(mg_node);
+    g->nbr_slab.item = (size_t)g->cap * sizeof(uint32_t);
+    g->vec_slab.item = (size_t)g->dim * sizeof(float);
+    g->code_slab.item = g->m;
     g->table = malloc(pq_table_floats(e->pq) * sizeof(float));
     g->pool_id = malloc((size_t)g->pool_cap * sizeof *g->pool_id);
     g->pool_d = malloc((size_t)g->pool_cap * sizeof *g->pool_d);
     g->rows = malloc((size_t)g->pool_cap * g->dim * sizeof *g->rows);
+    g->xq = malloc((size_t)g->dim * sizeof *g->xq);
     g->out = malloc((size_t)g->pool_cap * sizeof *g->out);
-    if (!g->table || !g->pool_id || !g->pool_d || !g->rows || !g->out ||
+    if (!g->table || !g->pool_id || !g->pool_d || !g->rows || !g->xq || !g->out ||
         ann_candlist_create(&g->cl, g->L_build) != 0)
         return ann_fail(-ENOMEM, "%s: merge: no memory", e->store_dir);
     return kv_reader_create(e->kv, &g->rd);
@@ -631,11 +687,9 @@ static int mg_put_code(merger *g, uint32_t id, const uint8_t *code)
         return 0;
     if (grow_ptrs((void ***)&g->codes, &g->cap_codes, g->n_codes + 1))
         return mg_nomem(g);
-    uint8_t *c = malloc(g->m);
-    if (!c || ann_u32map_put(&g->code_ix, id, g->n_codes)) {
-        free(c);
-        return mg_nomem(g);
-    }
+    uint8_t *c = slab_get(&g->code_slab);
+    if (!c || ann_u32map_put(&g->code_ix, id, g->n_codes))
+        return mg_nomem(g); /* a slab item taken is taken back by mg_clear */
     memcpy(c, code, g->m);
     g->codes[g->n_codes++] = c;
     return 0;
@@ -645,18 +699,13 @@ static int mg_put_code(merger *g, uint32_t id, const uint8_t *code)
  * NULL when memory runs out (nothing added). */
 static mg_node *mg_add_node(merger *g, uint32_t id)
 {
-    mg_node *n = calloc(1, sizeof *n);
-    if (n)
-        n->nbrs = malloc((size_t)g->cap * sizeof *n->nbrs);
-    if (!n || !n->nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
-        ann_u32map_put(&g->node_ix, id, g->n_nodes)) {
-        if (n)
-            free(n->nbrs);
-        free(n);
+    mg_node *n = slab_get(&g->node_slab);
+    uint32_t *nbrs = n ? slab_get(&g->nbr_slab) : NULL;
+    if (!n || !nbrs || grow_ptrs((void ***)&g->nodes, &g->cap_nodes, g->n_nodes + 1) ||
+        ann_u32map_put(&g->node_ix, id, g->n_nodes))
         return NULL;
-    }
     g->nodes[g->n_nodes++] = n;
-    n->id = id;
+    *n = (mg_node){ .id = id, .nbrs = nbrs };
     return n;
 }
 
@@ -677,7 +726,7 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
     const uint8_t *rec = v.data;
     size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
     uint32_t d = v.len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
-    if (d > g->R || v.len != drec_node_bytes(layout, m, d)) {
+    if (d > g->cap || v.len != drec_node_bytes(layout, m, d)) {
         kv_val_release(&v);
         return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
                         "its degree", e->store_dir, id, v.len);
@@ -752,10 +801,9 @@ static int mg_vec(merger *g, uint32_t id, const float **out)
         return ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
                         g->e->store_dir, id, v.len, (size_t)g->dim * 4);
     }
-    float *x = malloc((size_t)g->dim * sizeof *x);
+    float *x = slab_get(&g->vec_slab);
     if (!x || grow_ptrs((void ***)&g->vecs, &g->cap_vecs, g->n_vecs + 1) ||
         ann_u32map_put(&g->vec_ix, id, g->n_vecs)) {
-        free(x);
         kv_val_release(&v);
         return mg_nomem(g);
     }
@@ -820,9 +868,71 @@ static int mg_reprune(merger *g, mg_node *n, uint32_t extra)
     return mg_prune_into(g, n, ids, cnt);
 }
 
-/* Greedy search for x (Algorithm 1, by PQ distance) from the medoid; the
+/* Node record id, checked: degree, neighbour ids and (full layout) the
+ * node's own code and its neighbours' codes, pointing into *v. */
+static int mg_node_record(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
+                          const uint8_t **ids, const uint8_t **codes)
+{
+    const uint32_t m = g->m, layout = g->e->meta.layout;
+    int rc = mg_get(g, DREC_TABLE_NODE, id, v);
+    if (rc)
+        return rc;
+    const uint8_t *rec = v->data;
+    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
+    uint32_t d = v->len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
+    if (d > g->cap || v->len != drec_node_bytes(layout, m, d)) {
+        kv_val_release(v);
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
+                        "its degree", g->e->store_dir, id, v->len);
+    }
+    *deg = d;
+    *ids = rec + head + 4;
+    *codes = layout == DREC_LAYOUT_FULL ? *ids + 4 * (size_t)d : NULL;
+    return 0;
+}
+
+/* Vector record id decoded into dst (dim floats). */
+static int mg_read_vec(merger *g, uint32_t id, float *dst)
+{
+    kv_val v = { 0 };
+    int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
+    if (rc)
+        return rc;
+    if (v.len != (size_t)g->dim * 4)
+        rc = ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
+                      g->e->store_dir, id, v.len, (size_t)g->dim * 4);
+    for (uint32_t j = 0; !rc && j < g->dim; j++)
+        dst[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
+    kv_val_release(&v);
+    return rc;
+}
+
+/* The PQ code of id: from its node record's head (full layout; the record
+ * in *v until released) or from memory (resident). */
+static int mg_own_code(merger *g, uint32_t id, kv_val *v, const uint8_t **code)
+{
+    if (g->e->meta.layout == DREC_LAYOUT_RESIDENT) {
+        *code = drec_resident_code(g->e, id);
+        return *code ? 0
+                     : ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code in memory",
+                                g->e->store_dir, id);
+    }
+    uint32_t d;
+    const uint8_t *ids, *codes;
+    int rc = mg_node_record(g, id, v, &d, &ids, &codes);
+    if (!rc)
+        *code = v->data;
+    return rc;
+}
+
+/*
+ * Greedy search for x (Algorithm 1, by PQ distance) from the medoid, as a
+ * query does it: node records read as it goes, neighbour codes taken from
+ * them (full layout) or from memory (resident), nothing kept between
+ * searches (a worker's memory does not grow with the graph).  The
  * expanded nodes, live and not self, with exact squared L2 distances,
- * become the prune pool (g->pool_id / pool_d / rows, *np). */
+ * become the prune pool (g->pool_id / pool_d / rows, *np).
+ */
 static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
 {
     ann_engine *e = g->e;
@@ -830,69 +940,87 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
     ann_candlist_reset_cap(&g->cl, g->L_build);
     ann_u32map_clear(&g->seen);
     uint32_t entry = e->meta.medoid, np = 0;
+    kv_val v = { 0 };
     const uint8_t *code;
-    int rc = mg_code(g, entry, &code);
+    int rc = mg_own_code(g, entry, &v, &code);
     if (rc)
         return rc;
+    ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), entry);
+    kv_val_release(&v);
     if (ann_u32map_put(&g->seen, entry, 1))
         return mg_nomem(g);
-    ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), entry);
     uint32_t max_expand = 4 * g->L_build + 32;
     for (uint32_t it = 0; it < max_expand; it++) {
         int pos = ann_candlist_next(&g->cl);
         if (pos < 0)
             break;
-        uint32_t u = g->cl.c[pos].id;
-        mg_node *n;
-        rc = mg_load_node(g, u, &n);
+        uint32_t u = g->cl.c[pos].id, d;
+        const uint8_t *ids, *codes;
+        rc = mg_node_record(g, u, &v, &d, &ids, &codes);
+        if (rc)
+            return rc;
+        for (uint32_t i = 0; !rc && i < d; i++) {
+            uint32_t w = ann_get_u32(ids + 4 * (size_t)i);
+            if (ann_u32map_get(&g->seen, w, NULL))
+                continue;
+            if (ann_u32map_put(&g->seen, w, 1)) {
+                rc = mg_nomem(g);
+                break;
+            }
+            code = codes ? codes + (size_t)i * g->m : drec_resident_code(e, w);
+            if (!code)
+                rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code in memory",
+                              e->store_dir, w);
+            else
+                ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), w);
+        }
+        kv_val_release(&v);
         if (rc)
             return rc;
         if (u != self && !is_dead(g, u) && np < g->pool_cap) {
-            const float *xu;
-            rc = mg_vec(g, u, &xu);
+            float *row = g->rows + (size_t)np * g->dim;
+            rc = mg_read_vec(g, u, row);
             if (rc)
                 return rc;
             g->pool_id[np] = u;
-            memcpy(g->rows + (size_t)np * g->dim, xu, (size_t)g->dim * sizeof *xu);
-            g->pool_d[np] = ann_l2sq(x, xu, g->dim);
+            g->pool_d[np] = ann_l2sq(x, row, g->dim);
             np++;
-        }
-        for (uint32_t i = 0; i < n->deg; i++) {
-            uint32_t w = n->nbrs[i];
-            if (ann_u32map_get(&g->seen, w, NULL))
-                continue;
-            if (ann_u32map_put(&g->seen, w, 1))
-                return mg_nomem(g);
-            rc = mg_code(g, w, &code);
-            if (rc)
-                return rc;
-            ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), w);
         }
     }
     *np_out = np;
     return 0;
 }
 
-/* Link pending vector p (code in the cache) into the working graph. */
-static int mg_link(merger *g, uint32_t p)
+/* Pending vector p's out-neighbours (at most R) in the committed graph:
+ * greedy search from the medoid and RobustPrune of the expanded nodes.
+ * Reads only (a worker's own merger and snapshot). */
+static int mg_search_prune(merger *g, uint32_t p, uint32_t *out, uint32_t *deg)
 {
-    const float *xp;
     uint32_t np = 0;
-    int rc = mg_vec(g, p, &xp);
+    int rc = mg_read_vec(g, p, g->xq);
     if (!rc)
-        rc = mg_greedy(g, p, xp, &np);
+        rc = mg_greedy(g, p, g->xq, &np);
     if (rc)
         return rc;
     int got = vamana_prune_rows(g->rows, g->dim, g->pool_d, np, g->alpha, g->R, g->out);
     if (got < 0)
         return got;
+    for (int i = 0; i < got; i++)
+        out[i] = g->pool_id[g->out[i]];
+    *deg = (uint32_t)got;
+    return 0;
+}
+
+/* Make pending vector p (code in the cache) a working node with
+ * out-neighbours out[0..deg) and add its back-edges. */
+static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
+{
     mg_node *pn = NULL;
-    rc = mg_new_node(g, p, &pn);
+    int rc = mg_new_node(g, p, &pn);
     if (rc)
         return rc;
-    for (int i = 0; i < got; i++)
-        pn->nbrs[i] = g->pool_id[g->out[i]];
-    pn->deg = (uint32_t)got;
+    memcpy(pn->nbrs, out, (size_t)deg * sizeof *out);
+    pn->deg = deg;
     /* back-edges with the slack rule; pn's list is stable meanwhile */
     for (uint32_t i = 0; i < pn->deg; i++) {
         mg_node *j;
@@ -974,7 +1102,7 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     int rc = buf ? 0 : mg_nomem(g);
     for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
         mg_node *n = g->nodes[i];
-        if (n->dirty && n->deg > g->R)
+        if (n->dirty && n->deg > g->cap) /* never: links re-prune at cap */
             rc = mg_reprune(g, n, VAMANA_NO_ID);
     }
     /* every code the records need, while the snapshot is open */
@@ -1112,7 +1240,7 @@ static int record_touches(merger *g, uint32_t v, int *touches)
     if (rc)
         return rc;
     uint32_t d = val.len >= head + 4 ? ann_get_u32((const uint8_t *)val.data + head) : UINT32_MAX;
-    if (d > g->R || val.len != drec_node_bytes(layout, m, d))
+    if (d > g->cap || val.len != drec_node_bytes(layout, m, d))
         rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match its "
                       "degree", g->e->store_dir, v, val.len);
     *touches = 0;
@@ -1141,7 +1269,7 @@ static int mg_consolidate(merger *g, const drec_id_list *dels, uint32_t graph_de
         /* every node record, in id order, from one snapshot */
         drec_id_list nodes = { 0 };
         rc = list_table(g, DREC_TABLE_NODE, &nodes);
-        uint32_t *cand = malloc(((size_t)g->R * (g->R + 1) + 1) * sizeof *cand);
+        uint32_t *cand = malloc(((size_t)g->cap * (g->cap + 1) + 1) * sizeof *cand);
         ann_u32map cset = { 0 };
         if (!rc && !cand)
             rc = mg_nomem(g);
@@ -1224,14 +1352,83 @@ static int mg_consolidate(merger *g, const drec_id_list *dels, uint32_t graph_de
 
 /* ---- merge -------------------------------------------------------------- */
 
+/* One chunk's link phase: workers (one merger each, own snapshot) find the
+ * out-neighbours of ids[0..n) in the committed graph; out holds R per id. */
+typedef struct link_job {
+    merger *w;
+    const uint32_t *ids;
+    uint32_t *out, *deg, R;
+} link_job;
+
+static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
+{
+    link_job *j = arg;
+    for (uint64_t i = begin; i < end; i++) {
+        int rc = mg_search_prune(&j->w[worker], j->ids[i], j->out + i * j->R, &j->deg[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/*
+ * Link the chunk ids[0..n) (codes in g's cache, g's snapshot begun): the
+ * out-neighbours of every id are found in parallel, on the graph as the
+ * last batch left it (a chunk's points do not see each other, as in
+ * FreshDiskANN's insert phase), then the new nodes and their back-edges
+ * are added one after another in g, and the chunk is committed.
+ */
+static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
+{
+    int rc = 0;
+    uint32_t begun = 0;
+    for (; !rc && begun < nw; begun++)
+        rc = kv_reader_begin(w[begun].rd);
+    if (!rc) {
+        j->w = w;
+        rc = ann_parallel_for((int)nw, n, 1, link_range, j);
+    }
+    for (uint32_t t = 0; t < begun; t++) {
+        kv_reader_end(w[t].rd);
+        mg_clear(&w[t]);
+    }
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
+    if (rc) {
+        kv_reader_end(g->rd);
+        mg_clear(g);
+        return rc;
+    }
+    return mg_commit(g, n, NULL, NULL, n);
+}
+
+static uint32_t chunk_limit(const ann_engine *e)
+{
+    uint64_t c = atomic_load(&e->live.graph_nodes) / 10;
+    return c < DREC_MERGE_CHUNK_MIN ? DREC_MERGE_CHUNK_MIN
+           : c > DREC_MERGE_CHUNK_MAX ? DREC_MERGE_CHUNK_MAX
+                                      : (uint32_t)c;
+}
+
 static int merge_locked(ann_engine *e)
 {
     merger g;
+    const uint32_t nw = e->live.merge_threads;
+    merger *w = calloc(nw, sizeof *w);
+    link_job job = { .R = e->meta.R };
+    job.ids = malloc(DREC_MERGE_CHUNK_MAX * sizeof *job.ids);
+    job.out = malloc((size_t)DREC_MERGE_CHUNK_MAX * job.R * sizeof *job.out);
+    job.deg = malloc(DREC_MERGE_CHUNK_MAX * sizeof *job.deg);
+    uint32_t *chunk = (uint32_t *)job.ids, nw_init = 0;
     drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
     uint64_t tail0 = 0;
     int complete0 = 0;
     int rc = mg_init(&g, e);
+    if (!rc && (!w || !job.ids || !job.out || !job.deg))
+        rc = mg_nomem(&g);
+    for (; !rc && nw_init < nw; nw_init++)
+        rc = mg_init(&w[nw_init], e);
     if (!rc) {
         /* the snapshot and the copy's tail at one moment: slots below
          * tail0 are what this merge will have linked or dropped */
@@ -1295,16 +1492,19 @@ static int merge_locked(ann_engine *e)
             rc = mg_put_code(&g, p, v.data);
         kv_val_release(&v);
         if (!rc)
-            rc = mg_link(&g, p);
-        if (!rc && ++in_chunk == DREC_MERGE_CHUNK) {
-            rc = mg_commit(&g, in_chunk, NULL, NULL, in_chunk);
+            chunk[in_chunk++] = p;
+        /* a chunk ends at the limit, unless at most a quarter of it is
+         * left: a small last chunk would rewrite about as many nodes */
+        uint32_t lim = chunk_limit(e), left = pend.n - i - 1;
+        if (!rc && (in_chunk == DREC_MERGE_CHUNK_MAX || (in_chunk >= lim && left > lim / 4))) {
+            rc = link_chunk(&g, w, nw, &job, in_chunk);
             in_chunk = 0;
             if (!rc)
                 rc = kv_reader_begin(g.rd);
         }
     }
     if (!rc && in_chunk > 0)
-        rc = mg_commit(&g, in_chunk, NULL, NULL, in_chunk);
+        rc = link_chunk(&g, w, nw, &job, in_chunk);
     else
         kv_reader_end(g.rd);
     ann_u32map_fini(&pset);
@@ -1319,6 +1519,12 @@ static int merge_locked(ann_engine *e)
     }
 out:
     mg_fini(&g);
+    for (uint32_t t = 0; w && t < nw; t++) /* zeroed ones too: mg_init may have stopped */
+        mg_fini(&w[t]);
+    free(w);
+    free(chunk);
+    free(job.out);
+    free(job.deg);
     free(tombs.ids);
     free(pend.ids);
     free(dels.ids);

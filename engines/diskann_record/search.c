@@ -195,7 +195,7 @@ static int expand(drec_query *q, uint32_t id)
         goto out;
     }
     uint32_t d = ann_get_u32(rec + head);
-    if (d > e->meta.R || v.len != drec_node_bytes(layout, m, d)) {
+    if (d > drec_max_degree(e->meta.R) || v.len != drec_node_bytes(layout, m, d)) {
         rc = ann_fail(ANN_ECORRUPT, "%s: node %u: record length %zu does not match degree %u",
                       e->store_dir, id, v.len, d);
         goto out;
