@@ -21,7 +21,10 @@
  * wall time, in vectors per second, against vectors merged per second.
  * Recall@10 at L over the bundle's first `queries` queries, against the
  * exact top 10 over the same n-build + inserts vectors, for the merged and
- * the one-pass index.  WORK_DIR is left for inspection.
+ * the one-pass index, with what a query cost: node records read (hops),
+ * records read in all, and mean latency on one thread (the index warm
+ * from the merge or the recall pass before; a figure, not a benchmark of
+ * search).  WORK_DIR is left for inspection.
  */
 #include "datasets/bundle.h"
 #include "engines/core/exact.h"
@@ -112,19 +115,27 @@ static int build(const opts *o, const ann_engine_ops *ops, const float *x, uint6
     return rc;
 }
 
-/* Recall@K at L of eng over nq queries against gt (nq x K ids). */
+/* What a query costs: node records read (hops) and records read in all
+ * (node and vector records), per query, and the mean latency (ms, one
+ * thread, queries one at a time). */
+typedef struct {
+    double recall, hops, reads, ms;
+} qcost;
+
+/* Recall@K at L of eng over nq queries against gt (nq x K ids), and cost. */
 static int recall(const opts *o, const ann_engine_ops *ops, ann_engine *eng, const float *q,
-                  uint32_t dim, const int32_t *gt, double *out)
+                  uint32_t dim, const int32_t *gt, qcost *out)
 {
     json_t *sp = json_pack("{s:i}", "L", o->L);
     ann_ctx *ctx = NULL;
     int rc = ops->ctx_new(eng, sp, K, &ctx);
     json_decref(sp);
     uint64_t hit = 0;
+    ann_stats st = { 0 };
+    double t0 = ann_mono_s();
     for (int i = 0; !rc && i < o->queries; i++) {
         uint32_t ids[K];
         float d[K];
-        ann_stats st = { 0 };
         int got = ops->search(ctx, q + (size_t)i * dim, K, ids, d, &st);
         if (got < 0) {
             rc = got;
@@ -134,8 +145,12 @@ static int recall(const opts *o, const ann_engine_ops *ops, ann_engine *eng, con
             for (int b = 0; b < K; b++)
                 hit += (int32_t)ids[a] == gt[(size_t)i * K + b];
     }
+    double t = ann_mono_s() - t0;
     ops->ctx_free(ctx);
-    *out = (double)hit / ((double)o->queries * K);
+    *out = (qcost){ .recall = (double)hit / ((double)o->queries * K),
+                    .hops = (double)st.hops / o->queries,
+                    .reads = (double)st.reads / o->queries,
+                    .ms = 1e3 * t / o->queries };
     return rc;
 }
 
@@ -195,7 +210,8 @@ int main(int argc, char **argv)
         ann_vecsrc_destroy(all);
         free(gd);
     }
-    double op_wall = 0, op_graph = 0, op_recall = 0;
+    double op_wall = 0, op_graph = 0;
+    qcost op_q = { 0 };
     if (!rc) {
         snprintf(dir, sizeof dir, "%s/onepass", o.work);
         printf("one-pass build over %llu vectors (R %d, L_build %d, %d-byte PQ, %s, %d threads)"
@@ -209,13 +225,14 @@ int main(int argc, char **argv)
         json_t *orep = NULL;
         rc = ann_engine_open(ops, dir, opn, &eng, &orep);
         if (!rc)
-            rc = recall(&o, ops, eng, q, b.dim, gt, &op_recall);
+            rc = recall(&o, ops, eng, q, b.dim, gt, &op_q);
         if (eng)
             ops->close(eng);
         json_decref(opn);
         json_decref(orep);
     }
-    double ins_s[MAX_REPEATS], mrg_s[MAX_REPEATS], rec[MAX_REPEATS];
+    double ins_s[MAX_REPEATS], mrg_s[MAX_REPEATS], rec[MAX_REPEATS], hops[MAX_REPEATS],
+        reads[MAX_REPEATS], ms[MAX_REPEATS];
     for (int r = 0; !rc && r < o.repeats; r++) {
         double bw = 0, bg = 0;
         snprintf(dir, sizeof dir, "%s/base-%d", o.work, r);
@@ -242,8 +259,13 @@ int main(int argc, char **argv)
                 tmg += ann_mono_s() - t1;
             }
         }
+        qcost qc = { 0 };
         if (!rc)
-            rc = recall(&o, ops, eng, q, b.dim, gt, &rec[r]);
+            rc = recall(&o, ops, eng, q, b.dim, gt, &qc);
+        rec[r] = qc.recall;
+        hops[r] = qc.hops;
+        reads[r] = qc.reads;
+        ms[r] = qc.ms;
         if (eng)
             ops->close(eng);
         ins_s[r] = tin;
@@ -254,17 +276,21 @@ int main(int argc, char **argv)
     }
     if (!rc) {
         double m = median(mrg_s, o.repeats), rr = median(rec, o.repeats);
+        double mh = median(hops, o.repeats), mr = median(reads, o.repeats),
+               mm = median(ms, o.repeats);
         double rate_g = (double)total / op_graph, rate_w = (double)total / op_wall;
         double rate_m = o.inserts / m;
         printf("\nbundle %s: dim %u; n-build %d + inserts %d, merged every %d; %s; %d threads; "
                "L %d; %d queries; median of %d\n", b.name, b.dim, o.n_build, o.inserts, o.batch,
                o.kv, o.threads, o.L, o.queries, o.repeats);
-        printf("%-22s %12s %12s\n", "", "vectors/s", "recall@10");
-        printf("%-22s %12.0f %12.4f\n", "one-pass (graph phase)", rate_g, op_recall);
-        printf("%-22s %12.0f %12s\n", "one-pass (wall)", rate_w, "");
-        printf("%-22s %12.0f %12.4f\n", "merge", rate_m, rr);
+        printf("%-22s %10s %10s %10s %10s %10s\n", "", "vectors/s", "recall@10", "hops/q",
+               "reads/q", "ms/q");
+        printf("%-22s %10.0f %10.4f %10.1f %10.1f %10.3f\n", "one-pass (graph phase)", rate_g,
+               op_q.recall, op_q.hops, op_q.reads, op_q.ms);
+        printf("%-22s %10.0f\n", "one-pass (wall)", rate_w);
+        printf("%-22s %10.0f %10.4f %10.1f %10.1f %10.3f\n", "merge", rate_m, rr, mh, mr, mm);
         printf("merge / one-pass graph rate: %.3f; recall difference %+.4f\n", rate_m / rate_g,
-               rr - op_recall);
+               rr - op_q.recall);
     }
     free(x);
     free(q);
