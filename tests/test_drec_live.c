@@ -150,15 +150,17 @@ typedef struct {
 
 static double cache_mb = 64; /* pending_cache_mb of the next opens */
 static int merge_threads = 0; /* merge_threads of the next opens (0: one per core) */
+static int compact_after = 0; /* compact_after_merge of the next opens */
 
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
 {
-    char op[256], sp[64];
+    char op[512], sp[64];
     snprintf(op, sizeof op,
              "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g, "
-             "\"merge_threads\": %d}",
-             backend, updates ? "true" : "false", merge_every, cache_mb, merge_threads);
+             "\"merge_threads\": %d, \"compact_after_merge\": %s}",
+             backend, updates ? "true" : "false", merge_every, cache_mb, merge_threads,
+             compact_after && updates ? "true" : "false");
     snprintf(sp, sizeof sp, "{\"L\": %u}", L);
     o->ops = ann_engine_find(engines[e]);
     o->eng = NULL;
@@ -489,8 +491,9 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
 
 /* A merge finds the new points' neighbours on several threads and adds
  * the back-edges on one, in a fixed order: the merged graph is the same
- * byte for byte whatever merge_threads is.  And it keeps the back-edge
- * slack: some nodes end above R, none above ceil(1.3 R). */
+ * byte for byte whatever merge_threads is (and with compact_after_merge,
+ * which changes where the records lie, not what they hold).  And it keeps
+ * the back-edge slack: some nodes end above R, none above ceil(1.3 R). */
 static void test_merge_threads(void **state)
 {
     (void)state;
@@ -503,6 +506,7 @@ static void test_merge_threads(void **state)
             char path[4096];
             copy_base(e, path, sizeof path);
             merge_threads = threads[t];
+            compact_after = t == 1;
             opened o;
             assert_int_equal(open_idx(e, path, backend, 1, 0, 100, &o), 0);
             for (uint32_t id = NBASE; id < NALL; id++)
@@ -520,6 +524,7 @@ static void test_merge_threads(void **state)
             tables[t] = node_table(path, backend, &lens[t]);
         }
         merge_threads = 0;
+        compact_after = 0;
         assert_int_equal(lens[0], lens[1]);
         assert_memory_equal(tables[0], tables[1], lens[0]);
         free(tables[0]);
@@ -614,6 +619,10 @@ static void test_bad_input(void **state)
     ann_engine *eng = NULL;
     expect_error(ann_engine_open(o.ops, path, bad, &eng, NULL), ANN_EPARAM,
                  "open: merge_every 5 needs \"updates\": true");
+    json_decref(bad);
+    bad = js("{\"compact_after_merge\": true}");
+    expect_error(ann_engine_open(o.ops, path, bad, &eng, NULL), ANN_EPARAM,
+                 "open: compact_after_merge needs \"updates\": true");
     json_decref(bad);
 
     assert_int_equal(open_idx(0, path, "rocksdb", 1, 0, 100, &o), 0);

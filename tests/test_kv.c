@@ -202,6 +202,56 @@ static void test_round_trip(void **state)
     }
 }
 
+/* kv_compact keeps exactly the live records (the latest value of each,
+ * none of the deleted), also across a reopen; a read-only store refuses it. */
+static void test_compact(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "compact");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        for (int round = 0; round < 2; round++) {
+            kv_txn *t = NULL;
+            assert_int_equal(kv_txn_begin(s, &t), 0);
+            for (uint32_t id = 0; id < 1000; id++) {
+                size_t len = make_val(val, id);
+                if (round == 0)
+                    val[0] ^= 0xff; /* overwritten in round 1 with make_val's bytes */
+                assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, id), val, len), 0);
+            }
+            assert_int_equal(kv_txn_commit(t), 0);
+        }
+        for (uint32_t id = 0; id < 1000; id += 4)
+            assert_int_equal(kv_delete(s, key, kv_key_u32(key, 1, id)), 0);
+        assert_int_equal(kv_compact(s), 0);
+        for (int reopen = 0; reopen < 2; reopen++) {
+            kv_reader *r = NULL;
+            assert_int_equal(kv_reader_create(s, &r), 0);
+            assert_int_equal(kv_reader_begin(r), 0);
+            for (uint32_t id = 0; id < 1000; id++) {
+                if (id % 4) {
+                    expect_record(r, 1, id, c);
+                } else {
+                    kv_val v = { 0 };
+                    assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, id), &v), ANN_ENOTFOUND);
+                }
+            }
+            kv_reader_end(r);
+            kv_reader_destroy(r);
+            assert_int_equal(kv_close(s), 0);
+            s = open_store(c, path, 1, 0);
+        }
+        assert_int_equal(kv_compact(s), ANN_ESTATE);
+        char want[4200];
+        snprintf(want, sizeof want, "%s: compact: the store is open read-only", path);
+        assert_string_equal(ann_errmsg(ANN_ESTATE), want);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
 /* Not found is an answer; misuse and missing stores are distinct errors. */
 static void test_errors(void **state)
 {
@@ -722,6 +772,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_helpers),
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_compact),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_prefix_iteration),
         cmocka_unit_test(test_bulk_load),

@@ -573,6 +573,13 @@ int kv_txn_commit(kv_txn *t)
     return rc;
 }
 
+int kv_compact(kv_store *s)
+{
+    if (s->opt.read_only)
+        return ann_fail(ANN_ESTATE, "%s: compact: the store is open read-only", s->dir);
+    return s->ops->compact ? s->ops->compact(s) : 0;
+}
+
 int kv_put(kv_store *s, const void *key, size_t key_len, const void *val, size_t val_len)
 {
     kv_txn *t = NULL;

@@ -290,6 +290,16 @@ int kv_txn_commit(kv_txn *t);
 /* Drop the batch and free the txn.  Accepts NULL. */
 void kv_txn_abort(kv_txn *t);
 
+/*
+ * Reclaim the space of overwritten and deleted records now.  RocksDB: a
+ * manual compaction of every key (memtable flushed, every level rewritten
+ * into the bottom one), returning when it is done; readers and writers may
+ * go on meanwhile.  LMDB: nothing to do (pages freed by a commit are
+ * reused by later ones; the file never shrinks).  Errors: ANN_ESTATE on a
+ * read-only store, -EIO.
+ */
+int kv_compact(kv_store *s);
+
 /* One-record conveniences: a batch of one put / one delete. */
 int kv_put(kv_store *s, const void *key, size_t key_len, const void *val, size_t val_len);
 int kv_delete(kv_store *s, const void *key, size_t key_len);

@@ -79,6 +79,8 @@ typedef struct kv_backend_ops {
     int (*bulk_add)(kv_bulk *b, const void *key, size_t key_len, const void *val, size_t val_len);
     int (*bulk_finish)(kv_bulk *b);
     void (*bulk_abort)(kv_bulk *b);
+    /* Reclaim overwritten and deleted records now; NULL: nothing to do. */
+    int (*compact)(kv_store *s);
 } kv_backend_ops;
 
 /* Store totals, updated at kv_reader_end and at commits (relaxed atomics). */

@@ -68,6 +68,9 @@ const ann_param_spec drec_open_params[] = {
       .help = "merge in the background once this many inserts are pending (0: only on demand)" },
     { .name = "merge_threads", .type = ANN_PARAM_INT, .min = 0, .max = 256, .def = 0,
       .help = "threads a merge links pending vectors with (0: one per core)" },
+    { .name = "compact_after_merge", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "after each merge, compact the store (RocksDB: drop the rewritten records' old "
+              "versions now; LMDB: nothing to do)" },
     ANN_PARAM_END_OF("diskann-record/-resident open"),
 };
 

@@ -234,6 +234,10 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     L->enabled = ann_param_bool(open_params, drec_open_params, "updates");
     L->merge_every = (uint32_t)ann_param_int(open_params, drec_open_params, "merge_every");
     L->merge_threads = (uint32_t)ann_param_int(open_params, drec_open_params, "merge_threads");
+    L->compact_after_merge =
+        ann_param_bool(open_params, drec_open_params, "compact_after_merge");
+    if (L->compact_after_merge && !L->enabled)
+        return ann_fail(ANN_EPARAM, "open: compact_after_merge needs \"updates\": true");
     if (L->merge_threads == 0)
         L->merge_threads = (uint32_t)ann_ncores();
     if (L->merge_every && !L->enabled)
@@ -1546,6 +1550,9 @@ int drec_merge(ann_engine *e)
     pthread_mutex_unlock(&e->live.wlock);
     if (!untrained)
         rc = merge_locked(e);
+    /* searches and inserts go on while the store compacts */
+    if (!rc && e->live.compact_after_merge)
+        rc = kv_compact(e->kv);
     pthread_mutex_unlock(&e->live.mlock);
     return rc;
 }
