@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -199,6 +200,89 @@ static void test_round_trip(void **state)
         kv_reader_end(r);
         kv_reader_destroy(r);
         assert_int_equal(kv_close(s), 0);
+    }
+}
+
+/* RocksDB batches past ingest_above_bytes go in as one ingested SST file:
+ * the same answers as a write batch (the last operation on a key wins,
+ * deletes delete), atomically, and a reader's snapshot taken before the
+ * commit still sees the records as they were. */
+static void test_ingest_commit(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < 2; ci++) { /* the two RocksDB profiles */
+        const kv_case *c = &cases[ci];
+        assert_int_equal(c->backend, KV_BACKEND_ROCKSDB);
+        char path[4096];
+        store_path(path, c, "ingest");
+        kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                         .create = 1, .ingest_above_bytes = 1 };
+        kv_store *s = NULL;
+        assert_int_equal(kv_open(path, &o, &s), 0);
+        uint8_t key[KV_KEY_U32_BYTES], val[600];
+        for (uint32_t id = 0; id < 300; id++) /* each batch ingested too (past 1 byte) */
+            assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+        kv_reader *old = NULL, *r = NULL;
+        assert_int_equal(kv_reader_create(s, &old), 0);
+        assert_int_equal(kv_reader_begin(old), 0);
+        kv_txn *t = NULL;
+        assert_int_equal(kv_txn_begin(s, &t), 0);
+        /* out of key order; 7 written twice (the second wins); 9 put then
+         * deleted; 11 deleted then put; 13 deleted; 5000 absent, deleted */
+        for (uint32_t n = 0; n < 300; n++) {
+            uint32_t id = (n * 7919u) % 300u + 300u;
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+        }
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 7), "first", 5), 0);
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 9), "gone", 4), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 11)), 0);
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 7), "second", 6), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 9)), 0);
+        assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 11), "back", 4), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 13)), 0);
+        assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 5000)), 0);
+        assert_int_equal(kv_txn_commit(t), 0);
+        for (int pass = 0; pass < 2; pass++) {
+            assert_int_equal(kv_reader_create(s, &r), 0);
+            assert_int_equal(kv_reader_begin(r), 0);
+            for (uint32_t id = 0; id < 600; id++)
+                if (id != 7 && id != 9 && id != 11 && id != 13)
+                    expect_record(r, 1, id, c);
+            kv_val v = { 0 };
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 7), &v), 0);
+            assert_int_equal(v.len, 6);
+            assert_memory_equal(v.data, "second", 6);
+            kv_val_release(&v);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 11), &v), 0);
+            assert_int_equal(v.len, 4);
+            assert_memory_equal(v.data, "back", 4);
+            kv_val_release(&v);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 9), &v), ANN_ENOTFOUND);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 13), &v), ANN_ENOTFOUND);
+            kv_reader_end(r);
+            kv_reader_destroy(r);
+            if (pass == 0) {
+                /* the snapshot from before the commit: the old records only */
+                for (uint32_t id = 0; id < 300; id++)
+                    expect_record(old, 1, id, c);
+                kv_val v2 = { 0 };
+                assert_int_equal(kv_get(old, key, kv_key_u32(key, 1, 300), &v2), ANN_ENOTFOUND);
+                kv_reader_end(old);
+                kv_reader_destroy(old);
+                /* and the same after a reopen */
+                assert_int_equal(kv_close(s), 0);
+                o.create = 0;
+                assert_int_equal(kv_open(path, &o, &s), 0);
+            }
+        }
+        assert_int_equal(kv_close(s), 0);
+        /* no SST file of the batch is left outside the store's own */
+        DIR *dir = opendir(path);
+        assert_non_null(dir);
+        for (struct dirent *de; (de = readdir(dir));)
+            if (!strncmp(de->d_name, "txn-", 4))
+                fail_msg("%s: %s left behind", path, de->d_name);
+        closedir(dir);
     }
 }
 
@@ -773,6 +857,7 @@ int main(void)
         cmocka_unit_test(test_key_helpers),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_compact),
+        cmocka_unit_test(test_ingest_commit),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_prefix_iteration),
         cmocka_unit_test(test_bulk_load),

@@ -122,7 +122,14 @@ typedef struct kv_options {
      * may be lost to a machine crash, half a batch is never applied.
      * kv_close syncs either way.  Ignored by RocksDB. */
     int relaxed_sync;
+    /* RocksDB, writable opens: a batch whose puts come to at least this
+     * many bytes is written as a sorted SST file and ingested (atomic,
+     * synced, no WAL and no memtable copy) instead of applied as a write
+     * batch; 0 means KV_INGEST_DEFAULT_BYTES.  Ignored by LMDB. */
+    uint64_t ingest_above_bytes;
 } kv_options;
+
+#define KV_INGEST_DEFAULT_BYTES (64ull << 20)
 
 /* ---- keys --------------------------------------------------------------- */
 

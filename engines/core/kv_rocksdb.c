@@ -14,7 +14,14 @@
  * Bulk loads write sorted SST files with the SST file writer (a new file
  * every KV_ROCKSDB_SST_BYTES) and ingest them at the end by moving them
  * into the database, RocksDB's fastest load path (no WAL, no memtable, no
- * compaction for non-overlapping files).  Tables use a bloom filter (10
+ * compaction for non-overlapping files).  A write batch of at least
+ * ingest_above_bytes of puts (a merge rewriting much of a graph) takes the
+ * same path: its operations sorted by key (the last one on a key wins),
+ * deletes as SST tombstones, one file ingested atomically with a sequence
+ * number above every write before it, so a reader's older snapshot still
+ * sees the records as they were.  Applying such a batch through the WAL
+ * and the memtable copies it three times and was measured at about
+ * 50 MB/s (bench_merge, 630 MB in 12.4 s).  Tables use a bloom filter (10
  * bits per key), no compression, and index/filter blocks held by the table
  * readers rather than competing for the block cache.
  */
@@ -378,10 +385,16 @@ static int rdb_iter_next(kv_iter *it, kv_val *key, kv_val *val)
 
 /* ---- writes ------------------------------------------------------------ */
 
+static int rdb_commit_ingest(kv_store *s, const kv_txn *t);
+
 static int rdb_commit(kv_store *s, const kv_txn *t)
 {
     rdb_store *d = s->impl;
     char *err = NULL;
+    uint64_t above = s->opt.ingest_above_bytes ? s->opt.ingest_above_bytes
+                                               : KV_INGEST_DEFAULT_BYTES;
+    if (t->put_bytes >= above)
+        return rdb_commit_ingest(s, t);
     rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
     if (!wb)
         return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
@@ -406,6 +419,86 @@ static int rdb_compact(kv_store *s)
     rdb_store *d = s->impl;
     rocksdb_compact_range(d->db, NULL, 0, NULL, 0);
     return 0;
+}
+
+/* A large batch as one ingested SST file (see the top of the file). */
+typedef struct {
+    const uint8_t *k;
+    size_t len, i;
+} rdb_sop;
+
+/* Bytewise key order (RocksDB's default comparator), then batch order. */
+static int sop_cmp(const void *a, const void *b)
+{
+    const rdb_sop *x = a, *y = b;
+    int c = memcmp(x->k, y->k, x->len < y->len ? x->len : y->len);
+    if (c)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int rdb_commit_ingest(kv_store *s, const kv_txn *t)
+{
+    rdb_store *d = s->impl;
+    char path[4300], *err = NULL;
+    snprintf(path, sizeof path, "%s/txn-%ld-%u.sst", s->dir, (long)getpid(),
+             atomic_fetch_add(&d->bulk_seq, 1));
+    rdb_sop *ops = malloc(t->n_ops * sizeof *ops);
+    rocksdb_envoptions_t *env = rocksdb_envoptions_create();
+    rocksdb_sstfilewriter_t *w = env ? rocksdb_sstfilewriter_create(env, d->opts) : NULL;
+    rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
+    int rc = 0, opened = 0;
+    if (!ops || !env || !w || !io) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+        goto out;
+    }
+    for (size_t i = 0; i < t->n_ops; i++)
+        ops[i] = (rdb_sop){ t->arena + t->ops[i].key_off, t->ops[i].key_len, i };
+    qsort(ops, t->n_ops, sizeof *ops, sop_cmp);
+    rocksdb_sstfilewriter_open(w, path, &err);
+    if (err) {
+        rc = rdb_fail(s, "SST file open", err);
+        goto out;
+    }
+    opened = 1;
+    for (size_t j = 0; j < t->n_ops && !err; j++) {
+        if (j + 1 < t->n_ops && ops[j + 1].len == ops[j].len &&
+            !memcmp(ops[j + 1].k, ops[j].k, ops[j].len))
+            continue; /* a later operation on the same key wins */
+        const kv_op *op = &t->ops[ops[j].i];
+        if (op->kind == KV_OP_PUT)
+            rocksdb_sstfilewriter_put(w, (const char *)ops[j].k, ops[j].len,
+                                      (const char *)t->arena + op->val_off, op->val_len, &err);
+        else
+            rocksdb_sstfilewriter_delete(w, (const char *)ops[j].k, ops[j].len, &err);
+    }
+    if (err) {
+        rc = rdb_fail(s, "SST file write", err);
+        goto out;
+    }
+    rocksdb_sstfilewriter_finish(w, &err);
+    if (err) {
+        rc = rdb_fail(s, "SST file finish", err);
+        goto out;
+    }
+    rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
+    const char *files[1] = { path };
+    rocksdb_ingest_external_file(d->db, files, 1, io, &err);
+    if (err)
+        rc = rdb_fail(s, "SST ingestion", err);
+out:
+    if (w)
+        rocksdb_sstfilewriter_destroy(w);
+    if (env)
+        rocksdb_envoptions_destroy(env);
+    if (io)
+        rocksdb_ingestexternalfileoptions_destroy(io);
+    if (opened)
+        unlink(path); /* moved into the store on success; on failure, gone */
+    free(ops);
+    return rc;
 }
 
 /* ---- bulk load --------------------------------------------------------- */
