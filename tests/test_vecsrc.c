@@ -202,6 +202,17 @@ static void test_pq_sample_sources(void **state)
         assert_true(found > last);
         last = found;
     }
+    /* and so the same codebook: DiskANN's artifacts train on the vectors
+     * the graph phase holds (a memory source) instead of the file */
+    pq_codebook *from_file = NULL, *from_mem = NULL;
+    pp.pq_bytes = 3;
+    pp.threads = 2;
+    assert_int_equal(pq_train(file, &pp, &from_file), 0);
+    assert_int_equal(pq_train(mem, &pp, &from_mem), 0);
+    assert_memory_equal(from_file->centroids, from_mem->centroids,
+                        (size_t)3 * PQ_KSUB * from_file->dsub * sizeof(float));
+    pq_codebook_destroy(from_file);
+    pq_codebook_destroy(from_mem);
     free(a);
     free(b);
     free(c);
