@@ -39,6 +39,16 @@ static int prefix_read(const ann_vecsrc *src, uint64_t first, uint64_t count, fl
     return ann_vecsrc_read(p->inner, first, count, out);
 }
 
+static int prefix_rows(const ann_vecsrc *src, uint64_t first, uint64_t count, const float **out)
+{
+    const prefix_src *p = src->impl;
+    if (first > src->n || count > src->n - first)
+        return ann_fail(ANN_EPARAM, "%s: rows [%llu, %llu) past the first %llu", src->id,
+                        (unsigned long long)first, (unsigned long long)(first + count),
+                        (unsigned long long)src->n);
+    return p->inner->rows(p->inner, first, count, out);
+}
+
 static void prefix_destroy(ann_vecsrc *src)
 {
     prefix_src *p = src->impl;
@@ -63,6 +73,7 @@ static int prefix_wrap(ann_vecsrc **src, uint64_t n)
     *s = **src;
     s->n = n;
     s->read = prefix_read;
+    s->rows = (*src)->rows ? prefix_rows : NULL; /* the copy above took the inner's */
     s->destroy = prefix_destroy;
     s->impl = p;
     p->inner = *src;

@@ -18,6 +18,7 @@
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
+#include "engines/core/vecfile.h"
 #include "engines/engine.h"
 #include "engines/hnsw_record/layout.h"
 #include "tests/support/testutil.h"
@@ -320,6 +321,63 @@ static uint32_t store_crc(const char *index, uint64_t n)
     return (uint32_t)crc;
 }
 
+/* A source that only reads (no rows hook), over another. */
+static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
+{
+    return ann_vecsrc_read(src->impl, first, count, out);
+}
+
+/* Build from src with params into path; *how gets the report's base_rows. */
+static void build_src(const ann_vecsrc *src, const char *params, const char *path, char *how)
+{
+    json_t *bp = js(params), *rep = NULL;
+    int rc = ann_engine_build(ops(), src, bp, path, NULL, &rep);
+    if (rc)
+        fail_msg("build %s: %s", path, ann_errmsg(rc));
+    const char *b = json_string_value(
+        json_object_get(json_object_get(rep, "engine_report"), "base_rows"));
+    snprintf(how, 16, "%s", b ? b : "?");
+    json_decref(rep);
+    json_decref(bp);
+}
+
+/* The base lent from a mapped .fbin, lent from memory and copied through
+ * read() (a source without the rows hook) gives byte-identical records. */
+static void test_base_sources(void **state)
+{
+    fixture *f = *state;
+    char fbin[4200], a[4200], b[4200], c[4200], how[16];
+    snprintf(fbin, sizeof fbin, "%s/base.fbin", f->dir);
+    snprintf(a, sizeof a, "%s/src-file", f->dir);
+    snprintf(b, sizeof b, "%s/src-mem", f->dir);
+    snprintf(c, sizeof c, "%s/src-copy", f->dir);
+    ann_vecwriter w;
+    assert_int_equal(ann_vecwriter_open(&w, fbin, DIM, ANN_ELEM_F32), 0);
+    assert_int_equal(ann_vecwriter_append(&w, f->base, N), 0);
+    assert_int_equal(ann_vecwriter_finish(&w), 0);
+    const char *one = "{\"M\": 12, \"ef_construction\": 100, \"threads\": 1, \"kv\": \"lmdb\"}";
+    ann_vecsrc *file = NULL, *mem = NULL;
+    assert_int_equal(ann_vecsrc_open_file(fbin, ANN_METRIC_L2, &file), 0);
+    assert_non_null(file->rows);
+    build_src(file, one, a, how);
+    assert_string_equal(how, "lent");
+    assert_int_equal(ann_vecsrc_from_memory(f->base, N, DIM, ANN_METRIC_L2, &mem), 0);
+    build_src(mem, one, b, how);
+    assert_string_equal(how, "lent");
+    ann_vecsrc copy = { .n = N, .dim = DIM, .metric = ANN_METRIC_L2, .id = "copy-only",
+                        .read = copy_only_read, .impl = file };
+    build_src(&copy, one, c, how);
+    assert_string_equal(how, "copied");
+    uint32_t crc = store_crc(a, N);
+    assert_int_equal(store_crc(b, N), crc);
+    assert_int_equal(store_crc(c, N), crc);
+    ann_vecsrc_destroy(file);
+    ann_vecsrc_destroy(mem);
+    tu_rmdir(strdup(a));
+    tu_rmdir(strdup(b));
+    tu_rmdir(strdup(c));
+}
+
 /* threads: one thread gives one graph per seed (two builds, the same
  * records); four threads insert concurrently (more threads than cores
  * interleave them the more) and their graph finds as many true neighbours
@@ -536,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_effort_sweep),
         cmocka_unit_test(test_graph_invariants),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_base_sources),
         cmocka_unit_test(test_golden_records),
         cmocka_unit_test(test_bad_parameters),
         cmocka_unit_test(test_corrupt_records),

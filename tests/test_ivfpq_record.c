@@ -28,6 +28,7 @@
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
 #include "engines/core/topk.h"
+#include "engines/core/vecfile.h"
 #include "engines/engine.h"
 #include "engines/ivfpq_record/ivfpq.h"
 #include "engines/ivfpq_record/layout.h"
@@ -380,6 +381,103 @@ static void test_golden_records(void **state)
     assert_int_equal(len, sizeof dir);
     assert_memory_equal(rec, dir, sizeof dir);
     free(rec);
+}
+
+/* A source that only reads (no rows hook), over another. */
+static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
+{
+    return ann_vecsrc_read(src->impl, first, count, out);
+}
+
+/* CRC of every key and value of an index's LMDB store, in key order. */
+static uint32_t whole_store_crc(const char *index)
+{
+    char store[4200];
+    snprintf(store, sizeof store, "%s/lmdb", index);
+    kv_options o = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    kv_store *kv;
+    kv_reader *rd;
+    kv_iter *it;
+    assert_int_equal(kv_open(store, &o, &kv), 0);
+    assert_int_equal(kv_reader_create(kv, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    assert_int_equal(kv_iter_create(rd, NULL, 0, &it), 0);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    kv_val k, v;
+    int rc, records = 0;
+    while ((rc = kv_iter_next(it, &k, &v)) == 1) {
+        crc = crc32(crc, k.data, (uInt)k.len);
+        crc = crc32(crc, v.data, (uInt)v.len);
+        records++;
+    }
+    assert_int_equal(rc, 0);
+    assert_true(records > 0);
+    kv_iter_destroy(it);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    kv_close(kv);
+    return (uint32_t)crc;
+}
+
+static void build_src(const ann_vecsrc *src, const char *params, const char *path, char *how)
+{
+    json_t *bp = js(params), *rep = NULL;
+    int rc = ann_engine_build(ann_engine_find("ivfpq-record"), src, bp, path, NULL, &rep);
+    if (rc)
+        fail_msg("build %s: %s", path, ann_errmsg(rc));
+    const char *b = json_string_value(
+        json_object_get(json_object_get(rep, "engine_report"), "base_rows"));
+    snprintf(how, 16, "%s", b ? b : "?");
+    json_decref(rep);
+    json_decref(bp);
+}
+
+/* The streamed base (20,000 rows: two stream blocks) gives byte-identical
+ * records whether a mapped .fbin lends it, memory lends it or it is copied
+ * through read(), on 1 or 2 threads; with nlist 16 the coarse sample is
+ * strided, with the default nlist (80 x 256 > n) it is the whole base. */
+static void test_base_sources(void **state)
+{
+    fixture *f = *state;
+    const uint64_t n = 20000;
+    float *x = tu_clustered(n, DIM, 40, 777, 0);
+    char fbin[4200], a[4200], how[16];
+    snprintf(fbin, sizeof fbin, "%s/base20k.fbin", f->dir);
+    ann_vecwriter w;
+    assert_int_equal(ann_vecwriter_open(&w, fbin, DIM, ANN_ELEM_F32), 0);
+    assert_int_equal(ann_vecwriter_append(&w, x, n), 0);
+    assert_int_equal(ann_vecwriter_finish(&w), 0);
+    ann_vecsrc *file = NULL, *mem = NULL;
+    assert_int_equal(ann_vecsrc_open_file(fbin, ANN_METRIC_L2, &file), 0);
+    assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_L2, &mem), 0);
+    ann_vecsrc copy = { .n = n, .dim = DIM, .metric = ANN_METRIC_L2, .id = "copy-only",
+                        .read = copy_only_read, .impl = file };
+    const char *params[2][2] = {
+        { "{\"nlist\": 16, \"pq_bytes\": 8, \"threads\": 1, \"kv\": \"lmdb\"}",
+          "{\"nlist\": 16, \"pq_bytes\": 8, \"threads\": 2, \"kv\": \"lmdb\"}" },
+        { "{\"pq_bytes\": 8, \"threads\": 1, \"kv\": \"lmdb\"}",
+          "{\"pq_bytes\": 8, \"threads\": 2, \"kv\": \"lmdb\"}" },
+    };
+    for (int p = 0; p < 2; p++) {
+        const ann_vecsrc *srcs[3] = { file, mem, &copy };
+        const char *want[3] = { "lent", "lent", "copied" };
+        uint32_t crc0 = 0;
+        for (int i = 0; i < 3; i++)
+            for (int t = 0; t < 2; t++) {
+                snprintf(a, sizeof a, "%s/src-%d-%d-%d", f->dir, p, i, t);
+                build_src(srcs[i], params[p][t], a, how);
+                assert_string_equal(how, want[i]);
+                uint32_t crc = whole_store_crc(a);
+                if (i == 0 && t == 0)
+                    crc0 = crc;
+                else
+                    assert_int_equal(crc, crc0);
+                tu_rmdir(strdup(a));
+            }
+    }
+    ann_vecsrc_destroy(file);
+    ann_vecsrc_destroy(mem);
+    free(x);
 }
 
 static void test_bad_parameters(void **state)
@@ -787,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_coarse_file_checked),
         cmocka_unit_test(test_old_versions_refused),
         cmocka_unit_test(test_bad_parameters),
+        cmocka_unit_test(test_base_sources),
         cmocka_unit_test(test_corrupt_records),
     };
     return cmocka_run_group_tests_name("ivfpq_record", tests, setup, teardown);

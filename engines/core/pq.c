@@ -174,11 +174,47 @@ static int train_run(void *arg, uint64_t b, uint64_t e, int worker)
     return 0;
 }
 
+int pq_sample_read(const ann_vecsrc *src, const pq_params *p, float *sample)
+{
+    const uint32_t dim = src->dim;
+    const uint64_t rows = pq_sample_rows(p, src->n, dim);
+    if (rows == 0)
+        return 0;
+    uint64_t *pick = malloc(src->n * sizeof *pick);
+    if (!pick)
+        return ann_fail(-ENOMEM, "pq: no memory for a %llu-row permutation",
+                        (unsigned long long)src->n);
+    /* seeded sample without replacement, read in ascending row order */
+    uint64_t rng = p->seed ^ 0x7071747261696eull; /* "pqtrain" */
+    for (uint64_t i = 0; i < src->n; i++)
+        pick[i] = i;
+    if (rows < src->n) {
+        for (uint64_t i = 0; i < rows; i++) {
+            uint64_t r = i + pq_rand(&rng) % (src->n - i);
+            uint64_t t = pick[i];
+            pick[i] = pick[r];
+            pick[r] = t;
+        }
+        qsort(pick, rows, sizeof *pick, cmp_u64);
+    }
+    int rc = 0;
+    for (uint64_t i = 0; i < rows;) {
+        uint64_t run = 1; /* read consecutive rows in one call */
+        while (i + run < rows && pick[i + run] == pick[i] + run && run < 4096)
+            run++;
+        rc = ann_vecsrc_read(src, pick[i], run, sample + i * dim);
+        if (rc)
+            break;
+        i += run;
+    }
+    free(pick);
+    return rc;
+}
+
 int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
 {
     int rc = 0;
     pq_codebook *cb = NULL;
-    uint64_t *pick = NULL;
     float *sample = NULL, *sub = NULL;
     *out = NULL;
     const uint32_t dim = src->dim, m = p->pq_bytes;
@@ -193,9 +229,8 @@ int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
     const uint64_t rows = pq_sample_rows(p, src->n, dim);
 
     cb = pq_alloc(dim, m, src->metric);
-    pick = malloc(src->n * sizeof *pick);
     sample = malloc(rows * dim * sizeof(float));
-    if (!cb || !pick || !sample) {
+    if (!cb || !sample) {
         rc = ann_fail(-ENOMEM, "pq: no memory for a %llu x %u training sample",
                       (unsigned long long)rows, dim);
         goto out;
@@ -207,29 +242,9 @@ int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
         rc = ann_fail(-ENOMEM, "pq: no memory for %d training slices", threads);
         goto out;
     }
-
-    /* seeded sample without replacement, read in ascending row order */
-    uint64_t rng = p->seed ^ 0x7071747261696eull; /* "pqtrain" */
-    for (uint64_t i = 0; i < src->n; i++)
-        pick[i] = i;
-    if (rows < src->n) {
-        for (uint64_t i = 0; i < rows; i++) {
-            uint64_t r = i + pq_rand(&rng) % (src->n - i);
-            uint64_t t = pick[i];
-            pick[i] = pick[r];
-            pick[r] = t;
-        }
-        qsort(pick, rows, sizeof *pick, cmp_u64);
-    }
-    for (uint64_t i = 0; i < rows;) {
-        uint64_t run = 1; /* read consecutive rows in one call */
-        while (i + run < rows && pick[i + run] == pick[i] + run && run < 4096)
-            run++;
-        rc = ann_vecsrc_read(src, pick[i], run, sample + i * dim);
-        if (rc)
-            goto out;
-        i += run;
-    }
+    rc = pq_sample_read(src, p, sample);
+    if (rc)
+        goto out;
 
     ann_progress prog;
     char what[96];
@@ -248,7 +263,6 @@ int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out)
     cb = NULL;
 out:
     pq_codebook_destroy(cb);
-    free(pick);
     free(sample);
     free(sub);
     return rc;

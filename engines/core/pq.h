@@ -121,6 +121,14 @@ typedef struct pq_codebook {
  */
 int pq_train(const ann_vecsrc *src, const pq_params *p, pq_codebook **out);
 
+/*
+ * Read pq_train's training sample of src into sample (pq_sample_rows(p,
+ * src->n, src->dim) rows of src->dim floats, caller-allocated): the rows
+ * chosen by p->seed, in ascending row order.  pq_train trains on exactly
+ * these rows.  Errors: read errors of src, -ENOMEM.
+ */
+int pq_sample_read(const ann_vecsrc *src, const pq_params *p, float *sample);
+
 /* Free a codebook (NULL is fine). */
 void pq_codebook_destroy(pq_codebook *cb);
 

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,17 @@ out:
     return rc;
 }
 
+/* ANN_EDATA naming the first non-finite value of total floats at x, rows from first. */
+static int check_finite(const ann_vecfile *vf, uint64_t first, const float *x, uint64_t total)
+{
+    for (uint64_t i = 0; i < total; i++)
+        if (!isfinite(x[i]))
+            return ann_fail(ANN_EDATA, "%s: row %llu, component %u is %s", vf->path,
+                            (unsigned long long)(first + i / vf->dim), (unsigned)(i % vf->dim),
+                            isnan(x[i]) ? "NaN" : "Inf");
+    return 0;
+}
+
 int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, float *out)
 {
     if (first > vf->n || count > vf->n - first)
@@ -134,17 +146,58 @@ int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, 
     } else {
         return ann_fail(ANN_EFORMAT, "%s: int32 file is not a vector file", vf->path);
     }
-    for (uint64_t i = 0; i < total; i++)
-        if (!isfinite(out[i]))
-            return ann_fail(ANN_EDATA, "%s: row %llu, component %u is %s", vf->path,
-                            (unsigned long long)(first + i / vf->dim), (unsigned)(i % vf->dim),
-                            isnan(out[i]) ? "NaN" : "Inf");
+    return check_finite(vf, first, out, total);
+}
+
+int ann_vecfile_map(ann_vecfile *vf)
+{
+    if (vf->map)
+        return 0;
+    if (vf->elem != ANN_ELEM_F32)
+        return ann_fail(ANN_EFORMAT, "%s: %s rows are not float32 as stored; read them with "
+                                     "conversion instead of mapping", vf->path,
+                        ann_elem_name(vf->elem));
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    return ann_fail(ANN_EFORMAT, "%s: float32 rows are little-endian; this host is not",
+                    vf->path);
+#else
+    size_t bytes = 8 + (size_t)(vf->n * vf->dim * 4);
+    void *m = mmap(NULL, bytes, PROT_READ, MAP_SHARED, vf->fd, 0);
+    if (m == MAP_FAILED)
+        return ann_fail_errno("%s: mmap of %zu bytes", vf->path, bytes);
+    vf->map = m;
+    vf->map_bytes = bytes;
     return 0;
+#endif
+}
+
+int ann_vecfile_rows_f32(const ann_vecfile *vf, uint64_t first, uint64_t count,
+                         const float **out)
+{
+    if (!vf->map)
+        return ann_fail(ANN_EPARAM, "%s: not mapped", vf->path);
+    if (first > vf->n || count > vf->n - first)
+        return ann_fail(ANN_EPARAM, "%s: rows [%llu, %llu) beyond n=%llu", vf->path,
+                        (unsigned long long)first, (unsigned long long)(first + count),
+                        (unsigned long long)vf->n);
+    /* the header is 8 bytes and the mapping page-aligned: rows are 4-aligned */
+    const float *rows = (const float *)(const void *)(vf->map + 8) + first * vf->dim;
+    int rc = check_finite(vf, first, rows, count * vf->dim);
+    if (rc == 0)
+        *out = rows;
+    return rc;
 }
 
 void ann_vecfile_close(ann_vecfile *vf)
 {
-    if (vf && vf->fd >= 0) {
+    if (!vf)
+        return;
+    if (vf->map) {
+        munmap((void *)vf->map, vf->map_bytes);
+        vf->map = NULL;
+        vf->map_bytes = 0;
+    }
+    if (vf->fd >= 0) {
         close(vf->fd);
         vf->fd = -1;
     }

@@ -38,6 +38,8 @@ typedef struct ann_vecfile {
     uint32_t dim;
     ann_elem elem;
     char path[4096];
+    const unsigned char *map; /* the whole file, after ann_vecfile_map; else NULL */
+    size_t map_bytes;
 } ann_vecfile;
 
 /*
@@ -54,6 +56,26 @@ int ann_vecfile_open(const char *path, ann_vecfile *vf);
  */
 int ann_vecfile_read_f32(const ann_vecfile *vf, uint64_t first, uint64_t count, float *out);
 
+/*
+ * Map a float32 file read-only (MAP_SHARED) for ann_vecfile_rows_f32; the
+ * mapping lives until ann_vecfile_close.  Only .fbin rows are float32 as
+ * stored: .u8bin/.i8bin need conversion and .ibin holds ids, so those are
+ * refused (ANN_EFORMAT naming the file), as is a big-endian host.  Errors:
+ * -errno of mmap naming the file.  Not thread-safe (call before sharing vf).
+ */
+int ann_vecfile_map(ann_vecfile *vf);
+
+/*
+ * Rows [first, first+count) of a mapped file as a pointer into the mapping
+ * (no copy; valid until ann_vecfile_close).  The rows are checked for
+ * NaN/Inf as ann_vecfile_read_f32 checks them (ANN_EDATA naming file, row
+ * and component), which also faults them in.  Errors: ANN_EPARAM (range,
+ * or the file is not mapped).  Thread-safe.
+ */
+int ann_vecfile_rows_f32(const ann_vecfile *vf, uint64_t first, uint64_t count,
+                         const float **out);
+
+/* Close the file and drop its mapping (NULL or closed is fine). */
 void ann_vecfile_close(ann_vecfile *vf);
 
 /*

@@ -37,6 +37,16 @@ struct ann_vecsrc {
      * Returns 0, or a negative code with the detail message set.
      */
     int (*read)(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out);
+    /*
+     * Optional, NULL when the source has no float32 rows of its own to lend
+     * (converted or generated data): point *out at rows [first,
+     * first+count) as read-only float32, without copying; valid until the
+     * source is destroyed.  The rows are checked as read() checks them.
+     * Thread-safe.  Returns 0, or a negative code with the detail set.
+     * Use it through ann_vecsrc_view / ann_vecsrc_hold, which fall back to
+     * read() when it is NULL.
+     */
+    int (*rows)(const ann_vecsrc *src, uint64_t first, uint64_t count, const float **out);
     void (*destroy)(ann_vecsrc *src);
     void *impl;
 };
@@ -49,13 +59,42 @@ static inline int ann_vecsrc_read(const ann_vecsrc *src, uint64_t first, uint64_
 }
 
 /*
+ * Rows [first, first+count) as float32 for reading: through src->rows when
+ * the source has it (*out points into the source, buf is untouched), else
+ * read into buf (count*dim floats, caller-owned; *out = buf).
+ */
+int ann_vecsrc_view(const ann_vecsrc *src, uint64_t first, uint64_t count, float *buf,
+                    const float **out);
+
+/*
+ * Every row of a source at once, for builds that need random access to
+ * the whole base (a graph build): x points into the source when it lends
+ * rows (a mapped .fbin, caller memory: no second copy, `copy` NULL), or
+ * into a copy read on `threads` threads (<= 0: all cores) that
+ * ann_vecsrc_unhold frees.  Errors: read errors of src, -ENOMEM.
+ */
+typedef struct ann_vecsrc_held {
+    const float *x; /* n * dim floats, row-major */
+    float *copy;    /* the copy x points into, or NULL when the source lends its rows */
+} ann_vecsrc_held;
+
+int ann_vecsrc_hold(const ann_vecsrc *src, int threads, ann_vecsrc_held *out);
+void ann_vecsrc_unhold(ann_vecsrc_held *h);
+
+/*
  * A source over caller-owned memory (n*dim floats, row-major); the memory
  * must outlive the source.  For tests and for in-memory pipelines.
  */
 int ann_vecsrc_from_memory(const float *data, uint64_t n, uint32_t dim, ann_metric metric,
                            ann_vecsrc **out);
 
-/* A source over a big-ann vector file (.fbin, .u8bin, .i8bin; see vecfile.h). */
+/*
+ * A source over a big-ann vector file (.fbin, .u8bin, .i8bin; see
+ * vecfile.h).  A .fbin is also mapped read-only and lends its rows
+ * (src->rows); .u8bin/.i8bin rows need conversion, so those sources have
+ * no rows hook and are only read (copied).  A failed mapping leaves the
+ * source without the hook (reads still work).
+ */
 int ann_vecsrc_open_file(const char *path, ann_metric metric, ann_vecsrc **out);
 
 /* Destroy a source (NULL is fine). */

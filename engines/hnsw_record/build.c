@@ -19,8 +19,12 @@
  * closest element found (hnswlib's choice) rather than the whole set W;
  * the SEARCH-LAYER working set is the core's bounded candidate list
  * (engines/core/candlist.h), equivalent to the paper's C and W sets since a
- * candidate farther than the ef-th best is never expanded.  The whole base
- * is held in memory during the build (n x dim floats).
+ * candidate farther than the ef-th best is never expanded.  The graph
+ * needs every vector at random, so the whole base is held during the build
+ * (ann_vecsrc_hold): a bundle's .fbin lends its rows from a read-only
+ * mapping (page cache, no second copy in the process's own memory; the
+ * report's "base_rows" says "lent"), other sources (.u8bin/.i8bin, which
+ * need conversion) are copied into n x dim floats ("copied").
  *
  * Threads (`threads`, default all cores) insert nodes concurrently, as
  * hnswlib does: a node's lists are read (copied) and written under its
@@ -460,16 +464,11 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
         g.threads = ann_ncores();
     uint64_t seed = (uint64_t)ann_param_int(params, hnsw_build_params, "seed");
     const char *which = ann_param_enum(params, hnsw_build_params, "kv");
-    float *x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
-    if (!x) {
-        rc = ann_fail(-ENOMEM, "hnsw-record build: no memory for %llu vectors",
-                      (unsigned long long)src->n);
-        goto out;
-    }
-    rc = src->n ? ann_vecsrc_read(src, 0, src->n, x) : 0;
+    ann_vecsrc_held held = { 0 };
+    rc = ann_vecsrc_hold(src, g.threads, &held);
     if (rc)
         goto out;
-    g.x = x;
+    g.x = held.x;
     double t0 = ann_mono_s();
     rc = g_build(&g, seed);
     if (rc)
@@ -498,10 +497,11 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
                         json_pack("{s:f, s:f}", "graph_s", t1 - t0, "records_s", t2 - t1));
     json_object_set_new(report, "max_level", json_integer(g.max_level));
     json_object_set_new(report, "threads", json_integer(g.threads));
+    json_object_set_new(report, "base_rows", json_string(held.copy ? "copied" : "lent"));
     json_object_set_new(report, "mean_degree_layer0",
                         json_real(g.n ? (double)edges0 / (double)g.n : 0.0));
 out:
     g_fini(&g);
-    free(x);
+    ann_vecsrc_unhold(&held);
     return rc;
 }

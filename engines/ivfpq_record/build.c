@@ -26,8 +26,18 @@
  * and list centroid c, so the search ranks l2 and cosine entries by
  * |q - c - r'|^2 with one inner-product table per query (search.c).  Lists
  * hold ids in ascending order, split into chunk records of
- * IVFPQ_CHUNK_ENTRIES (layout.h).  The base is held in memory during the
- * build (n x dim floats).
+ * IVFPQ_CHUNK_ENTRIES (layout.h).
+ *
+ * The base is streamed, never copied whole: assignment, encoding and the
+ * vector records take it in blocks of IVFPQ_STREAM_ROWS through
+ * ann_vecsrc_view (a bundle's .fbin lends its rows from a read-only
+ * mapping; other sources are read into one block buffer), and the samples
+ * take their rows one by one.  Only when the coarse sample is the whole
+ * base (n <= 256 nlist, e.g. 1M rows at nlist 4,000) is the base held at
+ * once (ann_vecsrc_hold: lent, or copied for sources that cannot lend).
+ * Encoding runs blocks of IVFPQ_ENCODE_ROWS on `threads` workers, each
+ * row's code and beta written by one worker, so codes do not depend on the
+ * thread count.
  */
 #include "engines/ivfpq_record/ivfpq.h"
 
@@ -37,6 +47,7 @@
 #include "engines/core/ivf_defaults.h"
 #include "engines/core/kmeans.h"
 #include "engines/core/kv_params.h"
+#include "engines/core/parallel.h"
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 #include "engines/ivfpq_record/layout.h"
@@ -64,13 +75,15 @@ const ann_param_spec ivfpq_build_params[] = {
 };
 
 #define IVFPQ_COARSE_ROWS_PER_LIST 256
-#define IVFPQ_ENCODE_ROWS 4096
+#define IVFPQ_ENCODE_ROWS 1024  /* rows per encoding work item */
+#define IVFPQ_STREAM_ROWS 16384 /* rows per block of the streamed base */
 #define IVFPQ_COARSE_ITERS 20 /* Lloyd iterations of the coarse quantizer */
 
 /* What the build computed, handed to the writers. */
 typedef struct ivfpq_built {
     ivfpq_meta meta;
-    const float *x;
+    const ann_vecsrc *src; /* the base, streamed */
+    float *block;          /* IVFPQ_STREAM_ROWS x dim: read buffer for sources that cannot lend */
     uint32_t *list_len;   /* lists */
     uint64_t *list_start; /* lists + 1: offsets into order */
     uint32_t *order;      /* n ids, grouped by list, ascending within */
@@ -78,15 +91,21 @@ typedef struct ivfpq_built {
     float *betas;         /* n, by id: <c, r'> + |r'|^2 / 2 (layout.h) */
 } ivfpq_built;
 
-/* Rows i * n / s for i < s, copied into a new array. */
-static float *strided_sample(const float *x, uint64_t n, uint32_t dim, uint64_t s)
+/* Rows i * n / s of src for i < s into out (s * dim floats), one row at a time. */
+static int strided_sample(const ann_vecsrc *src, uint64_t s, float *out)
 {
-    float *out = malloc((s ? s : 1) * (size_t)dim * sizeof(float));
-    if (!out)
-        return NULL;
-    for (uint64_t i = 0; i < s; i++)
-        memcpy(out + i * dim, x + (i * n / s) * dim, (size_t)dim * sizeof(float));
-    return out;
+    for (uint64_t i = 0; i < s; i++) {
+        int rc = ann_vecsrc_read(src, i * src->n / s, 1, out + i * src->dim);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Rows [r0, r0 + cnt) of the base, cnt <= IVFPQ_STREAM_ROWS. */
+static int base_block(const ivfpq_built *b, uint64_t r0, uint64_t cnt, const float **out)
+{
+    return ann_vecsrc_view(b->src, r0, cnt, b->block, out);
 }
 
 /* File each vector in a list: nearest centroid by L2 (l2 and cosine),
@@ -95,24 +114,79 @@ static int assign_lists(const ivfpq_built *b, const float *centroids, int thread
                         uint32_t *assign)
 {
     const ivfpq_meta *m = &b->meta;
-    if (m->metric != ANN_METRIC_IP)
-        return kmeans_assign(b->x, m->n, m->dim, centroids, m->lists, threads, assign, NULL);
-    for (uint64_t i = 0; i < m->n; i++) {
-        const float *v = b->x + i * m->dim;
-        float best = -__builtin_inff();
-        assign[i] = 0;
-        for (uint32_t c = 0; c < m->lists; c++) {
-            float ip = ann_ip(v, centroids + (size_t)c * m->dim, m->dim);
-            if (ip > best) {
-                best = ip;
-                assign[i] = c;
+    for (uint64_t r0 = 0; r0 < m->n; r0 += IVFPQ_STREAM_ROWS) {
+        uint64_t cnt = m->n - r0 < IVFPQ_STREAM_ROWS ? m->n - r0 : IVFPQ_STREAM_ROWS;
+        const float *x;
+        int rc = base_block(b, r0, cnt, &x);
+        if (rc)
+            return rc;
+        if (m->metric != ANN_METRIC_IP) {
+            rc = kmeans_assign(x, cnt, m->dim, centroids, m->lists, threads, assign + r0, NULL);
+            if (rc)
+                return rc;
+            continue;
+        }
+        for (uint64_t i = 0; i < cnt; i++) {
+            const float *v = x + i * m->dim;
+            float best = -__builtin_inff();
+            assign[r0 + i] = 0;
+            for (uint32_t c = 0; c < m->lists; c++) {
+                float ip = ann_ip(v, centroids + (size_t)c * m->dim, m->dim);
+                if (ip > best) {
+                    best = ip;
+                    assign[r0 + i] = c;
+                }
             }
         }
     }
     return 0;
 }
 
-static int write_records(const ivfpq_built *b, const char *path, kv_backend backend)
+/* Residual encoding of one streamed block: rows x (cnt of them, from row r0). */
+typedef struct encode_job {
+    ivfpq_built *b;
+    const pq_codebook *cb;
+    const float *centroids;
+    const uint32_t *assign;
+    const float *x;
+    uint64_t r0, cnt;
+    float *enc; /* per worker: IVFPQ_ENCODE_ROWS x dim */
+} encode_job;
+
+static int encode_run(void *arg, uint64_t bb, uint64_t be, int worker)
+{
+    encode_job *j = arg;
+    ivfpq_built *b = j->b;
+    const uint32_t dim = b->meta.dim, mb = b->meta.pq_bytes;
+    float *enc = j->enc + (size_t)worker * IVFPQ_ENCODE_ROWS * dim;
+    for (uint64_t blk = bb; blk < be; blk++) {
+        uint64_t i0 = blk * IVFPQ_ENCODE_ROWS;
+        uint64_t cnt = j->cnt - i0 < IVFPQ_ENCODE_ROWS ? j->cnt - i0 : IVFPQ_ENCODE_ROWS;
+        uint64_t v0 = j->r0 + i0;
+        for (uint64_t r = 0; r < cnt; r++) {
+            const float *c = j->centroids + (size_t)j->assign[v0 + r] * dim;
+            const float *x = j->x + (i0 + r) * dim;
+            for (uint32_t d = 0; d < dim; d++)
+                enc[r * dim + d] = x[d] - c[d];
+        }
+        int rc = pq_encode(j->cb, enc, cnt, 1, b->codes + v0 * mb);
+        if (rc)
+            return rc;
+        for (uint64_t r = 0; r < cnt; r++) {
+            float *rq = enc + r * dim; /* the residual, now decoded in place */
+            pq_decode(j->cb, b->codes + (v0 + r) * mb, rq);
+            b->betas[v0 + r] = ivfpq_beta(j->centroids + (size_t)j->assign[v0 + r] * dim, rq, dim);
+            if (!isfinite(b->betas[v0 + r]))
+                return ann_fail(ANN_EDATA,
+                                "ivfpq-record build: vector %llu: <c, r'> + |r'|^2 / 2 "
+                                "overflows float",
+                                (unsigned long long)(v0 + r));
+        }
+    }
+    return 0;
+}
+
+static int write_records(ivfpq_built *b, const char *path, kv_backend backend)
 {
     const ivfpq_meta *m = &b->meta;
     int rc = 0;
@@ -164,15 +238,22 @@ static int write_records(const ivfpq_built *b, const char *path, kv_backend back
                 goto out;
         }
     }
-    /* table 0x03: full vectors */
-    for (uint64_t v = 0; v < m->n; v++) {
-        const float *x = b->x + v * m->dim;
-        for (uint32_t j = 0; j < m->dim; j++)
-            ann_put_f32(buf + 4 * (size_t)j, x[j]);
-        kv_key_u32(key, IVFPQ_TABLE_VECTOR, (uint32_t)v);
-        rc = kv_bulk_add(bulk, key, KV_KEY_U32_BYTES, buf, (size_t)m->dim * 4);
+    /* table 0x03: full vectors, streamed from the base */
+    for (uint64_t r0 = 0; r0 < m->n; r0 += IVFPQ_STREAM_ROWS) {
+        uint64_t cnt = m->n - r0 < IVFPQ_STREAM_ROWS ? m->n - r0 : IVFPQ_STREAM_ROWS;
+        const float *blk;
+        rc = base_block(b, r0, cnt, &blk);
         if (rc)
             goto out;
+        for (uint64_t v = r0; v < r0 + cnt; v++) {
+            const float *x = blk + (v - r0) * m->dim;
+            for (uint32_t j = 0; j < m->dim; j++)
+                ann_put_f32(buf + 4 * (size_t)j, x[j]);
+            kv_key_u32(key, IVFPQ_TABLE_VECTOR, (uint32_t)v);
+            rc = kv_bulk_add(bulk, key, KV_KEY_U32_BYTES, buf, (size_t)m->dim * 4);
+            if (rc)
+                goto out;
+        }
     }
     /* table 0x04: the list directory */
     ivfpq_dir_encode(b->list_len, m->lists, buf);
@@ -207,7 +288,8 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
         return ann_fail(ANN_EPARAM, "ivfpq-record: %llu vectors, at most %u",
                         (unsigned long long)src->n, UINT32_MAX);
     ivfpq_built b = { .meta = { .metric = src->metric, .n = src->n, .dim = src->dim,
-                                .chunk_entries = IVFPQ_CHUNK_ENTRIES } };
+                                .chunk_entries = IVFPQ_CHUNK_ENTRIES },
+                      .src = src };
     ivfpq_meta *m = &b.meta;
     uint32_t nlist = (uint32_t)ann_param_int(params, ivfpq_build_params, "nlist");
     uint32_t pq_bytes = (uint32_t)ann_param_int(params, ivfpq_build_params, "pq_bytes");
@@ -220,7 +302,8 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
     if (m->pq_bytes > src->dim)
         return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", m->pq_bytes, src->dim);
 
-    float *x = NULL, *sample = NULL, *centroids = NULL, *res = NULL, *enc = NULL;
+    float *sample = NULL, *centroids = NULL, *res = NULL, *enc = NULL;
+    ann_vecsrc_held held = { 0 };
     uint32_t *assign = NULL;
     ann_vecsrc *res_src = NULL;
     pq_codebook *cb = NULL;
@@ -229,7 +312,10 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
     char path[4200];
     double t0 = ann_mono_s(), t_coarse = t0, t_pq = t0, t_encode = t0;
 
-    x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
+    if (threads <= 0)
+        threads = ann_ncores();
+    if (!src->rows)
+        b.block = malloc((size_t)IVFPQ_STREAM_ROWS * src->dim * sizeof(float));
     centroids = malloc(((size_t)m->lists ? m->lists : 1) * src->dim * sizeof(float));
     assign = malloc((src->n ? src->n : 1) * sizeof *assign);
     b.list_len = calloc(m->lists ? m->lists : 1, sizeof *b.list_len);
@@ -237,26 +323,34 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
     b.order = malloc((src->n ? src->n : 1) * sizeof *b.order);
     b.codes = malloc((src->n ? src->n : 1) * (size_t)m->pq_bytes);
     b.betas = malloc((src->n ? src->n : 1) * sizeof *b.betas);
-    if (!x || !centroids || !assign || !b.list_len || !b.list_start || !b.order || !b.codes ||
+    if ((!src->rows && !b.block) || !centroids || !assign || !b.list_len || !b.list_start || !b.order || !b.codes ||
         !b.betas) {
         rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for %llu vectors",
                       (unsigned long long)src->n);
         goto out;
     }
-    rc = src->n ? ann_vecsrc_read(src, 0, src->n, x) : 0;
-    if (rc)
-        goto out;
-    b.x = x;
 
     if (src->n > 0) {
         /* coarse quantizer */
         uint64_t s = (uint64_t)m->lists * IVFPQ_COARSE_ROWS_PER_LIST;
         if (s > src->n)
             s = src->n;
-        sample = strided_sample(x, src->n, src->dim, s);
-        if (!sample) {
-            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for the k-means sample");
-            goto out;
+        const float *ksample;
+        if (s == src->n) { /* the whole base: held (lent when the source can) */
+            rc = ann_vecsrc_hold(src, threads, &held);
+            if (rc)
+                goto out;
+            ksample = held.x;
+        } else {
+            sample = malloc(s * (size_t)src->dim * sizeof(float));
+            if (!sample) {
+                rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for the k-means sample");
+                goto out;
+            }
+            rc = strided_sample(src, s, sample);
+            if (rc)
+                goto out;
+            ksample = sample;
         }
         kmeans_params kp;
         kmeans_params_default(&kp, m->lists);
@@ -264,9 +358,12 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
         kp.threads = threads;
         kp.spherical = src->metric == ANN_METRIC_IP; /* cosine: plain means, as l2 */
         kp.iters = IVFPQ_COARSE_ITERS;
-        rc = kmeans_train(sample, s, src->dim, &kp, centroids, NULL);
+        rc = kmeans_train(ksample, s, src->dim, &kp, centroids, NULL);
         if (rc)
             goto out;
+        ann_vecsrc_unhold(&held); /* a copy, when there was one, goes before the encoding */
+        free(sample);
+        sample = NULL;
         rc = assign_lists(&b, centroids, threads, assign);
         if (rc)
             goto out;
@@ -284,11 +381,14 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
             rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for the PQ sample");
             goto out;
         }
+        rc = strided_sample(src, rs, res);
+        if (rc)
+            goto out;
         for (uint64_t i = 0; i < rs; i++) {
             uint64_t v = i * src->n / rs;
             const float *c = centroids + (size_t)assign[v] * src->dim;
             for (uint32_t j = 0; j < src->dim; j++)
-                res[i * src->dim + j] = x[v * src->dim + j] - c[j];
+                res[i * src->dim + j] -= c[j];
         }
         ann_metric pq_metric = src->metric == ANN_METRIC_L2 ? ANN_METRIC_L2 : ANN_METRIC_IP;
         rc = ann_vecsrc_from_memory(res, rs, src->dim, pq_metric, &res_src);
@@ -299,35 +399,25 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
             goto out;
         t_pq = ann_mono_s();
 
-        /* encode residuals in blocks */
-        enc = malloc((size_t)IVFPQ_ENCODE_ROWS * src->dim * sizeof(float));
+        /* encode residuals: streamed blocks, each split over the workers */
+        enc = malloc((size_t)threads * IVFPQ_ENCODE_ROWS * src->dim * sizeof(float));
         if (!enc) {
-            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for an encoding block");
+            rc = ann_fail(-ENOMEM, "ivfpq-record build: no memory for %d encoding blocks",
+                          threads);
             goto out;
         }
-        for (uint64_t i = 0; i < src->n; i += IVFPQ_ENCODE_ROWS) {
-            uint64_t cnt = src->n - i < IVFPQ_ENCODE_ROWS ? src->n - i : IVFPQ_ENCODE_ROWS;
-            for (uint64_t r = 0; r < cnt; r++) {
-                const float *c = centroids + (size_t)assign[i + r] * src->dim;
-                for (uint32_t j = 0; j < src->dim; j++)
-                    enc[r * src->dim + j] = x[(i + r) * src->dim + j] - c[j];
-            }
-            rc = pq_encode(cb, enc, cnt, threads, b.codes + i * m->pq_bytes);
+        for (uint64_t r0 = 0; r0 < src->n; r0 += IVFPQ_STREAM_ROWS) {
+            uint64_t cnt = src->n - r0 < IVFPQ_STREAM_ROWS ? src->n - r0 : IVFPQ_STREAM_ROWS;
+            const float *xb;
+            rc = base_block(&b, r0, cnt, &xb);
             if (rc)
                 goto out;
-            for (uint64_t r = 0; r < cnt; r++) {
-                float *rq = enc + r * src->dim; /* the residual, now decoded in place */
-                pq_decode(cb, b.codes + (i + r) * m->pq_bytes, rq);
-                b.betas[i + r] = ivfpq_beta(centroids + (size_t)assign[i + r] * src->dim, rq,
-                                            src->dim);
-                if (!isfinite(b.betas[i + r])) {
-                    rc = ann_fail(ANN_EDATA,
-                                  "ivfpq-record build: vector %llu: <c, r'> + |r'|^2 / 2 "
-                                  "overflows float",
-                                  (unsigned long long)(i + r));
-                    goto out;
-                }
-            }
+            encode_job ej = { .b = &b, .cb = cb, .centroids = centroids, .assign = assign,
+                              .x = xb, .r0 = r0, .cnt = cnt, .enc = enc };
+            rc = ann_parallel_for(threads, (cnt + IVFPQ_ENCODE_ROWS - 1) / IVFPQ_ENCODE_ROWS, 1,
+                                  encode_run, &ej);
+            if (rc)
+                goto out;
         }
         t_encode = ann_mono_s();
 
@@ -384,6 +474,8 @@ int ivfpq_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx
     json_object_set_new(report, "lists", json_integer(m->lists));
     json_object_set_new(report, "pq_bytes", json_integer(m->pq_bytes));
     json_object_set_new(report, "longest_list", json_integer(longest));
+    json_object_set_new(report, "threads", json_integer(threads));
+    json_object_set_new(report, "base_rows", json_string(src->rows ? "lent" : "copied"));
 out:
     if (writer_open)
         ann_vecwriter_abort(&w);
@@ -399,6 +491,7 @@ out:
     free(b.order);
     free(b.codes);
     free(b.betas);
-    free(x);
+    free(b.block);
+    ann_vecsrc_unhold(&held);
     return rc;
 }
