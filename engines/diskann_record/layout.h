@@ -70,14 +70,14 @@
  * m 96 give 6,500 bytes at full degree:
  *
  *     0        u8[m]      v's own PQ code
- *     m        u32        degree d (<= R)
+ *     m        u32        degree d (<= R; <= ceil(1.3 R) after a merge)
  *     m+4      u32[d]     neighbour ids
  *     m+4+4d   u8[d*m]    the neighbours' PQ codes, in neighbour order
  *     length = m + 4 + d*(4 + m) exactly
  *
  * Resident layout (diskann-resident): ids only, codes are in memory.
  *
- *     0        u32        degree d (<= R)
+ *     0        u32        degree d (<= R; <= ceil(1.3 R) after a merge)
  *     4        u32[d]     neighbour ids
  *     length = 4 + 4d exactly
  *
