@@ -23,7 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -284,6 +287,111 @@ static void test_ingest_commit(void **state)
                 fail_msg("%s: %s left behind", path, de->d_name);
         closedir(dir);
     }
+}
+
+/* kill -9 while RocksDB ingests batches: a child commits batch after
+ * batch, each ingested (ingest_above_bytes 1): batch b puts keys (3, b*64
+ * .. b*64+63) with value b and deletes batch b-1's keys; it reports each
+ * committed b on a pipe.  After the kill, the reopened store holds exactly
+ * one batch's keys whole (the last committed, or the next if its commit had
+ * begun: never a part), and the writable reopen removed any txn-*.sst the
+ * kill left between writing a batch's file and ingesting it. */
+static void test_ingest_crash(void **state)
+{
+    (void)state;
+    const kv_case *c = &cases[1];
+    char path[4096];
+    store_path(path, c, "ingest-crash");
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fd[0]);
+        kv_options o = { .backend = c->backend, .profile = c->profile, .create = 1,
+                         .ingest_above_bytes = 1 };
+        kv_store *s = NULL;
+        if (kv_open(path, &o, &s))
+            _exit(3);
+        uint8_t key[KV_KEY_U32_BYTES], val[4096];
+        for (uint32_t b = 0;; b++) {
+            kv_txn *t = NULL;
+            if (kv_txn_begin(s, &t))
+                _exit(4);
+            memset(val, (int)(b & 0xff), sizeof val);
+            for (uint32_t i = 0; i < 64; i++) {
+                if (kv_txn_put(t, key, kv_key_u32(key, 3, b * 64 + i), val, sizeof val))
+                    _exit(5);
+                if (b > 0 && kv_txn_delete(t, key, kv_key_u32(key, 3, (b - 1) * 64 + i)))
+                    _exit(5);
+            }
+            if (kv_txn_commit(t))
+                _exit(6);
+            if (write(fd[1], &b, sizeof b) != sizeof b)
+                _exit(7);
+        }
+    }
+    close(fd[1]);
+    uint32_t last = UINT32_MAX, b;
+    while (read(fd[0], &b, sizeof b) == sizeof b) {
+        last = b;
+        if (b >= 20)
+            break;
+    }
+    struct timespec ts = { 0, 3 * 1000 * 1000 }; /* into the next commit */
+    nanosleep(&ts, NULL);
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    close(fd[0]);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(last, 20);
+    /* and files such a kill can leave (planted, as the kill's timing decides) */
+    const char *planted[2] = { "txn-999999-0.sst", "bulk-999999-1.sst" };
+    for (int i = 0; i < 2; i++) {
+        char f[4300];
+        snprintf(f, sizeof f, "%s/%s", path, planted[i]);
+        FILE *fp = fopen(f, "w");
+        assert_non_null(fp);
+        fputs("half an SST file", fp);
+        fclose(fp);
+    }
+    kv_options o = { .backend = c->backend, .profile = c->profile };
+    kv_store *s = NULL;
+    assert_int_equal(kv_open(path, &o, &s), 0);
+    kv_reader *r = NULL;
+    kv_iter *it = NULL;
+    assert_int_equal(kv_reader_create(s, &r), 0);
+    assert_int_equal(kv_reader_begin(r), 0);
+    uint8_t t3 = 3;
+    assert_int_equal(kv_iter_create(r, &t3, 1, &it), 0);
+    kv_val k, v;
+    uint32_t n = 0, first = UINT32_MAX;
+    while (kv_iter_next(it, &k, &v) == 1) {
+        uint32_t id;
+        assert_int_equal(kv_key_parse_u32(k.data, k.len, NULL, &id), 0);
+        if (first == UINT32_MAX)
+            first = id;
+        assert_int_equal(id, first + n); /* one run of consecutive keys */
+        assert_int_equal(v.len, 4096);
+        assert_int_equal(((const uint8_t *)v.data)[0], (id / 64) & 0xff);
+        n++;
+    }
+    kv_iter_destroy(it);
+    kv_reader_end(r);
+    kv_reader_destroy(r);
+    assert_int_equal(kv_close(s), 0);
+    print_message("killed after batch %u was committed: the store holds batch %u whole\n", last,
+                  first / 64);
+    assert_int_equal(n, 64);
+    assert_int_equal(first % 64, 0);
+    assert_true(first / 64 >= last); /* the last reported, or one committed after it */
+    DIR *dir = opendir(path);
+    assert_non_null(dir);
+    for (struct dirent *de; (de = readdir(dir));)
+        if (!strncmp(de->d_name, "txn-", 4) || !strncmp(de->d_name, "bulk-", 5))
+            fail_msg("%s: %s left after a writable reopen", path, de->d_name);
+    closedir(dir);
 }
 
 /* kv_compact keeps exactly the live records (the latest value of each,
@@ -858,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_compact),
         cmocka_unit_test(test_ingest_commit),
+        cmocka_unit_test(test_ingest_crash),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_prefix_iteration),
         cmocka_unit_test(test_bulk_load),

@@ -29,6 +29,7 @@
 
 #include "engines/core/status.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <rocksdb/c.h>
@@ -135,6 +136,8 @@ static void rdb_free(rdb_store *d)
     free(d);
 }
 
+static void rdb_remove_strays(const char *dir);
+
 static int rdb_open(kv_store *s)
 {
     int rc = 0;
@@ -192,11 +195,38 @@ static int rdb_open(kv_store *s)
         rc = rdb_fail(s, "open", err);
         goto out;
     }
+    if (!s->opt.read_only)
+        rdb_remove_strays(s->dir);
     s->impl = d;
     d = NULL;
 out:
     rdb_free(d);
     return rc;
+}
+
+/*
+ * SST files this module writes before ingesting them (txn-*.sst: large
+ * write batches, bulk-*.sst: bulk loads) that a process killed between
+ * writing and ingesting left in the store directory.  Only a writable
+ * open calls this, after RocksDB took the directory's LOCK: no other
+ * writer can be between writing such a file and ingesting it.  RocksDB
+ * never reads them; best effort (a file that cannot be removed stays).
+ */
+static void rdb_remove_strays(const char *dir)
+{
+    DIR *dh = opendir(dir);
+    if (!dh)
+        return;
+    for (struct dirent *de; (de = readdir(dh));) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".sst") ||
+            (strncmp(de->d_name, "txn-", 4) && strncmp(de->d_name, "bulk-", 5)))
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(dh);
 }
 
 static int rdb_close(kv_store *s)
