@@ -804,7 +804,7 @@ static void *searcher(void *p)
 }
 
 /* One writer inserts 512 vectors, deletes a built id after every 8th and
- * merges after every 128th while a second thread searches: no search
+ * merges after every 32nd while a second thread searches: no search
  * fails, every insert that returned is found by every search that starts
  * after it, no delete that returned comes back. */
 static void concurrent_case(int e, const char *backend)
@@ -838,7 +838,7 @@ static void concurrent_case(int e, const char *backend)
                 fail_msg("%s: remove %u: %s", le->name, victims[nd], ann_errmsg(rc));
             atomic_store(&a.dead_upto, ++nd);
         }
-        if (o.ops->merge && id % 128 == 127 && (rc = o.ops->merge(o.eng)) != 0)
+        if (o.ops->merge && id % 32 == 31 && (rc = o.ops->merge(o.eng)) != 0)
             fail_msg("%s: merge: %s", le->name, ann_errmsg(rc));
     }
     atomic_store(&a.stop, 1);

@@ -195,6 +195,7 @@ static void ivfpq_ctx_free(ann_ctx *c)
     kv_reader_destroy(c->rd);
     free(c->coarse_dist);
     free(c->coarse_id);
+    free(c->coarse_app);
     free(c->table);
     free(c->chunk_ids);
     free(c->chunk_dists);
@@ -227,6 +228,7 @@ static int ivfpq_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_
     size_t kc = (size_t)c->k_max * rerank;
     c->coarse_dist = malloc(c->nprobe * sizeof(float));
     c->coarse_id = malloc(c->nprobe * sizeof(uint32_t));
+    c->coarse_app = malloc(c->nprobe);
     c->table = malloc((size_t)m->pq_bytes * PQ_KSUB * sizeof(float));
     c->chunk_ids = malloc((size_t)m->chunk_entries * sizeof(uint32_t));
     c->chunk_dists = malloc((size_t)m->chunk_entries * sizeof(float));
@@ -235,7 +237,7 @@ static int ivfpq_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_
     c->top_dist = malloc(c->k_max * sizeof(float));
     c->top_id = malloc(c->k_max * sizeof(uint32_t));
     c->vec = malloc((size_t)m->dim * sizeof(float));
-    if (!c->coarse_dist || !c->coarse_id || !c->table || !c->chunk_ids ||
+    if (!c->coarse_dist || !c->coarse_id || !c->coarse_app || !c->table || !c->chunk_ids ||
         !c->chunk_dists || !c->cand_dist || !c->cand_id || !c->top_dist || !c->top_id ||
         !c->vec) {
         rc = ann_fail(-ENOMEM, "ivfpq-record: no memory for a context");

@@ -59,6 +59,7 @@ struct ann_ctx {
     uint32_t k_max, nprobe, rerank;
     float *coarse_dist;    /* nprobe: the probed lists' heap */
     uint32_t *coarse_id;
+    uint8_t *coarse_app;   /* nprobe: the list had appended entries before the snapshot */
     float *table;          /* m x 256: -<q_j, c'>, one per query */
     uint32_t *chunk_ids;   /* chunk entries */
     float *chunk_dists;

@@ -164,10 +164,11 @@ float ivfpq_entry_estimate(const ann_engine *e, const float *table, float list_t
 }
 
 /* The entries inserted `term`: every chunk record, ADC-scored
- * into the candidate heap, then its appended entries; deleted ids are
- * skipped (any_dead: the index has tombstones). */
-static int scan_list(ann_ctx *c, const ivfpq_meta *m, uint32_t list, float term, ann_topk *cands,
-                     int any_dead, ann_stats *stats)
+ * into the candidate heap, then, when `appended` (the list had appended
+ * entries before the query's snapshot began), its appended entries;
+ * deleted ids are skipped (any_dead: the index has tombstones). */
+static int scan_list(ann_ctx *c, const ivfpq_meta *m, uint32_t list, float term, int appended,
+                     ann_topk *cands, int any_dead, ann_stats *stats)
 {
     const ann_engine *e = c->eng;
     /* a writable index may be merged meanwhile: its lists are read from the
@@ -214,9 +215,7 @@ static int scan_list(ann_ctx *c, const ivfpq_meta *m, uint32_t list, float term,
                 ann_topk_push(cands, d, c->chunk_ids[j]);
         }
     }
-    return atomic_load(&e->live.app_len[list]) ? scan_appended(c, list, term, cands, any_dead,
-                                                               stats)
-                                               : 0;
+    return appended ? scan_appended(c, list, term, cands, any_dead, stats) : 0;
 }
 
 /* Read candidate id's vector and offer its exact distance to top. */
@@ -269,6 +268,13 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     }
     uint32_t nprobe = ann_topk_sorted(&probe, c->coarse_id, c->coarse_dist);
     ivfpq_query_table(e, query, c->table);
+    /* which probed lists have appended entries, read before the snapshot:
+     * a merge zeroes the counts after its commit, so a count read after
+     * the snapshot began could be zero for entries the snapshot still
+     * holds as appended (a search would miss an insert that returned); an
+     * insert raises its list's count before its commit */
+    for (uint32_t p = 0; p < nprobe; p++)
+        c->coarse_app[p] = atomic_load(&e->live.app_len[c->coarse_id[p]]) != 0;
 
     rc = kv_reader_begin(c->rd);
     if (rc)
@@ -282,7 +288,8 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     cm.n = atomic_load(&e->live.id_bound);
     for (uint32_t p = 0; p < nprobe; p++) {
         stats->hops++;
-        rc = scan_list(c, &cm, c->coarse_id[p], c->coarse_dist[p], &cands, any_dead, stats);
+        rc = scan_list(c, &cm, c->coarse_id[p], c->coarse_dist[p], c->coarse_app[p], &cands,
+                       any_dead, stats);
         if (rc)
             goto out;
     }
