@@ -31,6 +31,7 @@
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 #include "engines/engine.h"
+#include "harness/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,18 +155,6 @@ static int recall(const opts *o, const ann_engine_ops *ops, ann_engine *eng, con
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int main(int argc, char **argv)
 {
     opts o;
@@ -275,9 +264,10 @@ int main(int argc, char **argv)
                    mrg_s[r], o.inserts / mrg_s[r], K, rec[r]);
     }
     if (!rc) {
-        double m = median(mrg_s, o.repeats), rr = median(rec, o.repeats);
-        double mh = median(hops, o.repeats), mr = median(reads, o.repeats),
-               mm = median(ms, o.repeats);
+        const size_t nr = (size_t)o.repeats;
+        double m = harness_median(mrg_s, nr), rr = harness_median(rec, nr);
+        double mh = harness_median(hops, nr), mr = harness_median(reads, nr),
+               mm = harness_median(ms, nr);
         double rate_g = (double)total / op_graph, rate_w = (double)total / op_wall;
         double rate_m = o.inserts / m;
         printf("\nbundle %s: dim %u; n-build %d + inserts %d, merged every %d; %s; %d threads; "

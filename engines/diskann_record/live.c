@@ -699,6 +699,45 @@ static int mg_put_code(merger *g, uint32_t id, const uint8_t *code)
     return 0;
 }
 
+/* Node record id, checked: degree, neighbour ids and (full layout) the
+ * node's own code and its neighbours' codes, pointing into *v. */
+static int mg_node_record(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
+                          const uint8_t **ids, const uint8_t **codes)
+{
+    const uint32_t m = g->m, layout = g->e->meta.layout;
+    int rc = mg_get(g, DREC_TABLE_NODE, id, v);
+    if (rc)
+        return rc;
+    const uint8_t *rec = v->data;
+    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
+    uint32_t d = v->len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
+    if (d > g->cap || v->len != drec_node_bytes(layout, m, d)) {
+        kv_val_release(v);
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
+                        "its degree", g->e->store_dir, id, v->len);
+    }
+    *deg = d;
+    *ids = rec + head + 4;
+    *codes = layout == DREC_LAYOUT_FULL ? *ids + 4 * (size_t)d : NULL;
+    return 0;
+}
+
+/* Vector record id decoded into dst (dim floats). */
+static int mg_read_vec(merger *g, uint32_t id, float *dst)
+{
+    kv_val v = { 0 };
+    int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
+    if (rc)
+        return rc;
+    if (v.len != (size_t)g->dim * 4)
+        rc = ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
+                      g->e->store_dir, id, v.len, (size_t)g->dim * 4);
+    for (uint32_t j = 0; !rc && j < g->dim; j++)
+        dst[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
+    kv_val_release(&v);
+    return rc;
+}
+
 /* A working node for id, empty (room for cap neighbours), indexed in g;
  * NULL when memory runs out (nothing added). */
 static mg_node *mg_add_node(merger *g, uint32_t id)
@@ -721,20 +760,12 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
         *out = g->nodes[ix];
         return 0;
     }
-    const ann_engine *e = g->e;
-    const uint32_t m = g->m, layout = e->meta.layout;
     kv_val v = { 0 };
-    int rc = mg_get(g, DREC_TABLE_NODE, id, &v);
+    uint32_t d;
+    const uint8_t *ids, *codes;
+    int rc = mg_node_record(g, id, &v, &d, &ids, &codes);
     if (rc)
         return rc;
-    const uint8_t *rec = v.data;
-    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
-    uint32_t d = v.len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
-    if (d > g->cap || v.len != drec_node_bytes(layout, m, d)) {
-        kv_val_release(&v);
-        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
-                        "its degree", e->store_dir, id, v.len);
-    }
     mg_node *n = mg_add_node(g, id);
     if (!n) {
         kv_val_release(&v);
@@ -742,12 +773,11 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
     }
     n->deg = d;
     for (uint32_t i = 0; i < d; i++)
-        n->nbrs[i] = ann_get_u32(rec + head + 4 + 4 * (size_t)i);
-    if (layout == DREC_LAYOUT_FULL) {
-        rc = mg_put_code(g, id, rec);
-        const uint8_t *codes = rec + head + 4 + 4 * (size_t)d;
+        n->nbrs[i] = ann_get_u32(ids + 4 * (size_t)i);
+    if (codes) {
+        rc = mg_put_code(g, id, v.data);
         for (uint32_t i = 0; !rc && i < d; i++)
-            rc = mg_put_code(g, n->nbrs[i], codes + (size_t)i * m);
+            rc = mg_put_code(g, n->nbrs[i], codes + (size_t)i * g->m);
     }
     kv_val_release(&v);
     *out = n;
@@ -796,24 +826,16 @@ static int mg_vec(merger *g, uint32_t id, const float **out)
         *out = g->vecs[ix];
         return 0;
     }
-    kv_val v = { 0 };
-    int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
+    /* a slab item taken by a failed read is taken back by mg_clear */
+    float *x = slab_get(&g->vec_slab);
+    if (!x)
+        return mg_nomem(g);
+    int rc = mg_read_vec(g, id, x);
     if (rc)
         return rc;
-    if (v.len != (size_t)g->dim * 4) {
-        kv_val_release(&v);
-        return ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
-                        g->e->store_dir, id, v.len, (size_t)g->dim * 4);
-    }
-    float *x = slab_get(&g->vec_slab);
-    if (!x || grow_ptrs((void ***)&g->vecs, &g->cap_vecs, g->n_vecs + 1) ||
-        ann_u32map_put(&g->vec_ix, id, g->n_vecs)) {
-        kv_val_release(&v);
+    if (grow_ptrs((void ***)&g->vecs, &g->cap_vecs, g->n_vecs + 1) ||
+        ann_u32map_put(&g->vec_ix, id, g->n_vecs))
         return mg_nomem(g);
-    }
-    for (uint32_t j = 0; j < g->dim; j++)
-        x[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
-    kv_val_release(&v);
     g->vecs[g->n_vecs++] = x;
     *out = x;
     return 0;
@@ -870,45 +892,6 @@ static int mg_reprune(merger *g, mg_node *n, uint32_t extra)
     if (extra != VAMANA_NO_ID)
         ids[cnt++] = extra;
     return mg_prune_into(g, n, ids, cnt);
-}
-
-/* Node record id, checked: degree, neighbour ids and (full layout) the
- * node's own code and its neighbours' codes, pointing into *v. */
-static int mg_node_record(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
-                          const uint8_t **ids, const uint8_t **codes)
-{
-    const uint32_t m = g->m, layout = g->e->meta.layout;
-    int rc = mg_get(g, DREC_TABLE_NODE, id, v);
-    if (rc)
-        return rc;
-    const uint8_t *rec = v->data;
-    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
-    uint32_t d = v->len >= head + 4 ? ann_get_u32(rec + head) : UINT32_MAX;
-    if (d > g->cap || v->len != drec_node_bytes(layout, m, d)) {
-        kv_val_release(v);
-        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
-                        "its degree", g->e->store_dir, id, v->len);
-    }
-    *deg = d;
-    *ids = rec + head + 4;
-    *codes = layout == DREC_LAYOUT_FULL ? *ids + 4 * (size_t)d : NULL;
-    return 0;
-}
-
-/* Vector record id decoded into dst (dim floats). */
-static int mg_read_vec(merger *g, uint32_t id, float *dst)
-{
-    kv_val v = { 0 };
-    int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
-    if (rc)
-        return rc;
-    if (v.len != (size_t)g->dim * 4)
-        rc = ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu",
-                      g->e->store_dir, id, v.len, (size_t)g->dim * 4);
-    for (uint32_t j = 0; !rc && j < g->dim; j++)
-        dst[j] = ann_get_f32((const uint8_t *)v.data + 4 * (size_t)j);
-    kv_val_release(&v);
-    return rc;
 }
 
 /* The PQ code of id: from its node record's head (full layout; the record
@@ -1237,23 +1220,17 @@ static int list_table(merger *g, uint8_t table, drec_id_list *out)
 /* Whether node v's stored record points at a deleted id (g->del). */
 static int record_touches(merger *g, uint32_t v, int *touches)
 {
-    const uint32_t m = g->m, layout = g->e->meta.layout;
-    size_t head = layout == DREC_LAYOUT_FULL ? m : 0;
     kv_val val = { 0 };
-    int rc = mg_get(g, DREC_TABLE_NODE, v, &val);
+    uint32_t d;
+    const uint8_t *ids, *codes;
+    int rc = mg_node_record(g, v, &val, &d, &ids, &codes);
     if (rc)
         return rc;
-    uint32_t d = val.len >= head + 4 ? ann_get_u32((const uint8_t *)val.data + head) : UINT32_MAX;
-    if (d > g->cap || val.len != drec_node_bytes(layout, m, d))
-        rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match its "
-                      "degree", g->e->store_dir, v, val.len);
     *touches = 0;
-    for (uint32_t t = 0; !rc && t < d && !*touches; t++)
-        *touches = ann_u32map_get(&g->del,
-                                  ann_get_u32((const uint8_t *)val.data + head + 4 + 4 * (size_t)t),
-                                  NULL);
+    for (uint32_t t = 0; t < d && !*touches; t++)
+        *touches = ann_u32map_get(&g->del, ann_get_u32(ids + 4 * (size_t)t), NULL);
     kv_val_release(&val);
-    return rc;
+    return 0;
 }
 
 /*
