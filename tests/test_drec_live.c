@@ -207,6 +207,48 @@ static uint32_t top1(opened *o, uint32_t id)
     return ids[0];
 }
 
+/*
+ * Exact-match searches for ids[0..n), vectors that may have been merged
+ * into the graph.  A pending vector is always found (the pending codes
+ * are scanned), but a merged one only if the graph walk reaches it, and
+ * Vamana does not promise that: the merge links a vector where a greedy
+ * search of L_build ends, which can be a local minimum.  Measured
+ * (2026-12-02): in about 1 of 10 multi-threaded base builds here, a query
+ * for id 4423's vector at L 48 ends at cosine distance 0.69 (its nearest
+ * neighbour is at 0.043), so the merge links 4423 there; a query at
+ * L 100 then escapes that minimum, reaches 4423's cluster, where nothing
+ * points at 4423, and returns its neighbour 4631.  So 1 + n/1024 misses
+ * are allowed, each printed; a defect that drops or mislinks vectors
+ * misses many more.
+ */
+static void expect_found(opened *o, const uint32_t *ids, uint32_t n, const char *what)
+{
+    uint32_t missed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t got = top1(o, ids[i]);
+        if (got != ids[i]) {
+            missed++;
+            print_message("  %s: %u is not its own nearest neighbour (top-1 %u)\n", what, ids[i],
+                          got);
+        }
+    }
+    if (missed > 1 + n / 1024)
+        fail_msg("%s: %u of %u vectors not found by an exact-match search (at most %u allowed)",
+                 what, missed, n, 1 + n / 1024);
+}
+
+/* expect_found for from, from + step, ... below to */
+static void expect_found_range(opened *o, uint32_t from, uint32_t to, uint32_t step,
+                               const char *what)
+{
+    uint32_t *ids = malloc(((to - from) / step + 1) * sizeof *ids), n = 0;
+    assert_non_null(ids);
+    for (uint32_t id = from; id < to; id += step)
+        ids[n++] = id;
+    expect_found(o, ids, n, what);
+    free(ids);
+}
+
 /* No id in dead[0..n) among the top K of a search for each of them. */
 static void assert_never_returned(opened *o, const uint32_t *dead, uint32_t n)
 {
@@ -374,9 +416,9 @@ static void insert_merge_case(int e, const char *backend, double *rec_out)
     if (rc)
         fail_msg("merge: %s", ann_errmsg(rc));
     assert_int_equal(o.ops->size(o.eng), NALL);
-    for (uint32_t id = NBASE; id < NALL; id++)
-        if (top1(&o, id) != id)
-            fail_msg("%s %s: merged %u is not its own nearest neighbour", engines[e], backend, id);
+    char what[128];
+    snprintf(what, sizeof what, "%s %s: merged", engines[e], backend);
+    expect_found_range(&o, NBASE, NALL, 1, what);
     /* the old points too */
     for (uint32_t id = 0; id < NBASE; id += 37)
         assert_int_equal(top1(&o, id), id);
@@ -391,8 +433,8 @@ static void insert_merge_case(int e, const char *backend, double *rec_out)
     /* reopened read-only: the same answers */
     assert_int_equal(open_idx(e, path, backend, 0, 0, 100, &o), 0);
     assert_int_equal(o.ops->size(o.eng), NALL);
-    for (uint32_t id = NBASE; id < NALL; id += 7)
-        assert_int_equal(top1(&o, id), id);
+    snprintf(what, sizeof what, "%s %s: merged, reopened read-only", engines[e], backend);
+    expect_found_range(&o, NBASE, NALL, 7, what);
     assert_true(fabs(recall(&o) - *rec_out) < 1e-9);
     close_idx(&o);
 }
@@ -421,8 +463,7 @@ static void test_pending_copy_sizes(void **state)
         assert_int_equal(o.ops->merge(o.eng), 0);
         for (uint32_t id = NBASE + 700; id < NALL; id++)
             assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
-        for (uint32_t id = NBASE; id < NALL; id += 3)
-            assert_int_equal(top1(&o, id), id);
+        expect_found_range(&o, NBASE, NALL, 3, "merged and pending, second round");
         close_idx(&o);
     }
     cache_mb = 64;
@@ -561,8 +602,7 @@ static void delete_case(int e, const char *backend)
     assert_int_equal(o.ops->merge(o.eng), 0);
     assert_int_equal(o.ops->size(o.eng), NBASE + 200 - nd);
     assert_never_returned(&o, dead, nd);
-    for (uint32_t id = NBASE + 1; id < NBASE + 200; id += 4)
-        assert_int_equal(top1(&o, id), id);
+    expect_found_range(&o, NBASE + 1, NBASE + 200, 4, "merged after deletes");
     for (uint32_t id = 2; id < NBASE; id += 29)
         if (id % 13 != 1 || id > 1 + 13 * 299)
             assert_int_equal(top1(&o, id), id);
@@ -797,8 +837,7 @@ static void background_case(int e, const char *backend, uint32_t merge_every)
                       (unsigned long long)a.found_again, (unsigned long long)a.misses);
     assert_int_equal(a.misses, 0);
     assert_int_equal(o.ops->merge(o.eng), 0);
-    for (uint32_t id = NBASE; id < NALL; id += 3)
-        assert_int_equal(top1(&o, id), id);
+    expect_found_range(&o, NBASE, NALL, 3, "merged in the background");
     close_idx(&o);
     store_counts c;
     check_graph(path, backend, 1, &c);
@@ -932,15 +971,18 @@ static void crash_case(int e, const char *backend, int mode, uint32_t kill_after
     for (uint32_t id = NBASE; id < NALL; id++)
         if (id % 10 == 0)
             maybe_deleted[victim_of(id)] = 1;
-    for (uint32_t id = NBASE; id < NALL; id++)
-        if (inserted[id] && !maybe_deleted[id] && top1(&o, id) != id)
-            fail_msg("%s %s: insert %u returned before the kill, not found after", engines[e],
-                     backend, id);
-    assert_never_returned(&o, dead, nd);
-    assert_int_equal(o.ops->merge(o.eng), 0);
+    /* returned before the kill: pending (always found) or merged by a
+     * background merge before it (expect_found's allowance) */
+    uint32_t *live = malloc(NALL * sizeof *live), nlive = 0;
+    assert_non_null(live);
     for (uint32_t id = NBASE; id < NALL; id++)
         if (inserted[id] && !maybe_deleted[id])
-            assert_int_equal(top1(&o, id), id);
+            live[nlive++] = id;
+    expect_found(&o, live, nlive, "returned before the kill, reopened");
+    assert_never_returned(&o, dead, nd);
+    assert_int_equal(o.ops->merge(o.eng), 0);
+    expect_found(&o, live, nlive, "returned before the kill, merged after it");
+    free(live);
     assert_never_returned(&o, dead, nd);
     close_idx(&o);
     check_graph(path, backend, 1, NULL);
