@@ -135,25 +135,39 @@ static uint32_t value_sum(const void *key, size_t key_len, const void *val, size
     return ann_checksum(val, val_len) ^ ann_crc32c(0, key, key_len);
 }
 
+/* key as lower-case hex (at most KV_KEY_MAX_BYTES of it), for messages */
+static void key_hex(const void *key, size_t key_len, char hex[2 * KV_KEY_MAX_BYTES + 1])
+{
+    static const char digits[] = "0123456789abcdef";
+    const uint8_t *k = key;
+    size_t n = key_len < KV_KEY_MAX_BYTES ? key_len : KV_KEY_MAX_BYTES;
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[k[i] >> 4];
+        hex[2 * i + 1] = digits[k[i] & 15];
+    }
+    hex[2 * n] = '\0';
+}
+
 /* Check the checksum stored after a value read from the store and take it
- * off val->len.  ANN_ECORRUPT naming the store and the key otherwise. */
+ * off val->len.  ANN_ECORRUPT naming the store and the key otherwise (the
+ * key is formatted only then: this runs on every read). */
 static int value_check(const kv_store *s, const void *key, size_t key_len, kv_val *val)
 {
     char hex[2 * KV_KEY_MAX_BYTES + 1];
-    const uint8_t *k = key;
-    for (size_t i = 0; i < key_len && i < KV_KEY_MAX_BYTES; i++)
-        snprintf(hex + 2 * i, 3, "%02x", k[i]);
-    hex[2 * (key_len < KV_KEY_MAX_BYTES ? key_len : KV_KEY_MAX_BYTES)] = '\0';
-    if (val->len < KV_SUM_BYTES)
+    if (val->len < KV_SUM_BYTES) {
+        key_hex(key, key_len, hex);
         return ann_fail(ANN_ECORRUPT, "%s: record %s: %zu bytes, shorter than its checksum",
                         s->dir, hex, val->len);
+    }
     size_t len = val->len - KV_SUM_BYTES;
     uint32_t stored = ann_get_u32((const uint8_t *)val->data + len);
     uint32_t got = value_sum(key, key_len, val->data, len);
-    if (stored != got)
+    if (stored != got) {
+        key_hex(key, key_len, hex);
         return ann_fail(ANN_ECORRUPT, "%s: record %s: value checksum 0x%08x, stored 0x%08x (the "
                                       "record is corrupt)",
                         s->dir, hex, got, stored);
+    }
     val->len = len;
     return 0;
 }
