@@ -114,6 +114,33 @@ static void test_paper_configs_valid_and_twinned(void **state)
     assert_true(twins >= 6);
 }
 
+/* The stand-in check's configs (configs/standin/, datasets/README.md): valid,
+ * and each one the settings the source published recall for. */
+static void test_standin_configs_valid(void **state)
+{
+    (void)state;
+    const char *names[] = { "configs/standin/cohere-1m.json", "configs/standin/cohere-100k.json",
+                            "configs/standin/cohere-1m-pq.json" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_error_t e;
+        json_t *cfg = json_load_file(names[i], 0, &e);
+        if (!cfg)
+            fail_msg("%s: %s", names[i], e.text);
+        harness_problems p = { 0 };
+        int np = harness_config_check(cfg, &p);
+        for (int j = 0; j < p.n && j < p.cap; j++)
+            print_error("%s: %s\n", names[i], p.msgs[j]);
+        harness_problems_fini(&p);
+        assert_int_equal(np, 0);
+        /* DiskANN's published settings: R 64, L_build 100, alpha 1.2 */
+        const json_t *b = json_object_get(json_array_get(json_object_get(cfg, "engines"), 0), "build");
+        assert_int_equal(json_integer_value(json_object_get(b, "R")), 64);
+        assert_int_equal(json_integer_value(json_object_get(b, "L_build")), 100);
+        assert_true(json_real_value(json_object_get(b, "alpha")) == 1.2);
+        json_decref(cfg);
+    }
+}
+
 static void test_paper_unknown_layout_refused(void **state)
 {
     (void)state;
@@ -320,6 +347,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paper_configs_valid_and_twinned),
         cmocka_unit_test(test_paper_unknown_layout_refused),
+        cmocka_unit_test(test_standin_configs_valid),
         cmocka_unit_test(test_paper_effort_table),
         cmocka_unit_test(test_paper_memcap_table),
         cmocka_unit_test(test_paper_rss_and_build_tables),
