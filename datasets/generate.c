@@ -144,7 +144,7 @@ void ann_gen_shape_default(ann_metric metric, ann_gen_shape *out)
                            .noise_frac = 0.22, .mean_sq = 2.5, .positive_mean = 0, .scale = 1.0};
 }
 
-static int gen_shape_check(const ann_gen_shape *s)
+int ann_gen_shape_check(const ann_gen_shape *s)
 {
     if (s->rank == 0)
         return ann_fail(ANN_EPARAM, "generate: shape.rank must be >= 1");
@@ -220,7 +220,7 @@ int ann_generator_create(const ann_gen_params *p, ann_generator **out)
         shape = *p->shape;
     else
         ann_gen_shape_default(p->metric, &shape);
-    rc = gen_shape_check(&shape);
+    rc = ann_gen_shape_check(&shape);
     if (rc)
         return rc;
 

@@ -40,6 +40,10 @@ typedef struct ann_gen_shape {
  */
 void ann_gen_shape_default(ann_metric metric, ann_gen_shape *out);
 
+/* 0 when every field of s is in range; ANN_EPARAM naming the field
+ * ("generate: shape.noise_frac 1.5 outside [0, 1]") otherwise. */
+int ann_gen_shape_check(const ann_gen_shape *s);
+
 typedef struct ann_gen_params {
     uint64_t n;          /* base vectors */
     uint32_t dim;

@@ -22,6 +22,7 @@
 #include "engines/core/ticks.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -215,7 +216,23 @@ static void gen_usage(FILE *fp)
                 "       annlab dataset generate --preset NAME [--out DIR] [--force]\n"
                 "presets: synth-768-cosine-{10k,100k,1m}, synth-960-l2-{10k,100k,1m}\n"
                 "         (1000 queries, 2000 warm-up, seed 42; default out datasets/data/NAME)\n"
+                "shape (default: the metric's tuned shape, datasets/generate.c): [--rank R]\n"
+                "         [--decay D] [--clusters K] [--between-frac F] [--noise-frac F]\n"
+                "         [--mean-sq M]; with --preset they need --out and --name (the bundle is\n"
+                "         no longer the preset)\n"
                 "--force: replace an existing output (kept until the new bundle is complete)\n");
+}
+
+/* Parse a finite real option value; the range is the shape check's. */
+static int gen_parse_real(const char *flag, const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = s && *s ? strtod(s, &end) : 0;
+    if (!s || !*s || errno || *end || !isfinite(v))
+        return ann_fail(ANN_EPARAM, "%s: '%s' is not a finite number", flag, s ? s : "");
+    *out = v;
+    return 0;
 }
 
 /* Parse an unsigned integer option value in [lo, hi]; message names the flag. */
@@ -241,6 +258,10 @@ int ann_generate_cli(int argc, char **argv)
                         .gt_k = GEN_DEFAULT_GT_K, .seed = GEN_PRESET_SEED};
     const char *preset = NULL, *out = NULL, *metric = NULL;
     int have_n = 0, have_dim = 0, rc = 0;
+    /* shape overrides: NAN / 0 = not given */
+    double decay = NAN, between = NAN, noise = NAN, mean_sq = NAN;
+    uint64_t rank = 0, clusters = 0;
+    int shaped = 0;
     unsigned out_flags = 0;
     uint64_t v = 0;
     char out_buf[4096];
@@ -296,6 +317,20 @@ int ann_generate_cli(int argc, char **argv)
             if ((rc = gen_parse_u64(a, val, 0, UINT64_MAX, &v)))
                 goto bad;
             p.seed = v;
+        } else if (!strcmp(a, "--rank") || !strcmp(a, "--clusters")) {
+            if ((rc = gen_parse_u64(a, val, 1, 1u << 24, &v)))
+                goto bad;
+            *(!strcmp(a, "--rank") ? &rank : &clusters) = v;
+            shaped = 1;
+        } else if (!strcmp(a, "--decay") || !strcmp(a, "--between-frac") ||
+                   !strcmp(a, "--noise-frac") || !strcmp(a, "--mean-sq")) {
+            double *dst = !strcmp(a, "--decay")          ? &decay
+                          : !strcmp(a, "--between-frac") ? &between
+                          : !strcmp(a, "--noise-frac")   ? &noise
+                                                         : &mean_sq;
+            if ((rc = gen_parse_real(a, val, dst)))
+                goto bad;
+            shaped = 1;
         } else {
             fprintf(stderr, "annlab dataset generate: unknown option %s\n", a);
             gen_usage(stderr);
@@ -309,8 +344,11 @@ int ann_generate_cli(int argc, char **argv)
                             "--dim or --metric\n");
             return 2;
         }
+        const char *user_name = p.name;
         if ((rc = ann_generate_preset(preset, &p)))
             goto bad;
+        if (user_name)
+            p.name = user_name;
         if (!out) {
             snprintf(out_buf, sizeof out_buf, "datasets/data/%s", preset);
             out = out_buf;
@@ -332,6 +370,33 @@ int ann_generate_cli(int argc, char **argv)
             return 2;
         }
         p.metric = m;
+    }
+
+    ann_gen_shape shape;
+    if (shaped) {
+        if (preset && (out == out_buf || !p.name || !strcmp(p.name, preset))) {
+            fprintf(stderr, "annlab dataset generate: a shape option with --preset %s needs --out "
+                            "and a --name other than the preset's (the data is no longer the "
+                            "preset's)\n",
+                    preset);
+            return 2;
+        }
+        ann_gen_shape_default(p.metric, &shape);
+        if (rank)
+            shape.rank = (uint32_t)rank;
+        if (clusters)
+            shape.clusters = (uint32_t)clusters;
+        if (!isnan(decay))
+            shape.decay = decay;
+        if (!isnan(between))
+            shape.between_frac = between;
+        if (!isnan(noise))
+            shape.noise_frac = noise;
+        if (!isnan(mean_sq))
+            shape.mean_sq = mean_sq;
+        if ((rc = ann_gen_shape_check(&shape)))
+            goto bad;
+        p.shape = &shape;
     }
 
     double t0 = ann_mono_s();

@@ -476,6 +476,49 @@ static void test_generate_cli(void **state)
     assert_int_equal(b.n_warmup, 10);
     assert_int_equal(b.metric, ANN_METRIC_L2);
     ann_bundle_close(&b);
+
+    /* shape overrides: checked, recorded in the manifest, and they change the data */
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --preset synth-768-cosine-10k --noise-frac 0.1 --out %s/p 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "a shape option with --preset synth-768-cosine-10k needs --out "
+                                "and a --name other than the preset's"));
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 10 --dim 8 --metric l2 --noise-frac 1.5 --out %s/a 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "generate: shape.noise_frac 1.5 outside [0, 1]"));
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 10 --dim 8 --metric l2 --decay nan --out %s/a 2>&1", bin,
+             dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--decay: 'nan' is not a finite number"));
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 2000 --dim 24 --metric l2 --queries 20 --warmup 10 "
+             "--seed 5 --clusters 50 --noise-frac 0.05 --out %s/shaped 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 0);
+    snprintf(path, sizeof path, "%s/shaped/manifest.json", dir);
+    json_error_t je;
+    json_t *man = json_load_file(path, 0, &je);
+    assert_non_null(man);
+    const json_t *shape = json_object_get(json_object_get(man, "generator"), "shape");
+    assert_int_equal(json_integer_value(json_object_get(shape, "clusters")), 50);
+    assert_true(json_real_value(json_object_get(shape, "noise_frac")) == 0.05);
+    assert_true(json_real_value(json_object_get(shape, "between_frac")) == 0.75); /* default */
+    json_decref(man);
+    size_t la = 0, lb = 0;
+    snprintf(path, sizeof path, "%s/ok/base.fbin", dir);
+    void *fa = tu_read_file(path, &la);
+    snprintf(path, sizeof path, "%s/shaped/base.fbin", dir);
+    void *fb = tu_read_file(path, &lb);
+    assert_non_null(fa);
+    assert_non_null(fb);
+    assert_int_equal(la, lb);
+    assert_true(memcmp(fa, fb, la) != 0);
+    free(fa);
+    free(fb);
     tu_rmdir(dir);
 }
 
