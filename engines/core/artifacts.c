@@ -178,7 +178,7 @@ static int load_vectors(const ann_vecsrc *src, const ann_artifacts_params *p, an
     if (a->vectors)
         return 0;
     double t0 = ann_mono_s();
-    int rc = vamana_load_vectors(src, p->graph.threads, &a->vectors);
+    int rc = ann_vecsrc_read_all(src, p->graph.threads, &a->vectors);
     a->load_s += ann_mono_s() - t0;
     return rc;
 }

@@ -854,44 +854,6 @@ out:
     return rc;
 }
 
-typedef struct load_job {
-    const ann_vecsrc *src;
-    float *x;
-} load_job;
-
-#define LOAD_CHUNK 8192u
-
-static int load_run(void *arg, uint64_t b, uint64_t e, int worker)
-{
-    (void)worker;
-    load_job *j = arg;
-    for (uint64_t c = b; c < e; c++) {
-        uint64_t r0 = c * LOAD_CHUNK;
-        uint64_t cnt = j->src->n - r0 < LOAD_CHUNK ? j->src->n - r0 : LOAD_CHUNK;
-        int rc = ann_vecsrc_read(j->src, r0, cnt, j->x + r0 * j->src->dim);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-int vamana_load_vectors(const ann_vecsrc *src, int threads, float **out)
-{
-    *out = NULL;
-    float *x = malloc((src->n ? src->n : 1) * src->dim * sizeof *x);
-    if (!x)
-        return ann_fail(-ENOMEM, "%s: no memory for %llu x %u vectors", src->id,
-                        (unsigned long long)src->n, src->dim);
-    load_job j = { src, x };
-    int rc = ann_parallel_for(threads, (src->n + LOAD_CHUNK - 1) / LOAD_CHUNK, 1, load_run, &j);
-    if (rc) {
-        free(x);
-        return rc;
-    }
-    *out = x;
-    return 0;
-}
-
 int vamana_build(const ann_vecsrc *src, const vamana_params *p, vamana_graph **out,
                  float **out_vectors, vamana_build_stats *stats)
 {
@@ -901,7 +863,7 @@ int vamana_build(const ann_vecsrc *src, const vamana_params *p, vamana_graph **o
     if (out_vectors)
         *out_vectors = NULL;
     double t0 = ann_mono_s();
-    int rc = vamana_load_vectors(src, p->threads, &x);
+    int rc = ann_vecsrc_read_all(src, p->threads, &x);
     if (rc)
         return rc;
     double load = ann_mono_s() - t0;

@@ -133,12 +133,6 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
 int vamana_build(const ann_vecsrc *src, const vamana_params *p, vamana_graph **out,
                  float **out_vectors, vamana_build_stats *stats);
 
-/*
- * Read src whole into a new contiguous array (src->n * src->dim floats,
- * caller frees), reading in chunks on `threads` threads.
- */
-int vamana_load_vectors(const ann_vecsrc *src, int threads, float **out);
-
 /* The medoid: id of the vector nearest (by metric) to the mean vector. */
 uint32_t vamana_medoid(const float *vectors, uint64_t n, uint32_t dim, ann_metric metric,
                        int threads);

@@ -158,11 +158,9 @@ static int hold_run(void *arg, uint64_t b, uint64_t e, int worker)
     return ann_vecsrc_read(j->src, r0, r1 - r0, j->x + r0 * j->src->dim);
 }
 
-int ann_vecsrc_hold(const ann_vecsrc *src, int threads, ann_vecsrc_held *out)
+int ann_vecsrc_read_all(const ann_vecsrc *src, int threads, float **out)
 {
-    *out = (ann_vecsrc_held){ 0 };
-    if (src->rows && src->n > 0)
-        return src->rows(src, 0, src->n, &out->x);
+    *out = NULL;
     float *x = malloc((src->n ? src->n : 1) * (size_t)src->dim * sizeof(float));
     if (!x)
         return ann_fail(-ENOMEM, "%s: no memory for %llu x %u vectors", src->id,
@@ -173,9 +171,18 @@ int ann_vecsrc_hold(const ann_vecsrc *src, int threads, ann_vecsrc_held *out)
         free(x);
         return rc;
     }
-    out->x = x;
-    out->copy = x;
+    *out = x;
     return 0;
+}
+
+int ann_vecsrc_hold(const ann_vecsrc *src, int threads, ann_vecsrc_held *out)
+{
+    *out = (ann_vecsrc_held){ 0 };
+    if (src->rows && src->n > 0)
+        return src->rows(src, 0, src->n, &out->x);
+    int rc = ann_vecsrc_read_all(src, threads, &out->copy);
+    out->x = out->copy;
+    return rc;
 }
 
 void ann_vecsrc_unhold(ann_vecsrc_held *h)

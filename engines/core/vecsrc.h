@@ -79,6 +79,10 @@ typedef struct ann_vecsrc_held {
 } ann_vecsrc_held;
 
 int ann_vecsrc_hold(const ann_vecsrc *src, int threads, ann_vecsrc_held *out);
+
+/* src read whole into a new array (n x dim floats, caller frees), in
+ * chunks on `threads` threads.  Errors: read errors of src, -ENOMEM. */
+int ann_vecsrc_read_all(const ann_vecsrc *src, int threads, float **out);
 void ann_vecsrc_unhold(ann_vecsrc_held *h);
 
 /*
