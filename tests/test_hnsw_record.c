@@ -321,25 +321,7 @@ static uint32_t store_crc(const char *index, uint64_t n)
     return (uint32_t)crc;
 }
 
-/* A source that only reads (no rows hook), over another. */
-static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
-{
-    return ann_vecsrc_read(src->impl, first, count, out);
-}
 
-/* Build from src with params into path; *how gets the report's base_rows. */
-static void build_src(const ann_vecsrc *src, const char *params, const char *path, char *how)
-{
-    json_t *bp = js(params), *rep = NULL;
-    int rc = ann_engine_build(ops(), src, bp, path, NULL, &rep);
-    if (rc)
-        fail_msg("build %s: %s", path, ann_errmsg(rc));
-    const char *b = json_string_value(
-        json_object_get(json_object_get(rep, "engine_report"), "base_rows"));
-    snprintf(how, 16, "%s", b ? b : "?");
-    json_decref(rep);
-    json_decref(bp);
-}
 
 /* The base lent from a mapped .fbin, lent from memory and copied through
  * read() (a source without the rows hook) gives byte-identical records. */
@@ -359,14 +341,13 @@ static void test_base_sources(void **state)
     ann_vecsrc *file = NULL, *mem = NULL;
     assert_int_equal(ann_vecsrc_open_file(fbin, ANN_METRIC_L2, &file), 0);
     assert_non_null(file->rows);
-    build_src(file, one, a, how);
+    tu_build_base_rows("hnsw-record", file, one, a, how);
     assert_string_equal(how, "lent");
     assert_int_equal(ann_vecsrc_from_memory(f->base, N, DIM, ANN_METRIC_L2, &mem), 0);
-    build_src(mem, one, b, how);
+    tu_build_base_rows("hnsw-record", mem, one, b, how);
     assert_string_equal(how, "lent");
-    ann_vecsrc copy = { .n = N, .dim = DIM, .metric = ANN_METRIC_L2, .id = "copy-only",
-                        .read = copy_only_read, .impl = file };
-    build_src(&copy, one, c, how);
+    ann_vecsrc copy = tu_copy_only(file);
+    tu_build_base_rows("hnsw-record", &copy, one, c, how);
     assert_string_equal(how, "copied");
     uint32_t crc = store_crc(a, N);
     assert_int_equal(store_crc(b, N), crc);

@@ -383,12 +383,6 @@ static void test_golden_records(void **state)
     free(rec);
 }
 
-/* A source that only reads (no rows hook), over another. */
-static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
-{
-    return ann_vecsrc_read(src->impl, first, count, out);
-}
-
 /* CRC of every key and value of an index's LMDB store, in key order. */
 static uint32_t whole_store_crc(const char *index)
 {
@@ -419,18 +413,6 @@ static uint32_t whole_store_crc(const char *index)
     return (uint32_t)crc;
 }
 
-static void build_src(const ann_vecsrc *src, const char *params, const char *path, char *how)
-{
-    json_t *bp = js(params), *rep = NULL;
-    int rc = ann_engine_build(ann_engine_find("ivfpq-record"), src, bp, path, NULL, &rep);
-    if (rc)
-        fail_msg("build %s: %s", path, ann_errmsg(rc));
-    const char *b = json_string_value(
-        json_object_get(json_object_get(rep, "engine_report"), "base_rows"));
-    snprintf(how, 16, "%s", b ? b : "?");
-    json_decref(rep);
-    json_decref(bp);
-}
 
 /* The streamed base (20,000 rows: two stream blocks) gives byte-identical
  * records whether a mapped .fbin lends it, memory lends it or it is copied
@@ -450,8 +432,7 @@ static void test_base_sources(void **state)
     ann_vecsrc *file = NULL, *mem = NULL;
     assert_int_equal(ann_vecsrc_open_file(fbin, ANN_METRIC_L2, &file), 0);
     assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_L2, &mem), 0);
-    ann_vecsrc copy = { .n = n, .dim = DIM, .metric = ANN_METRIC_L2, .id = "copy-only",
-                        .read = copy_only_read, .impl = file };
+    ann_vecsrc copy = tu_copy_only(file);
     const char *params[2][2] = {
         { "{\"nlist\": 16, \"pq_bytes\": 8, \"threads\": 1, \"kv\": \"lmdb\"}",
           "{\"nlist\": 16, \"pq_bytes\": 8, \"threads\": 2, \"kv\": \"lmdb\"}" },
@@ -465,7 +446,7 @@ static void test_base_sources(void **state)
         for (int i = 0; i < 3; i++)
             for (int t = 0; t < 2; t++) {
                 snprintf(a, sizeof a, "%s/src-%d-%d-%d", f->dir, p, i, t);
-                build_src(srcs[i], params[p][t], a, how);
+                tu_build_base_rows("ivfpq-record", srcs[i], params[p][t], a, how);
                 assert_string_equal(how, want[i]);
                 uint32_t crc = whole_store_crc(a);
                 if (i == 0 && t == 0)

@@ -163,10 +163,6 @@ static void test_memory_lends(void **state)
     ann_vecsrc_destroy(src);
 }
 
-static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
-{
-    return ann_vecsrc_read(src->impl, first, count, out);
-}
 
 /* PQ training's sample: the same rows from a file, from memory and from a
  * source that only reads */
@@ -178,8 +174,7 @@ static void test_pq_sample_sources(void **state)
     ann_vecsrc *file = NULL, *mem = NULL;
     assert_int_equal(ann_vecsrc_open_file(path, ANN_METRIC_L2, &file), 0);
     assert_int_equal(ann_vecsrc_from_memory(base, N, DIM, ANN_METRIC_L2, &mem), 0);
-    ann_vecsrc copy = { .n = N, .dim = DIM, .metric = ANN_METRIC_L2, .id = "copy-only",
-                        .read = copy_only_read, .impl = file };
+    ann_vecsrc copy = tu_copy_only(file);
     pq_params pp;
     pq_params_default(&pp, DIM);
     pp.sample_max_rows = 700;

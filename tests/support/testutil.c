@@ -3,7 +3,14 @@
  */
 #include "tests/support/testutil.h"
 
+#include "engines/core/status.h"
 #include "engines/engine.h"
+
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -115,4 +122,32 @@ const char *tu_shared_data(void)
     snprintf(path, sizeof path, "%s/data", env && *env ? env : "../shared");
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? path : NULL;
+}
+
+static int copy_only_read(const ann_vecsrc *src, uint64_t first, uint64_t count, float *out)
+{
+    return ann_vecsrc_read(src->impl, first, count, out);
+}
+
+ann_vecsrc tu_copy_only(const ann_vecsrc *over)
+{
+    return (ann_vecsrc){ .n = over->n, .dim = over->dim, .metric = over->metric,
+                         .id = "copy-only", .read = copy_only_read, .impl = (void *)over };
+}
+
+void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *params,
+                        const char *path, char how[16])
+{
+    json_error_t err;
+    json_t *bp = json_loads(params, 0, &err), *rep = NULL;
+    if (!bp)
+        fail_msg("bad JSON: %s", params);
+    int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, &rep);
+    if (rc)
+        fail_msg("build %s: %s", path, ann_errmsg(rc));
+    const char *b = json_string_value(
+        json_object_get(json_object_get(rep, "engine_report"), "base_rows"));
+    snprintf(how, 16, "%s", b ? b : "?");
+    json_decref(rep);
+    json_decref(bp);
 }

@@ -5,6 +5,8 @@
 #ifndef ANNLAB_TESTS_TESTUTIL_H
 #define ANNLAB_TESTS_TESTUTIL_H
 
+#include "engines/core/vecsrc.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +27,16 @@ float *tu_clustered(uint64_t n, uint32_t dim, uint32_t clusters, uint64_t seed, 
 /* Write/read a whole file. */
 int tu_write_file(const char *path, const void *data, size_t len);
 void *tu_read_file(const char *path, size_t *len);
+
+/* A source over `over` that only reads: no rows hook, so consumers take
+ * their copying path.  `over` must outlive it; nothing to destroy. */
+ann_vecsrc tu_copy_only(const ann_vecsrc *over);
+
+/* Build engine `engine` from src with the JSON params into path (a
+ * failure fails the test); how[16] gets the build report's base_rows
+ * ("lent", "copied", or "?"). */
+void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *params,
+                        const char *path, char how[16]);
 
 /* Path of the shared real-data folder, or NULL when absent. */
 const char *tu_shared_data(void);
