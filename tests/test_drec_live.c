@@ -223,15 +223,28 @@ static uint32_t top1(opened *o, uint32_t id)
  * mislinks vectors misses many more.  A missed id that is pending, or has
  * no node or vector record (an insert lost, say by a crash), fails at once.
  */
-static int has_record(kv_reader *rd, uint8_t table, uint32_t id)
+/* Which records of id the open engine's store holds, in one snapshot: 0
+ * or a read error (no fail_msg: the background searcher calls this too). */
+static int id_records(opened *o, uint32_t id, int *node, int *pending, int *vector)
 {
-    uint8_t key[KV_KEY_U32_BYTES];
-    kv_val v = { 0 };
-    int rc = kv_get(rd, key, kv_key_u32(key, table, id), &v);
-    kv_val_release(&v);
-    if (rc && rc != ANN_ENOTFOUND)
-        fail_msg("reading record %u: %s", id, ann_errmsg(rc));
-    return rc == 0;
+    const uint8_t tables[3] = { DREC_TABLE_NODE, DREC_TABLE_PENDING, DREC_TABLE_VECTOR };
+    int *has[3] = { node, pending, vector };
+    kv_reader *rd = NULL;
+    int rc = kv_reader_create(((struct ann_engine *)o->eng)->kv, &rd);
+    if (!rc)
+        rc = kv_reader_begin(rd);
+    for (int t = 0; !rc && t < 3; t++) {
+        uint8_t key[KV_KEY_U32_BYTES];
+        kv_val v = { 0 };
+        rc = kv_get(rd, key, kv_key_u32(key, tables[t], id), &v);
+        kv_val_release(&v);
+        *has[t] = rc == 0;
+        if (rc == ANN_ENOTFOUND)
+            rc = 0;
+    }
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    return rc;
 }
 
 static void expect_found(opened *o, const uint32_t *ids, uint32_t n, const char *what)
@@ -243,14 +256,9 @@ static void expect_found(opened *o, const uint32_t *ids, uint32_t n, const char 
             continue;
         /* only a merged vector may be missed: a pending one, or one with
          * no records (a lost insert), fails at once */
-        kv_reader *rd = NULL;
-        assert_int_equal(kv_reader_create(((struct ann_engine *)o->eng)->kv, &rd), 0);
-        assert_int_equal(kv_reader_begin(rd), 0);
-        int node = has_record(rd, DREC_TABLE_NODE, ids[i]);
-        int pending = has_record(rd, DREC_TABLE_PENDING, ids[i]);
-        int vector = has_record(rd, DREC_TABLE_VECTOR, ids[i]);
-        kv_reader_end(rd);
-        kv_reader_destroy(rd);
+        int node, pending, vector, rc = id_records(o, ids[i], &node, &pending, &vector);
+        if (rc)
+            fail_msg("reading the records of %u: %s", ids[i], ann_errmsg(rc));
         if (!node || pending || !vector)
             fail_msg("%s: %u not found (top-1 %u) and it is %s", what, ids[i], got,
                      pending ? "pending (the pending codes are scanned exhaustively)"
@@ -793,22 +801,8 @@ typedef struct {
 /* id has a node record and no pending record, in a snapshot of o's store */
 static int is_graph_node(opened *o, uint32_t id)
 {
-    kv_reader *rd = NULL;
-    if (kv_reader_create(((struct ann_engine *)o->eng)->kv, &rd) || kv_reader_begin(rd)) {
-        kv_reader_destroy(rd);
-        return 0;
-    }
-    /* no fail_msg here: this runs on the searcher thread */
-    uint8_t key[KV_KEY_U32_BYTES];
-    kv_val v = { 0 };
-    int node = kv_get(rd, key, kv_key_u32(key, DREC_TABLE_NODE, id), &v) == 0;
-    kv_val_release(&v);
-    if (node && kv_get(rd, key, kv_key_u32(key, DREC_TABLE_PENDING, id), &v) != ANN_ENOTFOUND)
-        node = 0;
-    kv_val_release(&v);
-    kv_reader_end(rd);
-    kv_reader_destroy(rd);
-    return node;
+    int node, pending, vector;
+    return id_records(o, id, &node, &pending, &vector) == 0 && node && !pending;
 }
 
 static void *searcher(void *p)
