@@ -5,7 +5,7 @@
  *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16] [--seed 1]
  *       [--io io_uring|libaio|pread|buffered|mmap] [--sqpoll 0|1]
  *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
- *       [--modes round,pipeline] [--adaptive 1] [--queries N]
+ *       [--modes round,pipeline] [--groups 0,2] [--adaptive 1] [--queries N]
  *       [--device-batches 2000]
  *
  * Builds INDEX_DIR through ann_engine_build when it does not exist (and
@@ -68,6 +68,7 @@ typedef struct {
     int Ls[MAX_LIST], nL, Ws[MAX_LIST], nW, caches[MAX_LIST], ncache;
     const char *modes[MAX_LIST];
     int nmodes, adaptive, sqpoll;
+    int groups[MAX_LIST], ngroup; /* submit_group values (pipeline rows) */
 } bench_opts;
 
 /* Split a comma list of words (the string is modified). */
@@ -129,6 +130,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                        .precision = "f16", .adaptive = 1, .seed = 1 };
     static char default_modes[] = "round,pipeline";
     o->nmodes = parse_words(default_modes, o->modes);
+    o->ngroup = parse_list("0", o->groups);
     o->nL = parse_list("50,100,200", o->Ls);
     o->nW = parse_list("2,4,8", o->Ws);
     o->ncache = parse_list("0,10000", o->caches);
@@ -177,6 +179,8 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             o->device_batches = atoi(v);
         else if (!strcmp(a, "--modes"))
             o->nmodes = parse_words(argv[i], o->modes);
+        else if (!strcmp(a, "--groups"))
+            o->ngroup = parse_list(v, o->groups);
         else if (!strcmp(a, "--adaptive"))
             o->adaptive = atoi(v);
         else if (!strcmp(a, "--sqpoll"))
@@ -363,7 +367,7 @@ int main(int argc, char **argv)
                         "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32] [--seed 1] "
                         "[--io io_uring] [--sqpoll 0|1] "
                         "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
-                        "[--modes round,pipeline] [--adaptive 1] [--queries N] "
+                        "[--modes round,pipeline] [--groups 0,2] [--adaptive 1] [--queries N] "
                         "[--device-batches 2000]\n");
         return 2;
     }
@@ -414,7 +418,7 @@ int main(int argc, char **argv)
     enum { ROWS = MAX_LIST * MAX_LIST * MAX_LIST * MAX_LIST };
     static struct row {
         int cache, L, W;
-        const char *mode;
+        char mode[16];
         double mean_s;
         ann_stats st;
     } rows[ROWS];
@@ -441,10 +445,20 @@ int main(int argc, char **argv)
         json_decref(orep);
         for (int l = 0; l < o.nL; l++) {
             for (int w = 0; w < o.nW; w++) {
-                for (int m = 0; m < o.nmodes; m++) {
-                    json_t *sp = json_pack("{s:i, s:i, s:s, s:b}", "L", o.Ls[l], "beam_width",
-                                           o.Ws[w], "search_mode", o.modes[m], "adaptive_beam",
-                                           o.adaptive);
+                for (int mg = 0; mg < o.nmodes * o.ngroup; mg++) {
+                    int m = mg / o.ngroup, g = o.groups[mg % o.ngroup];
+                    int pipe = strcmp(o.modes[m], "round") != 0;
+                    if (!pipe && mg % o.ngroup)
+                        continue; /* submit_group is a pipeline parameter */
+                    char label[32];
+                    if (pipe && g > 0)
+                        snprintf(label, sizeof label, "pipe/g%d", g);
+                    else
+                        snprintf(label, sizeof label, "%s", o.modes[m]);
+                    json_t *sp = json_pack("{s:i, s:i, s:s, s:b, s:i}", "L", o.Ls[l],
+                                           "beam_width", o.Ws[w], "search_mode", o.modes[m],
+                                           "adaptive_beam", o.adaptive, "submit_group",
+                                           pipe ? g : 0);
                     ann_ctx *ctx = NULL;
                     rc = ann_engine_ctx_new(ops, eng, sp, K, &ctx);
                     if (rc) {
@@ -505,16 +519,18 @@ int main(int argc, char **argv)
                     double reads = (double)st.reads / nq;
                     printf(" %5d %5d %3d  %-8s  %9.4f  %7.1f  %6.1f  %6.1f  %7.1f  %7.1f"
                            "  %9.1f  %9.1f  %6.0f  %6.0f  %7.1f  %6.1f  %12.1f  %12.1f  %11.1f\n",
-                           o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
+                           o.caches[c], o.Ls[l], o.Ws[w], label,
                            (double)hits / ((double)nq * K), reads, (double)st.hops / nq,
                            (double)st.cache_hits / nq, med[0] * 1e6, med[1] * 1e6, med[4] * 1e6,
                            med[5] * 1e6, med[2], med[3], med[6] * 1e6, med[7] * 1e6,
                            (med[6] + med[7]) * 1e6, reads * dev_med[w] / o.Ws[w] * 1e6,
                            med[8] * 1e6);
                     fflush(stdout);
-                    if (nrows < ROWS)
-                        rows[nrows++] = (struct row){ o.caches[c], o.Ls[l], o.Ws[w], o.modes[m],
-                                                      med[0], st };
+                    if (nrows < ROWS) {
+                        rows[nrows] = (struct row){ o.caches[c], o.Ls[l], o.Ws[w], "", med[0], st };
+                        snprintf(rows[nrows].mode, sizeof rows[nrows].mode, "%s", label);
+                        nrows++;
+                    }
                 }
             }
         }

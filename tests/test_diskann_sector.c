@@ -439,18 +439,29 @@ static void test_search_modes(void **state)
                  "\"adaptive_beam\": false}",
                  L, W);
         double ps = big_recall(f, gt, p, &st_s);
+        /* one read per submission: the free slots go in several submissions */
+        ann_stats st_g = { 0 };
+        snprintf(p, sizeof p,
+                 "{\"L\": %d, \"beam_width\": %d, \"search_mode\": \"pipeline\", "
+                 "\"submit_group\": 1}",
+                 L, W);
+        double pg = big_recall(f, gt, p, &st_g);
         print_message("L %d W %d: recall@10 round %.3f, pipeline %.3f (adaptive), %.3f "
-                      "(static); reads/q %.1f / %.1f / %.1f; hops/q %.1f / %.1f / %.1f\n",
-                      L, W, r, pa, ps, (double)st_r.reads / NQ,
+                      "(static), %.3f (submit_group 1); reads/q %.1f / %.1f / %.1f / %.1f; "
+                      "hops/q %.1f / %.1f / %.1f / %.1f\n",
+                      L, W, r, pa, ps, pg, (double)st_r.reads / NQ,
                       (double)st_p.reads / NQ, (double)st_s.reads / NQ,
-                      (double)st_r.hops / NQ, (double)st_p.hops / NQ,
-                      (double)st_s.hops / NQ);
+                      (double)st_g.reads / NQ, (double)st_r.hops / NQ,
+                      (double)st_p.hops / NQ, (double)st_s.hops / NQ,
+                      (double)st_g.hops / NQ);
         assert_true(r < 1.0); /* a setting where a worse search would show */
         assert_true(fabs(pa - r) <= 0.005);
         assert_true(fabs(ps - r) <= 0.005);
+        assert_true(fabs(pg - r) <= 0.005);
         /* never more than W reads per wait */
         assert_true(st_p.reads <= st_p.hops * (uint64_t)W);
         assert_true(st_s.reads <= st_s.hops * (uint64_t)W);
+        assert_true(st_g.reads <= st_g.hops * (uint64_t)W);
     }
     free(gt);
     free(gtd);
@@ -817,6 +828,12 @@ static void test_parameters(void **state)
     close_ctx(&o);
     assert_int_equal(open_ctx(f->small, "{}", "{\"adaptive_beam\": 1}", K, &o), ANN_EPARAM);
     assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "adaptive_beam"));
+    close_ctx(&o);
+    assert_int_equal(open_ctx(f->small, "{}", "{\"submit_group\": 257}", K, &o), ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "submit_group"));
+    close_ctx(&o);
+    assert_int_equal(open_ctx(f->small, "{}", "{\"submit_group\": -1}", K, &o), ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "submit_group"));
     close_ctx(&o);
     assert_int_equal(open_ctx(f->small, "{\"io\": \"direct\"}", "{}", K, &o), ANN_EPARAM);
     assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "io"));

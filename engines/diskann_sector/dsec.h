@@ -62,6 +62,7 @@ struct ann_ctx {
     uint32_t W;            /* beam width: reads per round, or most in flight */
     dsec_mode mode;        /* search_mode */
     int adaptive;          /* adaptive_beam (pipeline only) */
+    uint32_t group;        /* submit_group: most reads per submission (pipeline), 1..W */
     uint32_t *free_slots;  /* W: request slots not in flight (pipeline) */
     ann_aio_queue *q;      /* this context's own queue, depth W */
     uint8_t *bufs;         /* W * read_bytes, 4096-aligned */

@@ -67,6 +67,10 @@ const ann_param_spec dsec_search_params[] = {
       .help = "pipeline (no per-round barrier) or round (DiskANN's rounds of W reads)" },
     { .name = "adaptive_beam", .type = ANN_PARAM_BOOL, .def = 1,
       .help = "pipeline: start 2 reads wide, widen to W as expansions feed the list" },
+    { .name = "submit_group", .type = ANN_PARAM_INT, .min = 0, .max = 256, .def = 0,
+      .help = "pipeline: most reads per submission, the rest of the free slots going in "
+              "further submissions while the first group is in flight (0: all free slots "
+              "in one submission)" },
     ANN_PARAM_END_OF("diskann-sector search"),
 };
 
@@ -281,6 +285,9 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     const char *mode = ann_param_enum(params, dsec_search_params, "search_mode");
     c->mode = strcmp(mode, "round") ? DSEC_MODE_PIPELINE : DSEC_MODE_ROUND;
     c->adaptive = ann_param_bool(params, dsec_search_params, "adaptive_beam");
+    c->group = (uint32_t)ann_param_int(params, dsec_search_params, "submit_group");
+    if (c->group == 0 || c->group > c->W)
+        c->group = c->W;
     uint32_t list_cap = c->L > c->k_max ? c->L : c->k_max;
     uint32_t R = e->h.R, W = c->W;
     c->bufs = ann_aio_buf_alloc((size_t)W * e->read_bytes);

@@ -27,12 +27,16 @@
  * at full width.  While reads are in flight the thread expands cached
  * candidates among the next W unexpanded places of the list (free work a
  * round of W would also have done; without it the pipeline walks the cache
- * one best candidate at a time and reads more).  Completions are refilled
- * in one submission per batch: on the Firecracker VM this was measured on, a
- * submission costs 35-50 us of blocking time whatever it carries, and the
- * completions of one submission arrive together, so a refill per completion
- * (PipeANN's rule on NVMe) would pay that cost per read.  hops counts the
- * times the thread had to sleep for a completion.
+ * one best candidate at a time and reads more).  Free slots are refilled in
+ * submissions of at most submit_group reads (default: all of them in one):
+ * on the VM this was measured on, a submission costs 30-40 us of blocking
+ * time whatever it carries (it notifies the virtual device), about half that
+ * while the device still has reads in flight, and the completions of one
+ * submission arrive together, so a refill per completion (PipeANN's rule on
+ * NVMe) would pay that cost per read; a group smaller than the free slots
+ * sends the rest in further submissions while the first is in flight
+ * (bench_aio measures both effects).  hops counts the times the thread had
+ * to sleep for a completion.
  *
  * Stage times (ann_stats.stage_ns, every stage of ann_stage) are taken with
  * ticks.h's clock at each stage boundary, so the stages do not overlap and
@@ -318,11 +322,10 @@ static int search_pipeline(query *s)
     for (uint32_t i = 0; i < c->W; i++)
         c->free_slots[i] = c->W - 1 - i;
     for (;;) {
-        /* Fill the pipeline with the closest unexpanded candidates, in one
-         * submission (on a VM a submission can cost tens of microseconds,
-         * whatever it carries). */
+        /* Fill the pipeline with the closest unexpanded candidates, at most
+         * submit_group of them per submission (see the top of the file). */
         uint32_t nio = 0;
-        while (inflight + nio < w) {
+        while (inflight + nio < w && nio < c->group) {
             int pos = ann_candlist_next(&c->cl);
             if (pos < 0)
                 break;
@@ -346,6 +349,10 @@ static int search_pipeline(query *s)
                 return rc;
             s->st.reads += nio;
             inflight += nio;
+            /* More free slots: fill them in a further submission now,
+             * while this group is in flight, not after it completes. */
+            if (nio == c->group && inflight < w && ann_candlist_has_next(&c->cl))
+                continue;
         }
         /* While the reads are in flight, the CPU is idle: expand cached
          * candidates further down the list, as a round of W would have
