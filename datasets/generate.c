@@ -20,6 +20,14 @@
  *   e    isotropic noise, noise_frac of the variance  -> spectrum tail, and
  *        it keeps the local intrinsic dimension high, so the data is not easy
  *
+ * Optionally (subclusters S > 0; the presets have none) w is itself split:
+ * w = s_kj + w', with s_kj one of S sub-centres of cluster k holding
+ * sub_frac of w's variance: topics within topics.  A 1,000-row sample
+ * rarely holds two rows of one sub-centre, so the 1k statistics hardly
+ * move, while at 1M the true neighbours of a query are mostly rows of its
+ * own sub-centre, set apart from the rest of the cluster.  Sub-centres are
+ * drawn from their own stream (seed, sub-centre index), not stored.
+ *
  * with the non-mean variance normalised to 1.  Cosine rows are normalised.
  * Tuned values are in ann_gen_shape_default (rank 160, decay 1, 400
  * clusters holding 75% of the latent variance, 22% noise, |mu|^2 2.5); on
@@ -52,6 +60,8 @@
 #include <unistd.h>
 
 #define GEN_MODEL_STREAM 0xffu
+#define GEN_SUB_STREAM 0xfeu
+#define GEN_MAX_SUBCLUSTERS 1000000u
 #define GEN_MAX_THREADS 16u
 #define GEN_ROWS_PER_THREAD_MIN 256u
 
@@ -63,7 +73,8 @@ struct ann_generator {
     float *mean;     /* dim */
     float *basis;    /* rank x dim, orthonormal rows */
     float *centres;  /* clusters x rank */
-    float *within;   /* rank: standard deviation of w per latent direction */
+    float *within;   /* rank: standard deviation of w (of w' with sub-centres) */
+    float *sub_sd;   /* rank: standard deviation of the sub-centres, or NULL */
     float noise_sd;  /* per coordinate */
 };
 
@@ -162,6 +173,11 @@ int ann_gen_shape_check(const ann_gen_shape *s)
         return ann_fail(ANN_EPARAM, "generate: shape.mean_sq %g outside [0, 1e6]", s->mean_sq);
     if (!(s->scale > 0.0 && s->scale <= 1e6))
         return ann_fail(ANN_EPARAM, "generate: shape.scale %g outside (0, 1e6]", s->scale);
+    if (s->subclusters > GEN_MAX_SUBCLUSTERS)
+        return ann_fail(ANN_EPARAM, "generate: shape.subclusters %u outside [0, %u]",
+                        s->subclusters, GEN_MAX_SUBCLUSTERS);
+    if (!(s->sub_frac >= 0.0 && s->sub_frac <= 1.0))
+        return ann_fail(ANN_EPARAM, "generate: shape.sub_frac %g outside [0, 1]", s->sub_frac);
     return 0;
 }
 
@@ -173,6 +189,7 @@ void ann_generator_destroy(ann_generator *g)
     free(g->basis);
     free(g->centres);
     free(g->within);
+    free(g->sub_sd);
     free(g);
 }
 
@@ -237,7 +254,10 @@ int ann_generator_create(const ann_gen_params *p, ann_generator **out)
     g->basis = malloc((size_t)g->rank * g->dim * sizeof *g->basis);
     g->centres = malloc((size_t)g->clusters * g->rank * sizeof *g->centres);
     g->within = malloc((size_t)g->rank * sizeof *g->within);
-    if (!g->mean || !g->basis || !g->centres || !g->within) {
+    if (shape.subclusters > 0)
+        g->sub_sd = malloc((size_t)g->rank * sizeof *g->sub_sd);
+    if (!g->mean || !g->basis || !g->centres || !g->within ||
+        (shape.subclusters > 0 && !g->sub_sd)) {
         rc = -ENOMEM;
         goto out;
     }
@@ -251,7 +271,12 @@ int ann_generator_create(const ann_gen_params *p, ann_generator **out)
     double latent_total = 1.0 - shape.noise_frac;
     for (uint32_t j = 0; j < g->rank; j++) {
         double var = latent_total * pow(j + 1.0, -shape.decay) / vsum;
-        g->within[j] = (float)sqrt((1.0 - shape.between_frac) * var);
+        double wvar = (1.0 - shape.between_frac) * var;
+        if (g->sub_sd) {
+            g->sub_sd[j] = (float)sqrt(shape.sub_frac * wvar);
+            wvar *= 1.0 - shape.sub_frac;
+        }
+        g->within[j] = (float)sqrt(wvar);
     }
     for (uint32_t k = 0; k < g->clusters; k++)
         for (uint32_t j = 0; j < g->rank; j++) {
@@ -296,6 +321,14 @@ static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_
     const float *c = g->centres + (size_t)k * rank;
     for (uint32_t j = 0; j < rank; j++)
         latent[j] = c[j] + g->within[j] * (float)gen_rng_gauss(&rng);
+    if (g->sub_sd) {
+        uint32_t S = g->shape.subclusters;
+        uint64_t sub = (uint64_t)k * S + gen_rng_next(&rng) % S;
+        gen_rng srng;
+        gen_rng_seed(&srng, g->seed, GEN_SUB_STREAM, sub);
+        for (uint32_t j = 0; j < rank; j++)
+            latent[j] += g->sub_sd[j] * (float)gen_rng_gauss(&srng);
+    }
     for (uint32_t d = 0; d < dim; d++)
         row[d] = g->mean[d] + g->noise_sd * (float)gen_rng_gauss(&rng);
     for (uint32_t j = 0; j < rank; j++) {

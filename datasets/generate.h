@@ -31,6 +31,9 @@ typedef struct ann_gen_shape {
     double mean_sq;      /* |mu|^2 relative to the total variance (1) */
     int positive_mean;   /* mu has non-negative coordinates (descriptor-like) */
     double scale;        /* every coordinate multiplied by this (L2 only) */
+    uint32_t subclusters;/* S sub-centres per cluster (0: none, the presets) */
+    double sub_frac;     /* share of the within-cluster latent variance between
+                            the sub-centres of a cluster (used when S > 0) */
 } ann_gen_shape;
 
 /*
@@ -98,9 +101,11 @@ void ann_generator_destroy(ann_generator *g);
 int ann_generate_bundle(const ann_gen_params *p, const char *out_dir, unsigned out_flags);
 
 /*
- * Parameters of a named preset: synth-768-cosine-{10k,100k,1m} and
- * synth-960-l2-{10k,100k,1m} (1,000 queries, 2,000 warm-up, gt_k 100,
- * seed 42).  out->name points at a static string.  ANN_ENOTFOUND otherwise.
+ * Parameters of a named preset: synth-768-cosine-{10k,100k,1m},
+ * synth-768-cosine-cal-{10k,100k,1m} (the calibrated Cohere shape, with
+ * sub-centres; out->shape points at it) and synth-960-l2-{10k,100k,1m}
+ * (1,000 queries, 2,000 warm-up, gt_k 100, seed 42).  out->name and
+ * out->shape point at static data.  ANN_ENOTFOUND otherwise.
  */
 int ann_generate_preset(const char *name, ann_gen_params *out);
 

@@ -206,6 +206,86 @@ static void test_generate_deterministic(void **state)
     free(whole);
 }
 
+static int cmp_double_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median over rows of the cosine to the nearest other row (brute force). */
+static double median_nn_cosine(const float *x, uint32_t n, uint32_t dim)
+{
+    double *best = malloc(n * sizeof *best);
+    for (uint32_t i = 0; i < n; i++) {
+        double b = -2.0;
+        for (uint32_t j = 0; j < n; j++) {
+            if (j == i)
+                continue;
+            double dot = 0.0;
+            for (uint32_t d = 0; d < dim; d++)
+                dot += (double)x[(size_t)i * dim + d] * x[(size_t)j * dim + d];
+            if (dot > b)
+                b = dot;
+        }
+        best[i] = b;
+    }
+    qsort(best, n, sizeof *best, cmp_double_asc);
+    double med = best[n / 2];
+    free(best);
+    return med;
+}
+
+/*
+ * Sub-centres: off (0) gives the default model's bytes exactly; on, the
+ * rows are deterministic, differ, and rows of one sub-centre are each
+ * other's near neighbours (nearest-neighbour cosine up); out-of-range
+ * values are errors naming the field.
+ */
+static void test_generate_subclusters(void **state)
+{
+    (void)state;
+    const uint32_t dim = 64, n = 2000;
+    ann_gen_params p = {.dim = dim, .metric = ANN_METRIC_COSINE, .seed = 9};
+    float *plain = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    ann_gen_shape sh;
+    ann_gen_shape_default(ANN_METRIC_COSINE, &sh);
+    sh.clusters = 4;
+    sh.subclusters = 0;
+    sh.sub_frac = 0.9; /* unused without sub-centres */
+    ann_gen_shape dflt;
+    ann_gen_shape_default(ANN_METRIC_COSINE, &dflt);
+    p.shape = &dflt;
+    float *same = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    assert_memory_equal(plain, same, (size_t)n * dim * sizeof *same);
+    p.shape = &sh;
+    float *flat = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    sh.subclusters = 10;
+    float *sub = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    float *again = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    assert_memory_equal(sub, again, (size_t)n * dim * sizeof *sub);
+    assert_memory_not_equal(sub, flat, (size_t)n * dim * sizeof *sub);
+    double nn_flat = median_nn_cosine(flat, n, dim), nn_sub = median_nn_cosine(sub, n, dim);
+    print_message("median nearest-neighbour cosine, 4 clusters: %.3f without sub-centres, "
+                  "%.3f with 10 per cluster (sub_frac 0.9)\n",
+                  nn_flat, nn_sub);
+    assert_true(nn_sub > nn_flat + 0.01);
+    free(plain);
+    free(same);
+    free(flat);
+    free(sub);
+    free(again);
+
+    ann_gen_shape bad = sh;
+    bad.sub_frac = -0.1;
+    assert_int_equal(ann_gen_shape_check(&bad), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), "generate: shape.sub_frac -0.1 outside [0, 1]");
+    bad = sh;
+    bad.subclusters = 2000000;
+    assert_int_equal(ann_gen_shape_check(&bad), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM),
+                        "generate: shape.subclusters 2000000 outside [0, 1000000]");
+}
+
 /* Queries come from the same distribution but are not copies of base rows. */
 static void test_generate_queries_not_copies(void **state)
 {
@@ -401,6 +481,9 @@ static void test_generate_presets(void **state)
         {"synth-768-cosine-10k", 10000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-100k", 100000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-1m", 1000000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-10k", 10000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-100k", 100000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-1m", 1000000, 768, ANN_METRIC_COSINE},
         {"synth-960-l2-10k", 10000, 960, ANN_METRIC_L2},
         {"synth-960-l2-100k", 100000, 960, ANN_METRIC_L2},
         {"synth-960-l2-1m", 1000000, 960, ANN_METRIC_L2},
@@ -415,12 +498,21 @@ static void test_generate_presets(void **state)
         assert_int_equal(p.warmup, 2000);
         assert_int_equal(p.gt_k, 100);
         assert_string_equal(p.name, want[i].name);
+        /* the calibrated presets carry their shape; the others the default */
+        int cal = strstr(want[i].name, "-cal-") != NULL;
+        assert_true(cal ? p.shape != NULL : p.shape == NULL);
+        if (cal) {
+            assert_int_equal(p.shape->subclusters, 50);
+            assert_true(p.shape->sub_frac == 0.71);
+            assert_int_equal(ann_gen_shape_check(p.shape), 0);
+        }
     }
     ann_gen_params p;
     assert_int_equal(ann_generate_preset("synth-768-cosine-2k", &p), ANN_ENOTFOUND);
     assert_string_equal(ann_errmsg(ANN_ENOTFOUND),
                         "synth-768-cosine-2k: no such generator preset "
-                        "(synth-768-cosine-{10k,100k,1m}, synth-960-l2-{10k,100k,1m})");
+                        "(synth-768-cosine-{10k,100k,1m}, synth-768-cosine-cal-{10k,100k,1m}, "
+                        "synth-960-l2-{10k,100k,1m})");
 }
 
 /* Run a shell command, capture stdout+stderr into out; return the exit code. */
@@ -494,6 +586,11 @@ static void test_generate_cli(void **state)
              dir);
     assert_int_equal(run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--decay: 'nan' is not a finite number"));
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 10 --dim 8 --metric l2 --subclusters 5 --out %s/a 2>&1",
+             bin, dir);
+    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--subclusters and --sub-frac go together"));
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 2000 --dim 24 --metric l2 --queries 20 --warmup 10 "
              "--seed 5 --clusters 50 --noise-frac 0.05 --out %s/shaped 2>&1",
@@ -704,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_generate_matches_real_cohere),
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_queries_not_copies),
+        cmocka_unit_test(test_generate_subclusters),
         cmocka_unit_test(test_generate_l2_gist_like),
         cmocka_unit_test(test_generate_bad_params),
         cmocka_unit_test(test_generate_bundle_end_to_end),
