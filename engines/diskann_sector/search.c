@@ -29,7 +29,7 @@
  * round of W would also have done; without it the pipeline walks the cache
  * one best candidate at a time and reads more).  Free slots are refilled in
  * submissions of at most submit_group reads (default: all of them in one):
- * on the VM this was measured on, a submission costs 30-40 us of blocking
+ * on the VM this was measured on, a submission costs 35-50 us of blocking
  * time whatever it carries (it notifies the virtual device), about half that
  * while the device still has reads in flight, and the completions of one
  * submission arrive together, so a refill per completion (PipeANN's rule on
