@@ -25,6 +25,7 @@
 #include "engines/core/aio.h"
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
+#include "bench/benchutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,36 +47,6 @@ typedef struct {
     int batches[MAX_LIST], nbatch, groups[MAX_LIST], ngroup;
     int cycles, repeats;
 } opts;
-
-static int parse_ints(const char *s, int *out)
-{
-    int n = 0;
-    for (const char *p = s; *p && n < MAX_LIST;) {
-        char *end = NULL;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 256)
-            return -1;
-        out[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',')
-            return -1;
-    }
-    return n;
-}
-
-static int parse_words(char *s, const char **out)
-{
-    int n = 0;
-    for (char *tok = strtok(s, ","); tok && n < MAX_LIST; tok = strtok(NULL, ","))
-        out[n++] = tok;
-    return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double thread_cpu_s(void)
 {
@@ -99,30 +70,37 @@ typedef struct {
     double submit_us, cycle_us, cpu_us_per_read;
 } pass_result;
 
+/* Give group g's batch reads new random offsets and submit them as one
+ * submission, timing the call into *submit_s. */
+static int submit_group(ann_aio_queue *q, ann_aio_req *reqs, int g, int batch, uint64_t sectors,
+                        uint64_t *rng, double *submit_s)
+{
+    ann_aio_req *ptrs[MAX_INFLIGHT];
+    for (int b = 0; b < batch; b++) {
+        ann_aio_req *r = &reqs[g * batch + b];
+        r->offset_bytes = next_offset(rng, sectors);
+        ptrs[b] = r;
+    }
+    double t0 = ann_mono_s();
+    int rc = ann_aio_submit(q, ptrs, (uint32_t)batch);
+    *submit_s += ann_mono_s() - t0;
+    return rc;
+}
+
 /* One pass: groups submissions of batch reads kept in flight, cycles times. */
 static int pass(ann_aio_queue *q, uint8_t *bufs, uint64_t sectors, int batch, int groups,
                 int cycles, uint64_t *rng, pass_result *out)
 {
     static ann_aio_req reqs[MAX_INFLIGHT];
-    ann_aio_req *ptrs[MAX_INFLIGHT];
     ann_aio_req *done[MAX_INFLIGHT];
-    int left[MAX_LIST * 32] = { 0 }; /* reads of group g not yet completed */
+    int left[MAX_INFLIGHT] = { 0 }; /* reads of group g not yet completed */
     double submit_s = 0;
-    uint64_t submits = 0;
+    for (int i = 0; i < batch * groups; i++)
+        reqs[i] = (ann_aio_req){ .buf = bufs + (size_t)i * READ_BYTES, .len_bytes = READ_BYTES,
+                                 .user = (uint64_t)(i / batch) };
     /* fill: one submission per group */
     for (int g = 0; g < groups; g++) {
-        for (int b = 0; b < batch; b++) {
-            ann_aio_req *r = &reqs[g * batch + b];
-            r->buf = bufs + (size_t)(g * batch + b) * READ_BYTES;
-            r->len_bytes = READ_BYTES;
-            r->offset_bytes = next_offset(rng, sectors);
-            r->user = (uint64_t)g;
-            ptrs[b] = r;
-        }
-        double t0 = ann_mono_s();
-        int rc = ann_aio_submit(q, ptrs, (uint32_t)batch);
-        submit_s += ann_mono_s() - t0;
-        submits++;
+        int rc = submit_group(q, reqs, g, batch, sectors, rng, &submit_s);
         if (rc)
             return rc;
         left[g] = batch;
@@ -142,15 +120,7 @@ static int pass(ann_aio_queue *q, uint8_t *bufs, uint64_t sectors, int batch, in
                 left[done[i]->user]--;
             }
         }
-        for (int b = 0; b < batch; b++) {
-            ann_aio_req *r = &reqs[oldest * batch + b];
-            r->offset_bytes = next_offset(rng, sectors);
-            ptrs[b] = r;
-        }
-        double s0 = ann_mono_s();
-        int rc = ann_aio_submit(q, ptrs, (uint32_t)batch);
-        submit_s += ann_mono_s() - s0;
-        submits++;
+        int rc = submit_group(q, reqs, oldest, batch, sectors, rng, &submit_s);
         if (rc)
             return rc;
         left[oldest] = batch;
@@ -161,7 +131,7 @@ static int pass(ann_aio_queue *q, uint8_t *bufs, uint64_t sectors, int batch, in
     while (ann_aio_inflight(q) > 0)
         if (ann_aio_reap(q, ann_aio_inflight(q), done, MAX_INFLIGHT) < 0)
             break;
-    out->submit_us = submit_s / (double)submits * 1e6;
+    out->submit_us = submit_s / (double)(groups + cycles) * 1e6;
     out->cycle_us = wall / cycles * 1e6;
     out->cpu_us_per_read = cpu / ((double)cycles * batch) * 1e6;
     return 0;
@@ -171,9 +141,9 @@ int main(int argc, char **argv)
 {
     opts o = { .cycles = 2000, .repeats = 3 };
     static char def_backends[] = "io_uring,libaio";
-    o.nbackend = parse_words(def_backends, o.backends);
-    o.nbatch = parse_ints("1,4,8,16", o.batches);
-    o.ngroup = parse_ints("1,2,4", o.groups);
+    o.nbackend = bench_parse_words(def_backends, o.backends, MAX_LIST);
+    o.nbatch = bench_parse_ints("1,4,8,16", o.batches, MAX_LIST, 1, 256);
+    o.ngroup = bench_parse_ints("1,2,4", o.groups, MAX_LIST, 1, 256);
     int bad = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -189,11 +159,11 @@ int main(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--backends"))
-            o.nbackend = parse_words(argv[i], o.backends);
+            o.nbackend = bench_parse_words(argv[i], o.backends, MAX_LIST);
         else if (!strcmp(a, "--batches"))
-            o.nbatch = parse_ints(v, o.batches);
+            o.nbatch = bench_parse_ints(v, o.batches, MAX_LIST, 1, 256);
         else if (!strcmp(a, "--groups"))
-            o.ngroup = parse_ints(v, o.groups);
+            o.ngroup = bench_parse_ints(v, o.groups, MAX_LIST, 1, 256);
         else if (!strcmp(a, "--cycles"))
             o.cycles = atoi(v);
         else if (!strcmp(a, "--repeats"))
@@ -246,7 +216,7 @@ int main(int argc, char **argv)
         for (int bi = 0; bi < o.nbatch; bi++) {
             for (int gi = 0; gi < o.ngroup; gi++) {
                 int batch = o.batches[bi], groups = o.groups[gi];
-                if ((unsigned)(batch * groups) > MAX_INFLIGHT || groups > MAX_LIST * 32) {
+                if ((unsigned)(batch * groups) > MAX_INFLIGHT) {
                     printf("%-9s %6d %7d  (skipped: more than %u in flight)\n",
                            o.backends[k], batch, groups, MAX_INFLIGHT);
                     continue;
@@ -273,10 +243,9 @@ int main(int argc, char **argv)
                     status = 1;
                     continue;
                 }
-                for (int j = 0; j < 3; j++)
-                    qsort(rs + j * o.repeats, (size_t)o.repeats, sizeof *rs, cmp_double);
-                double sub = rs[o.repeats / 2], cyc = rs[o.repeats + o.repeats / 2],
-                       cpu = rs[2 * o.repeats + o.repeats / 2];
+                double sub = bench_median(rs, o.repeats),
+                       cyc = bench_median(rs + o.repeats, o.repeats),
+                       cpu = bench_median(rs + 2 * o.repeats, o.repeats);
                 printf("%-9s %6d %7d %9.1f %9.1f %8.2f %7.2f\n", o.backends[k], batch, groups,
                        sub, cyc, cyc / batch, cpu);
                 fflush(stdout);

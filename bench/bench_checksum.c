@@ -17,6 +17,7 @@
  */
 #include "engines/core/crc32c.h"
 #include "engines/core/ticks.h"
+#include "bench/benchutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -24,12 +25,6 @@
 #include <string.h>
 
 #define POOL_BYTES (64u << 20)
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static volatile uint32_t sink;
 
@@ -56,7 +51,7 @@ static double ns_per_record(const uint8_t *pool, uint8_t *dst, size_t len, int c
         r[t] = (ann_mono_s() - t0) * 1e9 / (double)calls;
         sink = acc;
     }
-    qsort(r, (size_t)repeats, sizeof *r, cmp_double);
+    qsort(r, (size_t)repeats, sizeof *r, bench_cmp_double);
     double med = r[repeats / 2];
     free(r);
     return med;

@@ -10,6 +10,7 @@
  */
 #include "engines/core/distance.h"
 #include "engines/core/ticks.h"
+#include "bench/benchutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,12 +19,6 @@
 #include <time.h>
 
 #define NVEC 4096
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static volatile float sink;
 
@@ -41,7 +36,7 @@ static double rate(ann_dist_fn fn, const float *q, const float *base, size_t dim
         sink = acc;
         r[t] = (double)(passes * NVEC) / dt;
     }
-    qsort(r, (size_t)repeats, sizeof *r, cmp_double);
+    qsort(r, (size_t)repeats, sizeof *r, bench_cmp_double);
     double med = r[repeats / 2];
     free(r);
     return med;

@@ -16,6 +16,7 @@
 #include "engines/core/status.h"
 #include "engines/core/vecfile.h"
 #include "engines/core/ticks.h"
+#include "bench/benchutil.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -23,15 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
 }
 

@@ -27,6 +27,7 @@
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 #include "engines/engine.h"
+#include "bench/benchutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,25 +41,13 @@ typedef struct {
     int n_build, inserts, repeats, R, L_build, pq_bytes;
 } opts;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* p50, p99 and mean of n latencies (sorts them). */
 static void summarize(double *lat, int n, double out[3])
 {
     double sum = 0;
     for (int i = 0; i < n; i++)
         sum += lat[i];
-    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    qsort(lat, (size_t)n, sizeof *lat, bench_cmp_double);
     out[0] = lat[n / 2];
     out[1] = lat[(size_t)((n - 1) * 0.99)];
     out[2] = sum / n;
@@ -261,10 +250,10 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++) {
             for (int r = 0; r < o.repeats; r++)
                 col[r] = ins[r][k];
-            mi[k] = median(col, o.repeats);
+            mi[k] = bench_median(col, o.repeats);
             for (int r = 0; r < o.repeats; r++)
                 col[r] = wr[r][k];
-            mw[k] = median(col, o.repeats);
+            mw[k] = bench_median(col, o.repeats);
         }
         printf("%-8s %-14s %9.1f %9.1f %9.1f\n", name, "insert", mi[0] * 1e6, mi[1] * 1e6,
                mi[2] * 1e6);

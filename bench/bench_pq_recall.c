@@ -24,6 +24,7 @@
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 #include "engines/core/topk.h"
+#include "bench/benchutil.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -39,21 +40,6 @@ typedef struct {
     int queries, threads;
     unsigned long long seed;
 } opts;
-
-static int parse_list(const char *s, int *out, int lo, int hi)
-{
-    int n = 0;
-    const char *p = s;
-    while (*p && n < MAX_LIST) {
-        char *end = NULL;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < lo || v > hi || (*end && *end != ','))
-            return -1;
-        out[n++] = (int)v;
-        p = *end ? end + 1 : end;
-    }
-    return n;
-}
 
 /* One scan job: queries [begin, end) of the run, each worker its own buffers. */
 typedef struct {
@@ -101,8 +87,8 @@ static int scan_range(void *arg, uint64_t begin, uint64_t end, int worker)
 int main(int argc, char **argv)
 {
     opts o = { .queries = 200, .seed = 1 };
-    o.npq = parse_list("96", o.pq, 1, 65536);
-    o.ndepth = parse_list("10,20,50,100,200", o.depths, 10, 100000);
+    o.npq = bench_parse_ints("96", o.pq, MAX_LIST, 1, 65536);
+    o.ndepth = bench_parse_ints("10,20,50,100,200", o.depths, MAX_LIST, 10, 100000);
     int bad = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -117,9 +103,9 @@ int main(int argc, char **argv)
         }
         i++;
         if (!strcmp(a, "--pq-bytes"))
-            o.npq = parse_list(v, o.pq, 1, 65536);
+            o.npq = bench_parse_ints(v, o.pq, MAX_LIST, 1, 65536);
         else if (!strcmp(a, "--depths"))
-            o.ndepth = parse_list(v, o.depths, 10, 100000);
+            o.ndepth = bench_parse_ints(v, o.depths, MAX_LIST, 10, 100000);
         else if (!strcmp(a, "--queries"))
             o.queries = atoi(v);
         else if (!strcmp(a, "--threads"))

@@ -45,9 +45,11 @@
 #include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
 #include "engines/core/ticks.h"
+#include "bench/benchutil.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +73,6 @@ typedef struct {
     int groups[MAX_LIST], ngroup; /* submit_group values (pipeline rows) */
 } bench_opts;
 
-/* Split a comma list of words (the string is modified). */
-static int parse_words(char *s, const char **out)
-{
-    int n = 0;
-    for (char *tok = strtok(s, ","); tok && n < MAX_LIST; tok = strtok(NULL, ","))
-        out[n++] = tok;
-    return n;
-}
-
 static double thread_cpu_s(int user)
 {
     struct rusage ru;
@@ -98,29 +91,10 @@ static double process_cpu_s(void)
            (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
+/* A comma list of non-negative integers (-1 when one is not). */
 static int parse_list(const char *s, int *out)
 {
-    int n = 0;
-    while (*s && n < MAX_LIST) {
-        out[n++] = atoi(s);
-        const char *c = strchr(s, ',');
-        if (!c)
-            break;
-        s = c + 1;
-    }
-    return n;
+    return bench_parse_ints(s, out, MAX_LIST, 0, INT_MAX);
 }
 
 static int parse_args(int argc, char **argv, bench_opts *o)
@@ -129,7 +103,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                        .repeats = 3, .device_batches = 2000, .io = "io_uring",
                        .precision = "f16", .adaptive = 1, .seed = 1 };
     static char default_modes[] = "round,pipeline";
-    o->nmodes = parse_words(default_modes, o->modes);
+    o->nmodes = bench_parse_words(default_modes, o->modes, MAX_LIST);
     o->ngroup = parse_list("0", o->groups);
     o->nL = parse_list("50,100,200", o->Ls);
     o->nW = parse_list("2,4,8", o->Ws);
@@ -178,7 +152,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else if (!strcmp(a, "--device-batches"))
             o->device_batches = atoi(v);
         else if (!strcmp(a, "--modes"))
-            o->nmodes = parse_words(argv[i], o->modes);
+            o->nmodes = bench_parse_words(argv[i], o->modes, MAX_LIST);
         else if (!strcmp(a, "--groups"))
             o->ngroup = parse_list(v, o->groups);
         else if (!strcmp(a, "--adaptive"))
@@ -188,7 +162,10 @@ static int parse_args(int argc, char **argv, bench_opts *o)
         else
             return -1;
     }
-    return pos == 2 && o->repeats >= 1 ? 0 : -1;
+    return pos == 2 && o->repeats >= 1 && o->nL > 0 && o->nW > 0 && o->ncache > 0 &&
+                   o->nmodes > 0 && o->ngroup > 0
+               ? 0
+               : -1;
 }
 
 /* Build (or reuse) the index; print the build time either way. */
@@ -294,7 +271,7 @@ static int device_latency(const char *index_path, const char *io, uint32_t W, in
     for (int b = 0; b < batches; b++)
         sum += t[b];
     *mean_s = sum / batches;
-    *med_s = median(t, batches);
+    *med_s = bench_median(t, batches);
     if (!direct)
         printf("note: %s is not O_DIRECT here; device figures include the page cache\n",
                index_path);
@@ -489,7 +466,7 @@ int main(int argc, char **argv)
                         for (uint32_t q = 0; q < nq; q++)
                             sum += lat[q];
                         rep[0][r] = sum / nq;
-                        qsort(lat, nq, sizeof *lat, cmp_double);
+                        qsort(lat, nq, sizeof *lat, bench_cmp_double);
                         rep[1][r] = lat[(size_t)((nq - 1) * 0.99)];
                         rep[6][r] = user / nq;
                         rep[7][r] = sys / nq;
@@ -502,7 +479,7 @@ int main(int argc, char **argv)
                         for (uint32_t q = 0; q < nq; q++)
                             sum += lat[q];
                         rep[4][r] = sum / nq;
-                        qsort(lat, nq, sizeof *lat, cmp_double);
+                        qsort(lat, nq, sizeof *lat, bench_cmp_double);
                         rep[5][r] = lat[(size_t)((nq - 1) * 0.99)];
                     }
                     ops->ctx_free(ctx);
@@ -515,7 +492,7 @@ int main(int argc, char **argv)
                                         (uint32_t)gt.ids[(size_t)q * gt.k + j];
                     double med[9];
                     for (int i = 0; i < 9; i++)
-                        med[i] = median(rep[i], o.repeats);
+                        med[i] = bench_median(rep[i], o.repeats);
                     double reads = (double)st.reads / nq;
                     printf(" %5d %5d %3d  %-8s  %9.4f  %7.1f  %6.1f  %6.1f  %7.1f  %7.1f"
                            "  %9.1f  %9.1f  %6.0f  %6.0f  %7.1f  %6.1f  %12.1f  %12.1f  %11.1f\n",
