@@ -426,7 +426,7 @@ int ann_generate_cli(int argc, char **argv)
             shape.noise_frac = noise;
         if (!isnan(mean_sq))
             shape.mean_sq = mean_sq;
-        if (!subclusters != isnan(sub_frac)) {
+        if ((subclusters != 0) != !isnan(sub_frac)) {
             fprintf(stderr, "annlab dataset generate: --subclusters and --sub-frac go "
                             "together\n");
             return 2;
