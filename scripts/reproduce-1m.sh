@@ -12,8 +12,10 @@
 # build build it once.
 #
 #   scripts/reproduce-1m.sh                  the real datasets (Cohere 1M, GIST 1M)
-#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-1m,
-#                                            synth-960-l2-1m): what this machine can run offline
+#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-cal-1m,
+#                                            the Cohere stand-in calibrated against the published
+#                                            recall figures, and synth-960-l2-1m): what this
+#                                            machine can run offline
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   OUT=DIR                                  where the runs go (default results/reproduce-1m[-standin])
 #   DRY=1                                    print the plan and the estimates only
@@ -55,7 +57,7 @@ for c in $ONLY; do
   if [ "$STANDIN" = 1 ]; then
     # the same config on the generated stand-ins: dataset and run name changed, nothing else
     cfg="$dir/config.json"
-    jq '.dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-1m"
+    jq '.dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-1m"
                      elif . == "gist-960-euclidean" then "synth-960-l2-1m" else . end)
         | .name += "-standin"' "configs/paper/$c.json" > "$cfg.tmp"
     mv "$cfg.tmp" "$cfg"
