@@ -1,5 +1,6 @@
 /*
- * bench_merge.c: what a FreshDiskANN merge in diskann-record costs against
+ * bench_merge.c: what a FreshDiskANN merge in diskann-record (or
+ * diskann-resident, --engine) costs against
  * the one-pass build it stands in for.  Issue 15 asks that merging run at
  * least half as fast, in vectors per second at 2 threads, as the one-pass
  * build inserts them, and that the merged graph finds as many true
@@ -8,7 +9,7 @@
  *   build/bench/bench_merge BUNDLE_DIR WORK_DIR [--n-build 20000]
  *       [--inserts 2000] [--batch INSERTS] [--kv rocksdb|lmdb] [--threads 2]
  *       [--L 100] [--queries 200] [--repeats 1] [--R 64] [--L-build 100]
- *       [--pq-bytes 96]
+ *       [--pq-bytes 96] [--engine diskann-record|diskann-resident]
  *
  * WORK_DIR must not exist.  The bench builds (threads threads) a one-pass
  * diskann-record index over the bundle's first n-build + inserts vectors
@@ -42,14 +43,14 @@
 #define K 10
 
 typedef struct {
-    const char *bundle, *work, *kv;
+    const char *bundle, *work, *kv, *engine;
     int n_build, inserts, batch, threads, L, queries, repeats, R, L_build, pq_bytes;
 } opts;
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){ .kv = "rocksdb", .n_build = 20000, .inserts = 2000, .threads = 2, .L = 100,
-                 .queries = 200, .repeats = 1, .R = 64, .L_build = 100, .pq_bytes = 96 };
+    *o = (opts){ .kv = "rocksdb", .engine = "diskann-record", .n_build = 20000,
+                 .inserts = 2000, .threads = 2, .L = 100, .queries = 200, .repeats = 1, .R = 64, .L_build = 100, .pq_bytes = 96 };
     int pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -77,7 +78,11 @@ static int parse(int argc, char **argv, opts *o)
                                                 : NULL;
         if (!strcmp(a, "--kv"))
             o->kv = v;
-        else if (field)
+        else if (!strcmp(a, "--engine")) {
+            if (strcmp(v, "diskann-record") && strcmp(v, "diskann-resident"))
+                return -1;
+            o->engine = v;
+        } else if (field)
             *field = atoi(v);
         else
             return -1;
@@ -161,13 +166,13 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: bench_merge BUNDLE_DIR WORK_DIR [--n-build 20000] "
                         "[--inserts 2000] [--batch INSERTS] [--kv rocksdb|lmdb] [--threads 2] "
-                        "[--L 100] "
+                        "[--L 100] [--engine diskann-record|diskann-resident] "
                         "[--queries 200] [--repeats 1 (at most %d)] [--R 64] [--L-build 100] "
                         "[--pq-bytes 96]\n",
                 MAX_REPEATS);
         return 2;
     }
-    const ann_engine_ops *ops = ann_engine_find("diskann-record");
+    const ann_engine_ops *ops = ann_engine_find(o.engine);
     ann_bundle b = { 0 };
     ann_vecsrc *base = NULL;
     float *x = NULL, *q = NULL;
@@ -203,8 +208,9 @@ int main(int argc, char **argv)
     qcost op_q = { 0 };
     if (!rc) {
         snprintf(dir, sizeof dir, "%s/onepass", o.work);
-        printf("one-pass build over %llu vectors (R %d, L_build %d, %d-byte PQ, %s, %d threads)"
-               " ...\n", (unsigned long long)total, o.R, o.L_build, o.pq_bytes, o.kv, o.threads);
+        printf("%s: one-pass build over %llu vectors (R %d, L_build %d, %d-byte PQ, %s, "
+               "%d threads) ...\n", o.engine, (unsigned long long)total, o.R, o.L_build,
+               o.pq_bytes, o.kv, o.threads);
         fflush(stdout);
         rc = build(&o, ops, x, total, b.dim, base->metric, dir, &op_wall, &op_graph);
     }
@@ -270,9 +276,9 @@ int main(int argc, char **argv)
                mm = harness_median(ms, nr);
         double rate_g = (double)total / op_graph, rate_w = (double)total / op_wall;
         double rate_m = o.inserts / m;
-        printf("\nbundle %s: dim %u; n-build %d + inserts %d, merged every %d; %s; %d threads; "
-               "L %d; %d queries; median of %d\n", b.name, b.dim, o.n_build, o.inserts, o.batch,
-               o.kv, o.threads, o.L, o.queries, o.repeats);
+        printf("\n%s, bundle %s: dim %u; n-build %d + inserts %d, merged every %d; %s; "
+               "%d threads; L %d; %d queries; median of %d\n", o.engine, b.name, b.dim,
+               o.n_build, o.inserts, o.batch, o.kv, o.threads, o.L, o.queries, o.repeats);
         printf("%-22s %10s %10s %10s %10s %10s\n", "", "vectors/s", "recall@10", "hops/q",
                "reads/q", "ms/q");
         printf("%-22s %10.0f %10.4f %10.1f %10.1f %10.3f\n", "one-pass (graph phase)", rate_g,
