@@ -12,7 +12,7 @@
  *       [--pq-bytes 96] [--engine diskann-record|diskann-resident]
  *
  * WORK_DIR must not exist.  The bench builds (threads threads) a one-pass
- * diskann-record index over the bundle's first n-build + inserts vectors
+ * index of the engine over the bundle's first n-build + inserts vectors
  * (WORK_DIR/onepass) and, per repeat, one over the first n-build
  * (WORK_DIR/base-R); opens the latter with updates (merge_every 0,
  * merge_threads threads), inserts the next `inserts` rows one at a time,
@@ -50,7 +50,8 @@ typedef struct {
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){ .kv = "rocksdb", .engine = "diskann-record", .n_build = 20000,
-                 .inserts = 2000, .threads = 2, .L = 100, .queries = 200, .repeats = 1, .R = 64, .L_build = 100, .pq_bytes = 96 };
+                 .inserts = 2000, .threads = 2, .L = 100, .queries = 200, .repeats = 1,
+                 .R = 64, .L_build = 100, .pq_bytes = 96 };
     int pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
