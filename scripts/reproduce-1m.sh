@@ -17,8 +17,17 @@
 #                                            recall figures, and synth-960-l2-1m): what this
 #                                            machine can run offline
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
+#   SHARE_BUILDS=1                           the document-database search configs (effort,
+#                                            memcap, rss-1m: no index_root of their own) use
+#                                            cohere-build's index root, so the six 1M indexes
+#                                            are built once instead of twice (about 1.5 h
+#                                            less here); run cohere-build first, e.g.
+#                                            ONLY="cohere-build cohere-rss-1m cohere-effort
+#                                            cohere-memcap", so that its build table times
+#                                            every build from the vectors
 #   OUT=DIR                                  where the runs go (default results/reproduce-1m[-standin])
 #   DRY=1                                    print the plan and the estimates only
+#   ANNLAB_BIN=PATH                          the annlab program (default ./annlab)
 #
 # A config whose run finished with no transient failure has
 # OUT/<config>/DONE (the run directory, time, commit); delete it to run that
@@ -29,11 +38,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BIN=./annlab
+BIN=${ANNLAB_BIN:-./annlab}   # the program (default: the one `make` links at the root)
 [ -x "$BIN" ] || { echo "reproduce-1m: $BIN missing: run make first" >&2; exit 2; }
 command -v jq >/dev/null || { echo "reproduce-1m: jq missing (Debian package 'jq')" >&2; exit 2; }
 STANDIN=${STANDIN:-0}
 case "$STANDIN" in 0|1) ;; *) echo "reproduce-1m: STANDIN='$STANDIN': 0 or 1" >&2; exit 2 ;; esac
+SHARE_BUILDS=${SHARE_BUILDS:-0}
+case "$SHARE_BUILDS" in 0|1) ;; *) echo "reproduce-1m: SHARE_BUILDS='$SHARE_BUILDS': 0 or 1" >&2; exit 2 ;; esac
+BUILD_ROOT=$(jq -r '.index_root' configs/paper/cohere-build.json)
 ALL="cohere-effort cohere-memcap cohere-rss-1m cohere-build sector-cohere sector-gist"
 ONLY=${ONLY:-$ALL}
 for c in $ONLY; do
@@ -54,12 +66,18 @@ for c in $ONLY; do
     continue
   fi
   cfg="configs/paper/$c.json"
-  if [ "$STANDIN" = 1 ]; then
-    # the same config on the generated stand-ins: dataset and run name changed, nothing else
+  if [ "$STANDIN" = 1 ] || [ "$SHARE_BUILDS" = 1 ]; then
+    # the same config, changed only as asked: on the generated stand-ins (dataset and run
+    # name) and/or with the build table's index root (configs without a root of their own)
     cfg="$dir/config.json"
-    jq '.dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-1m"
-                     elif . == "gist-960-euclidean" then "synth-960-l2-1m" else . end)
-        | .name += "-standin"' "configs/paper/$c.json" > "$cfg.tmp"
+    jq --arg standin "$STANDIN" --arg share "$SHARE_BUILDS" --arg root "$BUILD_ROOT" '
+        (if $standin == "1" then
+           .dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-1m"
+                        elif . == "gist-960-euclidean" then "synth-960-l2-1m" else . end)
+           | .name += "-standin"
+         else . end)
+        | (if $share == "1" and .index_root == null then .index_root = $root else . end)' \
+        "configs/paper/$c.json" > "$cfg.tmp"
     mv "$cfg.tmp" "$cfg"
   fi
   run="$dir/run"

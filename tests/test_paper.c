@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -140,6 +141,74 @@ static void test_standin_configs_valid(void **state)
         assert_true(json_real_value(json_object_get(b, "alpha")) == 1.2);
         json_decref(cfg);
     }
+}
+
+/* The config scripts/reproduce-1m.sh derives for config c under out. */
+static json_t *derived_config(const char *out, const char *c)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s/config.json", out, c);
+    json_error_t e;
+    json_t *v = json_load_file(path, 0, &e);
+    if (!v)
+        fail_msg("%s: %s", path, e.text);
+    return v;
+}
+
+static const char *str_field(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+    return v ? v : "(none)";
+}
+
+/* scripts/reproduce-1m.sh's derived configs (DRY=1: nothing runs): STANDIN
+ * swaps the dataset and names the run, SHARE_BUILDS gives the search-only
+ * document-database configs the build table's index root and leaves the
+ * configs with a root of their own alone; a bad value is usage (exit 2). */
+static void test_reproduce_script_configs(void **state)
+{
+    (void)state;
+    if (!getenv("ANNLAB_BIN")) {
+        skip(); /* the script runs the program (make test sets ANNLAB_BIN) */
+        return;
+    }
+    char out[] = "/tmp/annlab-test-repro-XXXXXX", cmd[8800];
+    assert_non_null(mkdtemp(out));
+    snprintf(cmd, sizeof cmd,
+             "OUT=%s DRY=1 STANDIN=1 SHARE_BUILDS=1 "
+             "ONLY='cohere-build cohere-effort sector-cohere' scripts/reproduce-1m.sh "
+             ">%s/log 2>&1",
+             out, out);
+    assert_int_equal(system(cmd), 0);
+    json_t *eff = derived_config(out, "cohere-effort"), *sec = derived_config(out, "sector-cohere");
+    assert_string_equal(str_field(eff, "index_root"), "index/paper-build");
+    assert_string_equal(str_field(eff, "dataset"), "synth-768-cosine-cal-1m");
+    assert_string_equal(str_field(eff, "name"), "paper-cohere-effort-standin");
+    assert_string_equal(str_field(sec, "index_root"), "index/paper-sector");
+    json_decref(eff);
+    json_decref(sec);
+
+    /* sharing alone: the real dataset, the config's own name */
+    snprintf(cmd, sizeof cmd,
+             "OUT=%s/real DRY=1 SHARE_BUILDS=1 ONLY=cohere-memcap scripts/reproduce-1m.sh "
+             ">%s/log2 2>&1",
+             out, out);
+    assert_int_equal(system(cmd), 0);
+    char real[4300];
+    snprintf(real, sizeof real, "%s/real", out);
+    json_t *mem = derived_config(real, "cohere-memcap");
+    assert_string_equal(str_field(mem, "index_root"), "index/paper-build");
+    assert_string_equal(str_field(mem, "dataset"), "cohere-768-cosine-1m");
+    assert_string_equal(str_field(mem, "name"), "paper-cohere-memcap");
+    json_decref(mem);
+
+    snprintf(cmd, sizeof cmd, "OUT=%s DRY=1 SHARE_BUILDS=yes scripts/reproduce-1m.sh >/dev/null 2>&1",
+             out);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 2);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_paper_unknown_layout_refused(void **state)
@@ -355,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_paper_sector_table),
         cmocka_unit_test(test_paper_updates_table),
         cmocka_unit_test(test_paper_no_layout_renders_nothing),
+        cmocka_unit_test(test_reproduce_script_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
