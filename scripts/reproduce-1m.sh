@@ -20,7 +20,7 @@
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
 #                                            memcap, rss-1m: no index_root of their own) use
 #                                            cohere-build's index root, so the six 1M indexes
-#                                            are built once instead of twice (about 1.5 h
+#                                            are built once instead of twice (54 min
 #                                            less here); run cohere-build first, e.g.
 #                                            ONLY="cohere-build cohere-rss-1m cohere-effort
 #                                            cohere-memcap", so that its build table times
