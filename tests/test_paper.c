@@ -11,6 +11,7 @@
 #include "engines/core/status.h"
 #include "harness/config.h"
 #include "harness/paper.h"
+#include "tests/support/testutil.h"
 
 #include <dirent.h>
 #include <setjmp.h>
@@ -172,8 +173,8 @@ static void test_reproduce_script_configs(void **state)
         skip(); /* the script runs the program (make test sets ANNLAB_BIN) */
         return;
     }
-    char out[] = "/tmp/annlab-test-repro-XXXXXX", cmd[8800];
-    assert_non_null(mkdtemp(out));
+    char *out = tu_tmpdir("repro"), cmd[8800];
+    assert_non_null(out);
     snprintf(cmd, sizeof cmd,
              "OUT=%s DRY=1 STANDIN=1 SHARE_BUILDS=1 "
              "ONLY='cohere-build cohere-effort sector-cohere' scripts/reproduce-1m.sh "
@@ -207,8 +208,7 @@ static void test_reproduce_script_configs(void **state)
     int st = system(cmd);
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 2);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out);
-    assert_int_equal(system(cmd), 0);
+    tu_rmdir(out);
 }
 
 static void test_paper_unknown_layout_refused(void **state)
