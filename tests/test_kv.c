@@ -3,7 +3,9 @@
  * both profiles for RocksDB: byte-exact round trips, atomic batches, delete,
  * prefix iteration order, not-found versus failure, bulk load (append and
  * non-append paths, abort, out-of-order keys), reopen read-only, LMDB map
- * growth, concurrent readers, statistics, and the key helpers' bytes; and
+ * growth, concurrent readers, statistics, prefetch hints (values
+ * unchanged, counted, and the hinted records read into the page cache
+ * without a get), and the key helpers' bytes; and
  * kv_index_open, the record engines' one way to open their index's store.
  */
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include "engines/core/kv.h"
 #include "engines/core/kv_params.h"
 #include "engines/core/status.h"
+#include "cgroups/evict.h"
 #include "tests/support/testutil.h"
 
 #include <errno.h>
@@ -959,6 +962,124 @@ static void test_stats(void **state)
     }
 }
 
+/* Bytes of the regular files directly in dir that are in the page cache. */
+static uint64_t dir_resident(const char *dir)
+{
+    DIR *dh = opendir(dir);
+    uint64_t total = 0;
+    assert_non_null(dh);
+    for (struct dirent *de; (de = readdir(dh));) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        uint64_t res = 0, size = 0;
+        if (evict_residency(path, &res, &size) == 0)
+            total += res;
+    }
+    closedir(dh);
+    return total;
+}
+
+#define PF_N 3000       /* records of PF_BYTES: larger than a 4 KiB page */
+#define PF_BYTES 5000
+#define PF_HINT 64      /* keys hinted at once */
+
+static void pf_val(uint8_t *buf, uint32_t id)
+{
+    for (size_t i = 0; i < PF_BYTES; i++)
+        buf[i] = (uint8_t)(id * 29u + i * 13u);
+}
+
+/*
+ * kv_prefetch: hinted records come back byte-exact, the hints are counted
+ * (reader and store), hints outside begin/end or with a bad key length do
+ * nothing, missing keys and an overfull RocksDB queue are dropped, and a
+ * store closes with hints queued.  And the point of it: with the store
+ * evicted from the page cache, a hint alone (no get) brings the hinted
+ * records' pages in.
+ */
+static void test_prefetch(void **state)
+{
+    (void)state;
+    static uint8_t val[PF_BYTES], keys[PF_N * KV_KEY_U32_BYTES];
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        char path[4096];
+        store_path(path, c, "prefetch");
+        kv_store *s = open_store(c, path, 0, 1);
+        uint8_t key[KV_KEY_U32_BYTES];
+        kv_bulk *b = NULL;
+        assert_int_equal(kv_bulk_begin(s, (uint64_t)PF_N * PF_BYTES, &b), 0);
+        for (uint32_t id = 0; id < PF_N; id++) {
+            pf_val(val, id);
+            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, PF_BYTES), 0);
+        }
+        assert_int_equal(kv_bulk_finish(b), 0);
+        assert_int_equal(kv_close(s), 0);
+        s = open_store(c, path, 1, 0);
+
+        /* every 40th record: PF_HINT records spread over the store */
+        for (uint32_t i = 0; i < PF_HINT; i++)
+            kv_key_u32(keys + (size_t)i * KV_KEY_U32_BYTES, 1, i * 40);
+        evict_params ep = evict_params_default();
+        ep.drop_caches = false;
+        evict_report er;
+        assert_int_equal(evict_cold_dir(path, &ep, &er), 0);
+        uint64_t before = dir_resident(path);
+
+        kv_reader *r = NULL;
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        kv_prefetch(r, keys, KV_KEY_U32_BYTES, PF_HINT); /* outside begin: nothing */
+        assert_int_equal(kv_reader_begin(r), 0);
+        kv_prefetch(r, keys, 0, PF_HINT);                       /* bad key lengths: nothing */
+        kv_prefetch(r, keys, KV_KEY_MAX_BYTES + 1, 1);
+        kv_stats rs;
+        kv_reader_stats(r, &rs);
+        assert_int_equal(rs.prefetched, 0);
+        kv_prefetch(r, keys, KV_KEY_U32_BYTES, PF_HINT);
+        /* the hinted pages arrive without a get (up to 5 s) */
+        uint64_t after = before;
+        for (int t = 0; t < 500 && after < before + (uint64_t)PF_HINT * 4096; t++) {
+            struct timespec ts = { 0, 10 * 1000 * 1000 };
+            nanosleep(&ts, NULL);
+            after = dir_resident(path);
+        }
+        print_message("%-16s resident %llu -> %llu bytes after hinting %d records of %d bytes\n",
+                      c->name, (unsigned long long)before, (unsigned long long)after, PF_HINT,
+                      PF_BYTES);
+        if (before < (uint64_t)PF_N * PF_BYTES / 4) /* eviction works on this file system */
+            assert_true(after >= before + (uint64_t)PF_HINT * 4096);
+        else
+            print_message("%-16s the page cache could not be emptied here: residency not "
+                          "checked\n", c->name);
+        for (uint32_t i = 0; i < PF_HINT; i++) {
+            kv_val v = { 0 };
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, i * 40), &v), 0);
+            pf_val(val, i * 40);
+            assert_int_equal(v.len, PF_BYTES);
+            assert_memory_equal(v.data, val, PF_BYTES);
+            kv_val_release(&v);
+        }
+        /* missing keys, then more than a queue's worth, then close at once */
+        kv_key_u32(key, 1, PF_N + 7);
+        kv_prefetch(r, key, KV_KEY_U32_BYTES, 1);
+        for (uint32_t i = 0; i < PF_N; i++)
+            kv_key_u32(keys + (size_t)i * KV_KEY_U32_BYTES, 1, PF_N - 1 - i);
+        kv_prefetch(r, keys, KV_KEY_U32_BYTES, PF_N);
+        kv_reader_end(r);
+        kv_reader_stats(r, &rs);
+        assert_int_equal(rs.prefetched, PF_HINT + 1 + PF_N);
+        assert_int_equal(rs.gets, PF_HINT);
+        kv_stats ss;
+        kv_store_stats(s, &ss);
+        assert_int_equal(ss.prefetched, PF_HINT + 1 + PF_N);
+        kv_reader_destroy(r);
+        assert_int_equal(kv_close(s), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -975,6 +1096,7 @@ int main(void)
         cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_index_open),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

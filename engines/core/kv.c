@@ -304,6 +304,7 @@ void kv_store_stats(kv_store *s, kv_stats *out)
     out->gets = LOAD(gets);
     out->get_bytes = LOAD(get_bytes);
     out->not_found = LOAD(not_found);
+    out->prefetched = LOAD(prefetched);
     out->iter_items = LOAD(iter_items);
     out->iter_bytes = LOAD(iter_bytes);
     out->puts = LOAD(puts);
@@ -369,6 +370,7 @@ void kv_reader_end(kv_reader *r)
     ADD(gets, b->gets - a->gets);
     ADD(get_bytes, b->get_bytes - a->get_bytes);
     ADD(not_found, b->not_found - a->not_found);
+    ADD(prefetched, b->prefetched - a->prefetched);
     ADD(iter_items, b->iter_items - a->iter_items);
     ADD(iter_bytes, b->iter_bytes - a->iter_bytes);
     ADD(cache_hits, b->cache_hits - a->cache_hits);
@@ -400,6 +402,44 @@ int kv_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
         r->st.not_found++;
     }
     return rc;
+}
+
+void kv_prefetch(kv_reader *r, const void *keys, size_t key_len, size_t n)
+{
+    if (!r->begun || n == 0 || key_len == 0 || key_len > KV_KEY_MAX_BYTES ||
+        !r->s->ops->prefetch)
+        return;
+    r->s->ops->prefetch(r, keys, key_len, n);
+    r->st.prefetched += n;
+}
+
+void kv_ahead_init(kv_ahead *a, kv_reader *r, uint8_t table, const uint32_t *ids, uint32_t n,
+                   uint32_t depth)
+{
+    a->r = r;
+    a->table = table;
+    a->ids = ids;
+    a->n = n;
+    a->depth = depth ? depth : 1;
+    a->next = 1; /* ids[0] is the caller's first get */
+}
+
+void kv_ahead_at(kv_ahead *a, uint32_t i)
+{
+    if (a->depth <= 1)
+        return;
+    uint64_t want = (uint64_t)i + a->depth; /* hint ids[next .. want) */
+    uint32_t to = want < a->n ? (uint32_t)want : a->n;
+    if (a->next <= i)
+        a->next = i + 1;
+    while (a->next < to) {
+        uint8_t keys[KV_AHEAD_MAX_BATCH * KV_KEY_U32_BYTES];
+        uint32_t nb = to - a->next < KV_AHEAD_MAX_BATCH ? to - a->next : KV_AHEAD_MAX_BATCH;
+        for (uint32_t j = 0; j < nb; j++)
+            kv_key_u32(keys + (size_t)j * KV_KEY_U32_BYTES, a->table, a->ids[a->next + j]);
+        kv_prefetch(a->r, keys, KV_KEY_U32_BYTES, nb);
+        a->next += nb;
+    }
 }
 
 void kv_val_release(kv_val *val)

@@ -179,6 +179,7 @@ typedef struct kv_stats {
     uint64_t gets;          /* kv_get calls that found their key */
     uint64_t get_bytes;     /* value bytes those gets returned */
     uint64_t not_found;     /* kv_get calls that returned ANN_ENOTFOUND */
+    uint64_t prefetched;    /* keys hinted with kv_prefetch */
     uint64_t iter_items;    /* records returned by prefix iterators */
     uint64_t iter_bytes;    /* key + value bytes those records carried */
     uint64_t puts;          /* records written (txn puts and bulk adds) */
@@ -247,6 +248,52 @@ int kv_get(kv_reader *r, const void *key, size_t key_len, kv_val *val);
 /* Release a value from kv_get (RocksDB unpins; LMDB nothing).  Accepts a
  * zeroed kv_val and a value already released. */
 void kv_val_release(kv_val *val);
+
+/*
+ * Hint that the n records whose keys are packed in keys (n keys of key_len
+ * bytes each, e.g. kv_key_u32 keys) will be read with kv_get soon, in this
+ * snapshot, and start reading them from the device now, in parallel,
+ * without waiting: the way a search keeps several reads in flight (a
+ * DiskANN beam) through a store whose gets block.  Never changes what a
+ * get returns; a hint that cannot be acted on is dropped.
+ *   - LMDB: each key is looked up in the caller's thread (B-tree pages
+ *     only; a large value's overflow pages are not touched) and the
+ *     value's pages are handed to the kernel's readahead
+ *     (madvise MADV_WILLNEED), which queues the device reads and returns.
+ *   - RocksDB: the keys go to a queue served by KV_PREFETCH_THREADS helper
+ *     threads of the store (started at the first hint), each doing a get
+ *     of its own and dropping the value: the blocks land in the page cache
+ *     (embedded profile) or the block cache (server profile), and a get of
+ *     the same block meanwhile waits for that read rather than issuing a
+ *     second one (page cache).  The helpers read the latest committed
+ *     records, not the caller's snapshot (a hint only).  A full queue
+ *     (KV_PREFETCH_QUEUE keys) drops the rest of the hint.
+ * Outside begin/end, or with a key length of 0 or above KV_KEY_MAX_BYTES,
+ * nothing happens.  The reader's `prefetched` counter counts hinted keys.
+ */
+#define KV_PREFETCH_THREADS 16
+#define KV_PREFETCH_QUEUE 1024
+void kv_prefetch(kv_reader *r, const void *keys, size_t key_len, size_t n);
+
+/*
+ * Reads in flight over a known sequence of records keyed kv_key_u32(table,
+ * ids[i]) read one after another (a re-rank): before reading ids[i], call
+ * kv_ahead_at(a, i), which hints the records up to ids[i + depth - 1] not
+ * hinted yet, so depth reads are in flight (ids[i] itself is the caller's
+ * get; depth 1 hints nothing).  ids must stay valid while in use.
+ */
+typedef struct kv_ahead {
+    kv_reader *r;
+    uint8_t table;
+    const uint32_t *ids;
+    uint32_t n, depth, next; /* next: the first id not hinted yet */
+} kv_ahead;
+
+#define KV_AHEAD_MAX_BATCH 64 /* ids hinted per call at most */
+
+void kv_ahead_init(kv_ahead *a, kv_reader *r, uint8_t table, const uint32_t *ids, uint32_t n,
+                   uint32_t depth);
+void kv_ahead_at(kv_ahead *a, uint32_t i);
 
 /*
  * The reader's own counters since it was created (gets, bytes, not found,

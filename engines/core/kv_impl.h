@@ -68,6 +68,9 @@ typedef struct kv_backend_ops {
     void (*reader_end)(kv_reader *r); /* adds cache counters to r->st */
     /* 0, ANN_ENOTFOUND (no message), or a failure with its message. */
     int (*get)(kv_reader *r, const void *key, size_t key_len, kv_val *val);
+    /* kv_prefetch (arguments checked; keys packed): start reading, do not
+     * wait, drop what cannot be done.  NULL: hints are ignored. */
+    void (*prefetch)(kv_reader *r, const void *keys, size_t key_len, size_t n);
     int (*iter_init)(kv_iter *it);
     int (*iter_next)(kv_iter *it, kv_val *key, kv_val *val);
     void (*iter_fini)(kv_iter *it);
@@ -85,7 +88,7 @@ typedef struct kv_backend_ops {
 
 /* Store totals, updated at kv_reader_end and at commits (relaxed atomics). */
 typedef struct kv_totals {
-    _Atomic uint64_t gets, get_bytes, not_found, iter_items, iter_bytes;
+    _Atomic uint64_t gets, get_bytes, not_found, prefetched, iter_items, iter_bytes;
     _Atomic uint64_t puts, put_bytes, deletes;
     _Atomic uint64_t cache_hits, cache_misses, block_read_bytes;
 } kv_totals;

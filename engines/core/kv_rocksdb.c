@@ -11,6 +11,10 @@
  * counting level on the reading thread at kv_reader_begin and read back at
  * kv_reader_end, so concurrent readers never share a counter.
  *
+ * kv_prefetch hints go to a ring of KV_PREFETCH_QUEUE keys served by
+ * KV_PREFETCH_THREADS helper threads, started at the first hint and joined
+ * at close; each does a pinned get without a snapshot and drops it.
+ *
  * Bulk loads write sorted SST files with the SST file writer (a new file
  * every KV_ROCKSDB_SST_BYTES) and ingest them at the end by moving them
  * into the database, RocksDB's fastest load path (no WAL, no memtable, no
@@ -41,8 +45,24 @@
 
 #define KV_ROCKSDB_SST_BYTES (256ull << 20) /* roll to a new SST file past this */
 
+/* kv_prefetch's helpers: a ring of keys under mu, served by threads
+ * started at the first hint and joined at close. */
+typedef struct rdb_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int ready;         /* mu and cv initialised */
+    int started, stop; /* under mu */
+    unsigned n_threads;
+    pthread_t th[KV_PREFETCH_THREADS];
+    rocksdb_readoptions_t *ropts; /* the helpers' (no snapshot) */
+    size_t head, count;
+    uint8_t key_len[KV_PREFETCH_QUEUE];
+    uint8_t keys[KV_PREFETCH_QUEUE][KV_KEY_MAX_BYTES];
+} rdb_pool;
+
 typedef struct rdb_store {
     rocksdb_t *db;
+    rdb_pool pool;
     rocksdb_options_t *opts;
     rocksdb_block_based_table_options_t *table;
     rocksdb_cache_t *cache; /* server profile only */
@@ -118,10 +138,30 @@ static int rdb_fail(const kv_store *s, const char *what, char *err)
     return rc;
 }
 
+static void rdb_pool_stop(rdb_pool *p)
+{
+    if (!p->ready)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->n_threads; i++)
+        pthread_join(p->th[i], NULL);
+    p->n_threads = 0;
+    if (p->ropts)
+        rocksdb_readoptions_destroy(p->ropts);
+    p->ropts = NULL;
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    p->ready = 0;
+}
+
 static void rdb_free(rdb_store *d)
 {
     if (!d)
         return;
+    rdb_pool_stop(&d->pool); /* before the database its helpers read */
     if (d->db)
         rocksdb_close(d->db);
     if (d->wopts)
@@ -159,6 +199,16 @@ static int rdb_open(kv_store *s)
         }
     }
 
+    if (pthread_mutex_init(&d->pool.mu, NULL) != 0) {
+        rc = ann_fail(-ENOMEM, "%s: cannot initialise the prefetch queue", s->dir);
+        goto out;
+    }
+    if (pthread_cond_init(&d->pool.cv, NULL) != 0) {
+        pthread_mutex_destroy(&d->pool.mu);
+        rc = ann_fail(-ENOMEM, "%s: cannot initialise the prefetch queue", s->dir);
+        goto out;
+    }
+    d->pool.ready = 1;
     d->opts = rocksdb_options_create();
     d->table = rocksdb_block_based_options_create();
     d->wopts = rocksdb_writeoptions_create();
@@ -333,6 +383,68 @@ static int rdb_get(kv_reader *r, const void *key, size_t key_len, kv_val *val)
     val->len = len;
     val->pin = p;
     return 0;
+}
+
+/* ---- prefetch helpers ---------------------------------------------------- */
+
+static void *rdb_prefetch_main(void *arg)
+{
+    rdb_store *d = arg;
+    rdb_pool *p = &d->pool;
+    uint8_t key[KV_KEY_MAX_BYTES];
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->stop && p->count == 0)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop)
+            break;
+        size_t len = p->key_len[p->head];
+        memcpy(key, p->keys[p->head], len);
+        p->head = (p->head + 1) % KV_PREFETCH_QUEUE;
+        p->count--;
+        pthread_mutex_unlock(&p->mu);
+        char *err = NULL;
+        rocksdb_pinnableslice_t *v =
+            rocksdb_get_pinned(d->db, p->ropts, (const char *)key, len, &err);
+        if (v)
+            rocksdb_pinnableslice_destroy(v);
+        free(err); /* a hint: a failed read is the caller's get to report */
+        pthread_mutex_lock(&p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Start the helpers (under mu).  Those that cannot be started are done
+ * without; with none, hints are dropped. */
+static void rdb_pool_start(rdb_pool *p, rdb_store *d)
+{
+    p->started = 1;
+    p->ropts = rocksdb_readoptions_create();
+    if (!p->ropts)
+        return;
+    while (p->n_threads < KV_PREFETCH_THREADS &&
+           pthread_create(&p->th[p->n_threads], NULL, rdb_prefetch_main, d) == 0)
+        p->n_threads++;
+}
+
+static void rdb_prefetch(kv_reader *r, const void *keys, size_t key_len, size_t n)
+{
+    rdb_store *d = r->s->impl;
+    rdb_pool *p = &d->pool;
+    pthread_mutex_lock(&p->mu);
+    if (!p->started)
+        rdb_pool_start(p, d);
+    if (p->n_threads > 0 && !p->stop) {
+        for (size_t i = 0; i < n && p->count < KV_PREFETCH_QUEUE; i++) {
+            size_t tail = (p->head + p->count) % KV_PREFETCH_QUEUE;
+            memcpy(p->keys[tail], (const uint8_t *)keys + i * key_len, key_len);
+            p->key_len[tail] = (uint8_t)key_len;
+            p->count++;
+            pthread_cond_signal(&p->cv); /* one helper per key, not a herd per hint */
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 void kv_rocksdb_unpin(void *pin)
@@ -660,6 +772,7 @@ const kv_backend_ops kv_rocksdb_ops = {
     .reader_begin = rdb_reader_begin,
     .reader_end = rdb_reader_end,
     .get = rdb_get,
+    .prefetch = rdb_prefetch,
     .iter_init = rdb_iter_init,
     .iter_next = rdb_iter_next,
     .iter_fini = rdb_iter_fini,
