@@ -24,6 +24,7 @@
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
 #include "engines/core/status.h"
+#include "engines/diskann_record/drec.h"
 #include "engines/diskann_record/layout.h"
 #include "engines/diskann_sector/layout.h"
 #include "engines/engine.h"
@@ -294,6 +295,60 @@ static void test_recall_all_stores(void **state)
             free(again);
         }
     }
+}
+
+/*
+ * beam_width: W closest candidates expanded per round, their records and
+ * the re-rank's vector records hinted to the store (kv_prefetch).  Same
+ * per-query accounting as one read at a time, recall as good, and the
+ * hints reach the store (none with W = 1).  A beam wider than the list
+ * works too.
+ */
+static void test_beam(void **state)
+{
+    (void)state;
+    for (int e = 0; e < 2; e++) {
+        for (size_t oc = 0; oc < N_OPENS; oc++) {
+            double r[2];
+            uint64_t hops[2], prefetched[2];
+            const char *search[2] = { "{\"L\": 100, \"beam_width\": 1}",
+                                      "{\"L\": 100, \"beam_width\": 4}" };
+            for (int w = 0; w < 2; w++) {
+                opened o;
+                int rc = open_index(engines[e], big_index[e], opens[oc].open, search[w], K, &o);
+                if (rc)
+                    fail_msg("%s %s: open: %s", engines[e], opens[oc].label, ann_errmsg(rc));
+                ann_stats tot = { 0 };
+                uint32_t *ids = NULL;
+                r[w] = run_queries(&o, 100, &ids, &tot);
+                hops[w] = tot.hops;
+                kv_stats ks;
+                kv_store_stats(o.eng->kv, &ks);
+                prefetched[w] = ks.prefetched;
+                free(ids);
+                close_index(&o);
+            }
+            print_message("%-17s %-17s beam 1: recall %.3f hops/q %.1f; beam 4: recall %.3f "
+                          "hops/q %.1f, %.1f records hinted/q\n", engines[e], opens[oc].label,
+                          r[0], hops[0] / (double)NQ, r[1], hops[1] / (double)NQ,
+                          prefetched[1] / (double)NQ);
+            assert_int_equal(prefetched[0], 0);
+            /* every round hints all but its first record; the re-rank all but the first */
+            assert_true(prefetched[1] >= (uint64_t)NQ * (100 - 1));
+            assert_true(r[1] >= 0.95 && r[1] >= r[0] - 0.01);
+        }
+    }
+    /* a beam wider than the candidate list */
+    opened o;
+    assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"L\": 10, \"beam_width\": 64}",
+                                K, &o), 0);
+    ann_stats tot = { 0 };
+    uint32_t *ids = NULL;
+    double r = run_queries(&o, 10, &ids, &tot);
+    print_message("diskann-record L 10, beam 64: recall %.3f\n", r);
+    assert_true(r > 0.5);
+    free(ids);
+    close_index(&o);
 }
 
 /* Both layouts walk the same graph with the same codes: same answers. */
@@ -877,7 +932,10 @@ static void test_params(void **state)
     assert_int_equal(open_index(engines[0], big_index[0], "{\"kv\": \"leveldb\"}", "{}", K, &o),
                      ANN_EPARAM);
     assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "kv"));
-    assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"beam_width\": 4}", K, &o),
+    assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"beam_width\": 0}", K, &o),
+                     ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "beam_width"));
+    assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"beam_width\": 65}", K, &o),
                      ANN_EPARAM);
     assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "beam_width"));
     assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"rerank\": -1}", K, &o),
@@ -897,6 +955,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_node_record),
         cmocka_unit_test(test_recall_all_stores),
+        cmocka_unit_test(test_beam),
         cmocka_unit_test(test_layouts_agree),
         cmocka_unit_test(test_concurrent_contexts),
         cmocka_unit_test(test_tiny_and_empty),

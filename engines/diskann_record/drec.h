@@ -104,10 +104,14 @@ static inline const uint8_t *drec_resident_code(const ann_engine *e, uint32_t v)
     return ann_idrows_get(&e->live.codes, v);
 }
 
+#define DREC_MAX_BEAM 64 /* beam_width's upper bound */
+
 struct ann_ctx {
     ann_engine *eng;
     kv_reader *rd;
     uint32_t L, rerank, k_max;
+    uint32_t W;       /* beam_width: records read in parallel */
+    uint32_t *rr;     /* storage max(L, k_max): the ids a re-rank reads */
     float *table;     /* PQ distance table, m * 256 floats */
     ann_candlist cand; /* storage max(L, k_max) */
     ann_visited visited;

@@ -79,6 +79,10 @@ const ann_param_spec drec_search_params[] = {
       .help = "candidate list size, at least k", .at_least_k = 1 },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 0, .max = 10000, .def = 0,
       .help = "best candidates re-ranked with full vectors (0: all L, as DiskANN; at least k)" },
+    { .name = "beam_width", .type = ANN_PARAM_INT, .min = 1, .max = DREC_MAX_BEAM, .def = 1,
+      .help = "records read in parallel: the walk expands this many closest candidates per "
+              "round and the re-rank keeps this many vector reads in flight (kv_prefetch); "
+              "1: one read at a time" },
     ANN_PARAM_END_OF("diskann-record/-resident search"),
 };
 
@@ -230,6 +234,7 @@ static void drec_ctx_free(ann_ctx *c)
     free(c->top_dist);
     free(c->top_id);
     free(c->vec);
+    free(c->rr);
     free(c);
 }
 
@@ -242,6 +247,7 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->eng = e;
     c->L = (uint32_t)ann_param_int(search_params, drec_search_params, "L");
     c->rerank = (uint32_t)ann_param_int(search_params, drec_search_params, "rerank");
+    c->W = (uint32_t)ann_param_int(search_params, drec_search_params, "beam_width");
     c->k_max = k_max ? k_max : 1;
     uint32_t cap = c->L > c->k_max ? c->L : c->k_max;
     rc = kv_reader_create(e->kv, &c->rd);
@@ -250,7 +256,8 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->top_dist = malloc(c->k_max * sizeof(float));
     c->top_id = malloc(c->k_max * sizeof(uint32_t));
     c->vec = malloc((size_t)e->meta.dim * sizeof(float));
-    if (!c->top_dist || !c->top_id || !c->vec)
+    c->rr = malloc((size_t)cap * sizeof(uint32_t));
+    if (!c->top_dist || !c->top_id || !c->vec || !c->rr)
         rc = -ENOMEM;
     /* also while untrained: the index may turn into a graph under it */
     if (!rc && e->meta.pq_bytes > 0) {

@@ -14,6 +14,13 @@
  * default; `rerank` of them, at least k, when set) are read as full-vector
  * records and ranked exactly.
  *
+ * Beam (beam_width W > 1, DiskANN's beam search): each round takes the W
+ * closest unexpanded candidates, hints all their node records to the store
+ * at once (kv_prefetch: LMDB readahead, RocksDB helper threads) so the
+ * device reads them in parallel, then expands them in order; the re-rank
+ * keeps W vector reads in flight the same way.  W = 1 is the one-read-at-
+ * a-time walk above, unchanged.
+ *
  * Departure from DiskANN: full vectors are separate records read only for
  * the re-rank (a sector engine gets them with the node for free), so the
  * re-rank depth is a search parameter rather than "all of L".  Indexes
@@ -309,13 +316,25 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     ann_candlist_insert(&c->cand, pq_adc_distance(c->table, entry_code, m), entry);
     q->local.code_dists++;
 
-    for (uint32_t expanded = 0; expanded < max_expand; expanded++) {
-        int pos = ann_candlist_next(&c->cand);
-        if (pos < 0)
+    for (uint32_t expanded = 0; expanded < max_expand;) {
+        uint32_t beam[DREC_MAX_BEAM], nb = 0;
+        while (nb < c->W && expanded + nb < max_expand) {
+            int pos = ann_candlist_next(&c->cand);
+            if (pos < 0)
+                break;
+            beam[nb++] = c->cand.c[pos].id;
+        }
+        if (nb == 0)
             break;
-        int rc = expand(q, c->cand.c[pos].id);
-        if (rc)
-            return rc;
+        kv_ahead ahead; /* the first is read now, the rest hinted */
+        kv_ahead_init(&ahead, c->rd, DREC_TABLE_NODE, beam, nb, nb);
+        kv_ahead_at(&ahead, 0);
+        for (uint32_t i = 0; i < nb; i++) {
+            int rc = expand(q, beam[i]);
+            if (rc)
+                return rc;
+        }
+        expanded += nb;
     }
 
     if (q->any_pending) {
@@ -328,17 +347,23 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
      * deleted ones (still walked through until a merge) are skipped */
     uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
     const int any_dead = atomic_load(&e->live.deleted) > 0;
-    for (uint32_t i = 0, done = 0; i < c->cand.n && done < depth; i++) {
+    uint32_t nr = 0;
+    for (uint32_t i = 0; i < c->cand.n && nr < depth; i++) {
         uint32_t id = c->cand.c[i].id;
-        if (any_dead && ann_idbits_test(&e->live.dead, id))
-            continue;
+        if (!(any_dead && ann_idbits_test(&e->live.dead, id)))
+            c->rr[nr++] = id;
+    }
+    /* with a beam, W - 1 reads ahead of the one being ranked are in flight */
+    kv_ahead ahead;
+    kv_ahead_init(&ahead, c->rd, DREC_TABLE_VECTOR, c->rr, nr, c->W);
+    for (uint32_t i = 0; i < nr; i++) {
+        kv_ahead_at(&ahead, i);
         float d;
-        int rc = full_distance(q, id, &d);
+        int rc = full_distance(q, c->rr[i], &d);
         if (rc)
             return rc;
-        done++;
         if (d < ann_topk_bound(top))
-            ann_topk_push(top, d, id);
+            ann_topk_push(top, d, c->rr[i]);
     }
     return 0;
 }

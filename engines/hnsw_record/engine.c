@@ -21,6 +21,9 @@ static const ann_param_spec hnsw_search_params[] = {
     { .name = "ef_search", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 16, .def = 64,
       .at_least_k = 1,
       .help = "candidate list size at layer 0 (must be >= k)" },
+    { .name = "reads_in_flight", .type = ANN_PARAM_INT, .min = 1, .max = 64, .def = 1,
+      .help = "node records read in parallel at layer 0 (kv_prefetch): while one neighbour of "
+              "the expanded node is scored, the next ones are read; 1: one read at a time" },
     ANN_PARAM_END_OF("hnsw-record search"),
 };
 
@@ -116,6 +119,7 @@ static int hnsw_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->eng = e;
     c->k_max = k_max ? k_max : 1;
     c->ef = (uint32_t)ef;
+    c->W = (uint32_t)ann_param_int(search_params, hnsw_search_params, "reads_in_flight");
     /* inserts may raise the top level and the ids: levels up to the cap,
      * ids grown at a query's start (search.c) */
     size_t all = (1 + (size_t)m->M0) + (size_t)HNSW_MAX_LEVEL * (1 + m->M);

@@ -58,6 +58,7 @@ struct ann_ctx {
     kv_reader *rd;
     hnsw_meta m;            /* this query's view: entry, max level, n = id bound */
     uint32_t k_max, ef;
+    uint32_t W;             /* reads_in_flight */
     uint64_t id_cap;        /* ids slot_of and visited cover */
     float *res_dist;        /* k_max: the results when some ids are deleted */
     uint32_t *res_id;

@@ -22,6 +22,11 @@
  * list).  An index that never had a delete returns the candidate list's
  * best k as before.
  *
+ * Reads in flight (reads_in_flight W > 1): at layer 0 an expanded node's
+ * unseen neighbours are known before any is read, so while one is scored
+ * the next W - 1 node records are hinted to the store (kv_prefetch); the
+ * upper-layer descent reads one at a time.
+ *
  * Stats: reads and bytes_read are the node records read; full_dists equals
  * reads; hops counts candidates expanded (upper layers included).
  */
@@ -217,11 +222,17 @@ int hnsw_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, float
     while ((pos = ann_candlist_next(&c->cands)) >= 0) {
         stats->hops++;
         const uint32_t *list = c->slots + c->slot_of[c->cands.c[pos].id] * stride;
-        memcpy(iter, list, (1 + (size_t)list[0]) * sizeof(uint32_t));
-        for (uint32_t j = 0; j < iter[0]; j++) {
-            uint32_t nb = iter[1 + j];
-            if (ann_visited_test_and_set(&c->visited, nb))
-                continue;
+        /* the neighbours not seen yet, in list order, then scored with
+         * W - 1 of them read ahead */
+        uint32_t unseen = 0;
+        for (uint32_t j = 0; j < list[0]; j++)
+            if (!ann_visited_test_and_set(&c->visited, list[1 + j]))
+                iter[unseen++] = list[1 + j];
+        kv_ahead ahead;
+        kv_ahead_init(&ahead, c->rd, HNSW_TABLE_NODE, iter, unseen, c->W);
+        for (uint32_t j = 0; j < unseen; j++) {
+            uint32_t nb = iter[j];
+            kv_ahead_at(&ahead, j);
             uint32_t s = c->free_slots[--c->n_free];
             float d;
             rc = score_node(c, nb, query, COPY_LEVEL0, c->slots + s * stride, &d, stats);

@@ -26,6 +26,10 @@ static const ann_param_spec ivfpq_search_params[] = {
       .help = "lists scanned per query (<= nlist)" },
     { .name = "rerank", .type = ANN_PARAM_INT, .min = 1, .max = 1000, .def = 10,
       .help = "candidates re-ranked with full vectors, per result" },
+    { .name = "reads_in_flight", .type = ANN_PARAM_INT, .min = 1, .max = 64, .def = 1,
+      .help = "records read in parallel (kv_prefetch): the next lists' first chunks while one "
+              "is scanned, the next candidates' vectors while one is re-ranked; 1: one read at "
+              "a time" },
     ANN_PARAM_END_OF("ivfpq-record search"),
 };
 
@@ -225,6 +229,7 @@ static int ivfpq_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_
     /* an index of fewer vectors than nlist has n lists */
     c->nprobe = nprobe < m->lists ? nprobe : (m->lists ? m->lists : 1);
     c->rerank = rerank;
+    c->W = (uint32_t)ann_param_int(search_params, ivfpq_search_params, "reads_in_flight");
     size_t kc = (size_t)c->k_max * rerank;
     c->coarse_dist = malloc(c->nprobe * sizeof(float));
     c->coarse_id = malloc(c->nprobe * sizeof(uint32_t));

@@ -57,6 +57,7 @@ struct ann_ctx {
     ann_engine *eng;
     kv_reader *rd;
     uint32_t k_max, nprobe, rerank;
+    uint32_t W;            /* reads_in_flight */
     float *coarse_dist;    /* nprobe: the probed lists' heap */
     uint32_t *coarse_id;
     uint8_t *coarse_app;   /* nprobe: the list had appended entries before the snapshot */

@@ -49,6 +49,11 @@
  * may rewrite the list meanwhile); otherwise the directory read at open
  * says how many there are.
  *
+ * Reads in flight (reads_in_flight W > 1): while one list is scanned, the
+ * first chunk records of the next W - 1 probed lists are hinted to the
+ * store (kv_prefetch), and while one candidate is re-ranked, the next
+ * W - 1 candidates' vector records; W = 1 reads one record at a time.
+ *
  * Reads per query: the chunk records of the probed lists, plus one vector
  * record per re-ranked candidate.  Stats: reads/bytes_read count both,
  * code_dists the entries scored by ADC, full_dists the re-ranked vectors,
@@ -286,7 +291,13 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     int any_dead = atomic_load(&e->live.any_dead);
     ivfpq_meta cm = *m;
     cm.n = atomic_load(&e->live.id_bound);
-    for (uint32_t p = 0; p < nprobe; p++) {
+    for (uint32_t p = 0, hinted = 1; p < nprobe; p++) {
+        /* W - 1 lists ahead of the one scanned: their first chunk hinted */
+        for (; c->W > 1 && hinted < nprobe && hinted < p + c->W; hinted++) {
+            uint8_t key[KV_KEY_U64_BYTES];
+            kv_key_u64(key, IVFPQ_TABLE_LIST, (uint64_t)c->coarse_id[hinted] << 32);
+            kv_prefetch(c->rd, key, sizeof key, 1);
+        }
         stats->hops++;
         rc = scan_list(c, &cm, c->coarse_id[p], c->coarse_dist[p], c->coarse_app[p], &cands,
                        any_dead, stats);
@@ -296,7 +307,10 @@ int ivfpq_search(ann_ctx *c, const float *query, uint32_t k, uint32_t *ids, floa
     uint32_t nc = ann_topk_sorted(&cands, c->cand_id, c->cand_dist);
     ann_topk top;
     ann_topk_init(&top, c->top_dist, c->top_id, k);
+    kv_ahead ahead;
+    kv_ahead_init(&ahead, c->rd, IVFPQ_TABLE_VECTOR, c->cand_id, nc, c->W);
     for (uint32_t i = 0; i < nc; i++) {
+        kv_ahead_at(&ahead, i);
         rc = rerank_one(c, query, c->cand_id[i], &top, stats);
         if (rc)
             goto out;

@@ -151,3 +151,30 @@ void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *p
     json_decref(rep);
     json_decref(bp);
 }
+
+void tu_answers(const char *name, const char *index, const char *open_json,
+                const char *search_json, const float *queries, int nq, uint32_t dim, uint32_t k,
+                uint32_t *ids, float *dists, ann_stats *st, kv_store *(*kv_of)(ann_engine *),
+                uint64_t *prefetched)
+{
+    const ann_engine_ops *ops = ann_engine_find(name);
+    ann_engine *eng = NULL;
+    ann_ctx *ctx = NULL;
+    json_t *op = json_loads(open_json, 0, NULL), *sp = json_loads(search_json, 0, NULL);
+    assert_non_null(ops);
+    assert_non_null(op);
+    assert_non_null(sp);
+    assert_int_equal(ann_engine_open(ops, index, op, &eng, NULL), 0);
+    assert_int_equal(ann_engine_ctx_new(ops, eng, sp, k, &ctx), 0);
+    json_decref(op);
+    json_decref(sp);
+    for (int i = 0; i < nq; i++)
+        assert_int_equal(ops->search(ctx, queries + (size_t)i * dim, k, ids + (size_t)i * k,
+                                     dists + (size_t)i * k, st),
+                         (int)k);
+    kv_stats ks;
+    kv_store_stats(kv_of(eng), &ks);
+    *prefetched = ks.prefetched;
+    ops->ctx_free(ctx);
+    ops->close(eng);
+}

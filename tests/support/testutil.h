@@ -5,7 +5,9 @@
 #ifndef ANNLAB_TESTS_TESTUTIL_H
 #define ANNLAB_TESTS_TESTUTIL_H
 
+#include "engines/core/kv.h"
 #include "engines/core/vecsrc.h"
+#include "engines/engine.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,5 +42,16 @@ void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *p
 
 /* Path of the shared real-data folder, or NULL when absent. */
 const char *tu_shared_data(void);
+
+/*
+ * Open engine `name`'s index with the JSON open and search parameters, run
+ * nq queries (dim floats each) for k results into ids / dists (nq x k),
+ * adding their stats to *st, and give the store's kv_prefetch count
+ * (kv_of returns the engine's store).  Every step is asserted.
+ */
+void tu_answers(const char *name, const char *index, const char *open_json,
+                const char *search_json, const float *queries, int nq, uint32_t dim, uint32_t k,
+                uint32_t *ids, float *dists, ann_stats *st, kv_store *(*kv_of)(ann_engine *),
+                uint64_t *prefetched);
 
 #endif
