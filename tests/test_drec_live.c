@@ -152,6 +152,7 @@ typedef struct {
 static double cache_mb = 64; /* pending_cache_mb of the next opens */
 static int merge_threads = 0; /* merge_threads of the next opens (0: one per core) */
 static int compact_after = 0; /* compact_after_merge of the next opens */
+static double merge_cache = 64; /* merge_cache_mb of the next opens */
 
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
@@ -159,9 +160,9 @@ static int open_idx(int e, const char *path, const char *backend, int updates, u
     char op[512], sp[64];
     snprintf(op, sizeof op,
              "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g, "
-             "\"merge_threads\": %d, \"compact_after_merge\": %s}",
+             "\"merge_threads\": %d, \"compact_after_merge\": %s, \"merge_cache_mb\": %g}",
              backend, updates ? "true" : "false", merge_every, cache_mb, merge_threads,
-             compact_after && updates ? "true" : "false");
+             compact_after && updates ? "true" : "false", merge_cache);
     snprintf(sp, sizeof sp, "{\"L\": %u}", L);
     o->ops = ann_engine_find(engines[e]);
     o->eng = NULL;
@@ -568,20 +569,25 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
 /* A merge finds the new points' neighbours on several threads and adds
  * the back-edges on one, in a fixed order: the merged graph is the same
  * byte for byte whatever merge_threads is (and with compact_after_merge,
- * which changes where the records lie, not what they hold).  And it keeps
- * the back-edge slack: some nodes end above R, none above ceil(1.3 R). */
+ * which changes where the records lie, not what they hold), and whatever
+ * the link searches' record cache holds (merge_cache_mb: none; the
+ * default, which holds this whole graph; 0.1 MiB, a few dozen node
+ * records a worker, replaced all the time).  And it keeps the back-edge
+ * slack: some nodes end above R, none above ceil(1.3 R). */
 static void test_merge_threads(void **state)
 {
     (void)state;
     for (int e = 0; e < 2; e++) {
         const char *backend = backends[e];
-        uint8_t *tables[2];
-        size_t lens[2];
-        const int threads[2] = { 1, 3 };
-        for (int t = 0; t < 2; t++) {
+        uint8_t *tables[3];
+        size_t lens[3];
+        const int threads[3] = { 1, 3, 2 };
+        const double caches[3] = { 0, 64, 0.1 };
+        for (int t = 0; t < 3; t++) {
             char path[4096];
             copy_base(e, path, sizeof path);
             merge_threads = threads[t];
+            merge_cache = caches[t];
             compact_after = t == 1;
             opened o;
             assert_int_equal(open_idx(e, path, backend, 1, 0, 100, &o), 0);
@@ -600,11 +606,14 @@ static void test_merge_threads(void **state)
             tables[t] = node_table(path, backend, &lens[t]);
         }
         merge_threads = 0;
+        merge_cache = 64;
         compact_after = 0;
-        assert_int_equal(lens[0], lens[1]);
-        assert_memory_equal(tables[0], tables[1], lens[0]);
-        free(tables[0]);
-        free(tables[1]);
+        for (int t = 1; t < 3; t++) {
+            assert_int_equal(lens[0], lens[t]);
+            assert_memory_equal(tables[0], tables[t], lens[0]);
+        }
+        for (int t = 0; t < 3; t++)
+            free(tables[t]);
     }
 }
 

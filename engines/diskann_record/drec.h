@@ -48,6 +48,7 @@ typedef struct drec_live {
     int enabled;           /* opened with "updates": true (store writable) */
     uint32_t merge_every;  /* background merge after this many pending (0: never) */
     uint32_t merge_threads; /* threads a merge links with (>= 1) */
+    size_t merge_cache_bytes; /* the link workers' record caches, in all */
     int compact_after_merge; /* kv_compact after every merge */
     pthread_mutex_t wlock; /* one kv_txn at a time */
     pthread_mutex_t mlock; /* one merge at a time */

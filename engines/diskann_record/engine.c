@@ -68,6 +68,10 @@ const ann_param_spec drec_open_params[] = {
       .help = "merge in the background once this many inserts are pending (0: only on demand)" },
     { .name = "merge_threads", .type = ANN_PARAM_INT, .min = 0, .max = 256, .def = 0,
       .help = "threads a merge links pending vectors with (0: one per core)" },
+    { .name = "merge_cache_mb", .type = ANN_PARAM_REAL, .min = -1, .max = 1 << 20, .def = -1,
+      .help = "records a merge's link searches keep in memory while linking a chunk, MiB in "
+              "all (the nodes every search passes near the entry point; 0: none; -1, the "
+              "default: 64 on RocksDB, 0 on LMDB, whose gets already return its map's memory)" },
     { .name = "compact_after_merge", .type = ANN_PARAM_BOOL, .def = 0,
       .help = "after each merge, compact the store (RocksDB: drop the rewritten records' old "
               "versions now; LMDB: nothing to do)" },
