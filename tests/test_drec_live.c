@@ -152,7 +152,7 @@ typedef struct {
 static double cache_mb = 64; /* pending_cache_mb of the next opens */
 static int merge_threads = 0; /* merge_threads of the next opens (0: one per core) */
 static int compact_after = 0; /* compact_after_merge of the next opens */
-static double merge_cache = 64; /* merge_cache_mb of the next opens */
+static double merge_cache = -1; /* merge_cache_mb of the next opens (-1: the engine's default) */
 
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
@@ -570,9 +570,9 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
  * the back-edges on one, in a fixed order: the merged graph is the same
  * byte for byte whatever merge_threads is (and with compact_after_merge,
  * which changes where the records lie, not what they hold), and whatever
- * the link searches' record cache holds (merge_cache_mb: none; the
- * default, which holds this whole graph; 0.1 MiB, a few dozen node
- * records a worker, replaced all the time).  And it keeps the back-edge
+ * the link searches' record cache holds (merge_cache_mb: none; 64 MiB,
+ * which holds this whole graph; 0.1 MiB, a few dozen node records a
+ * worker, replaced all the time).  And it keeps the back-edge
  * slack: some nodes end above R, none above ceil(1.3 R). */
 static void test_merge_threads(void **state)
 {
@@ -606,7 +606,7 @@ static void test_merge_threads(void **state)
             tables[t] = node_table(path, backend, &lens[t]);
         }
         merge_threads = 0;
-        merge_cache = 64;
+        merge_cache = -1;
         compact_after = 0;
         for (int t = 1; t < 3; t++) {
             assert_int_equal(lens[0], lens[t]);
