@@ -227,32 +227,18 @@ static kv_store *store_of(ann_engine *e)
     return e->kv;
 }
 
-/* Every query's ids and distances, and the store's hint count, for one
- * search setting. */
-static void answers(const fixture *f, const char *open, const char *search, uint32_t *ids,
-                    float *dists, ann_stats *st, uint64_t *prefetched)
-{
-    tu_answers("ivfpq-record", f->index, open, search, f->queries, NQ, DIM, K, ids, dists, st, store_of,
-               prefetched);
-}
-
 /* reads_in_flight only hints reads: the same answers and reads; the next
  * lists and the re-rank candidates are hinted. */
 static void test_reads_in_flight(void **state)
 {
     fixture *f = *state;
     const char *opens[] = { "{\"kv\": \"lmdb\"}", "{\"kv\": \"rocksdb\", \"profile\": \"embedded\"}" };
-    static uint32_t ids[2][NQ * K];
-    static float d[2][NQ * K];
     for (int i = 0; i < 2; i++) {
-        ann_stats st[2] = { { 0 }, { 0 } };
+        ann_stats st[2];
         uint64_t hinted[2];
-        answers(f, opens[i], "{\"nprobe\": 8, \"rerank\": 5}", ids[0], d[0], &st[0], &hinted[0]);
-        answers(f, opens[i], "{\"nprobe\": 8, \"rerank\": 5, \"reads_in_flight\": 4}", ids[1],
-                d[1], &st[1], &hinted[1]);
-        assert_memory_equal(ids[0], ids[1], sizeof ids[0]);
-        assert_memory_equal(d[0], d[1], sizeof d[0]);
-        assert_int_equal(st[0].reads, st[1].reads);
+        tu_same_answers("ivfpq-record", f->index, opens[i], "{\"nprobe\": 8, \"rerank\": 5}",
+                        "{\"nprobe\": 8, \"rerank\": 5, \"reads_in_flight\": 4}", f->queries,
+                        NQ, DIM, K, store_of, st, hinted);
         assert_int_equal(hinted[0], 0);
         /* all lists but the first (one chunk each here), all candidates but the first */
         assert_int_equal(hinted[1], (uint64_t)NQ * ((8 - 1) + (5 * K - 1)));

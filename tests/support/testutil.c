@@ -152,10 +152,12 @@ void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *p
     json_decref(bp);
 }
 
-void tu_answers(const char *name, const char *index, const char *open_json,
-                const char *search_json, const float *queries, int nq, uint32_t dim, uint32_t k,
-                uint32_t *ids, float *dists, ann_stats *st, kv_store *(*kv_of)(ann_engine *),
-                uint64_t *prefetched)
+/* One setting's answers into ids / dists (nq x k), stats into *st, the
+ * store's kv_prefetch count into *prefetched; every step asserted. */
+static void answers(const char *name, const char *index, const char *open_json,
+                    const char *search_json, const float *queries, int nq, uint32_t dim,
+                    uint32_t k, uint32_t *ids, float *dists, ann_stats *st,
+                    kv_store *(*kv_of)(ann_engine *), uint64_t *prefetched)
 {
     const ann_engine_ops *ops = ann_engine_find(name);
     ann_engine *eng = NULL;
@@ -177,4 +179,27 @@ void tu_answers(const char *name, const char *index, const char *open_json,
     *prefetched = ks.prefetched;
     ops->ctx_free(ctx);
     ops->close(eng);
+}
+
+void tu_same_answers(const char *name, const char *index, const char *open_json,
+                     const char *search_plain, const char *search_hinted, const float *queries,
+                     int nq, uint32_t dim, uint32_t k, kv_store *(*kv_of)(ann_engine *),
+                     ann_stats st[2], uint64_t hinted[2])
+{
+    size_t n = (size_t)nq * k;
+    uint32_t *ids = malloc(2 * n * sizeof *ids);
+    float *d = malloc(2 * n * sizeof *d);
+    assert_non_null(ids);
+    assert_non_null(d);
+    const char *search[2] = { search_plain, search_hinted };
+    for (int i = 0; i < 2; i++) {
+        st[i] = (ann_stats){ 0 };
+        answers(name, index, open_json, search[i], queries, nq, dim, k, ids + i * n, d + i * n,
+                &st[i], kv_of, &hinted[i]);
+    }
+    assert_memory_equal(ids, ids + n, n * sizeof *ids);
+    assert_memory_equal(d, d + n, n * sizeof *d);
+    assert_int_equal(st[0].reads, st[1].reads);
+    free(ids);
+    free(d);
 }

@@ -44,14 +44,16 @@ void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *p
 const char *tu_shared_data(void);
 
 /*
- * Open engine `name`'s index with the JSON open and search parameters, run
- * nq queries (dim floats each) for k results into ids / dists (nq x k),
- * adding their stats to *st, and give the store's kv_prefetch count
- * (kv_of returns the engine's store).  Every step is asserted.
+ * A search setting that only hints reads (kv_prefetch) against one that
+ * does not: open engine `name`'s index with open_json, run nq queries (dim
+ * floats each) for k results with search_plain and then search_hinted, and
+ * assert that both return the same ids and distances and count the same
+ * reads.  st[0] / st[1] get each setting's stats and hinted[0] / [1] the
+ * store's kv_prefetch count after it (kv_of returns the engine's store).
  */
-void tu_answers(const char *name, const char *index, const char *open_json,
-                const char *search_json, const float *queries, int nq, uint32_t dim, uint32_t k,
-                uint32_t *ids, float *dists, ann_stats *st, kv_store *(*kv_of)(ann_engine *),
-                uint64_t *prefetched);
+void tu_same_answers(const char *name, const char *index, const char *open_json,
+                     const char *search_plain, const char *search_hinted, const float *queries,
+                     int nq, uint32_t dim, uint32_t k, kv_store *(*kv_of)(ann_engine *),
+                     ann_stats st[2], uint64_t hinted[2]);
 
 #endif
