@@ -78,7 +78,10 @@ BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 # Keep intermediate objects of tests and benchmarks (no rebuild on every run).
 .PRECIOUS: $(BUILD)/obj/%.o
 
-all: $(BIN) annlab
+# A plain `make` on a fresh machine installs the packages first (deps.sh is quiet
+# and quick when nothing is missing).
+all: deps
+	@$(MAKE) --no-print-directory $(BIN) annlab
 
 deps:
 	@./scripts/deps.sh
