@@ -137,6 +137,70 @@ static void check_patterns(ann_aio_kind kind)
     check_patterns_sq(kind, 0);
 }
 
+/* A registered buffer region (opts.buf) holding six of the eight requests'
+ * buffers, the other two outside it: every read brings the file's bytes, in
+ * and out of the region, and io_uring reports both registrations taken. */
+static void check_patterns_registered(ann_aio_kind kind)
+{
+    int fd = ann_aio_open(g_path, 1, NULL);
+    assert_true(fd >= 0);
+    enum { NREQ = 8, NIN = 6 };
+    uint8_t *region = ann_aio_buf_alloc(NIN * 8192);
+    uint8_t *outside = ann_aio_buf_alloc((NREQ - NIN) * 8192);
+    assert_non_null(region);
+    assert_non_null(outside);
+    ann_aio_opts o = { .kind = kind, .strict = 1, .fd = fd, .depth = NREQ, .buf = region,
+                       .buf_bytes = NIN * 8192 };
+    ann_aio_queue *q = NULL;
+    int rc = ann_aio_queue_create(&o, &q);
+    if (rc)
+        fail_msg("%s: %s", ann_aio_kind_name(kind), ann_errmsg(rc));
+    int file = -1, buf = -1;
+    ann_aio_queue_registered(q, &file, &buf);
+    assert_int_equal(file, kind == ANN_AIO_IO_URING);
+    assert_int_equal(buf, kind == ANN_AIO_IO_URING);
+    ann_aio_req reqs[NREQ];
+    ann_aio_req *ptrs[NREQ], *done[NREQ];
+    for (int round = 0; round < 2; round++) {
+        memset(region, 0xee, NIN * 8192);
+        memset(outside, 0xee, (NREQ - NIN) * 8192);
+        for (int i = 0; i < NREQ; i++) {
+            uint8_t *b = i < NIN ? region + i * 8192 : outside + (i - NIN) * 8192;
+            uint64_t sector = (uint64_t)((i * 7 + round * 2) % 15);
+            reqs[i] = (ann_aio_req){ .buf = b, .offset_bytes = sector * 4096,
+                                     .len_bytes = (i % 3 ? 8192 : 4096), .user = (uint64_t)i };
+            ptrs[i] = &reqs[i];
+        }
+        assert_int_equal(ann_aio_submit(q, ptrs, NREQ), 0);
+        assert_int_equal(reap_all(q, NREQ, done), NREQ);
+        for (int i = 0; i < NREQ; i++) {
+            const ann_aio_req *r = done[i];
+            assert_int_equal(r->result, (int32_t)r->len_bytes);
+            const uint8_t *b = r->buf;
+            for (uint32_t j = 0; j < r->len_bytes; j++)
+                if (b[j] != pattern_byte(r->offset_bytes + j))
+                    fail_msg("%s: registered: byte %u of read %llu at %llu differs",
+                             ann_aio_kind_name(kind), j, (unsigned long long)r->user,
+                             (unsigned long long)r->offset_bytes);
+        }
+    }
+    ann_aio_queue_destroy(q);
+    ann_aio_buf_free(region);
+    ann_aio_buf_free(outside);
+    close(fd);
+}
+
+static void test_patterns_registered_io_uring(void **s)
+{
+    (void)s;
+    check_patterns_registered(ANN_AIO_IO_URING);
+}
+static void test_patterns_registered_libaio(void **s)
+{
+    (void)s;
+    check_patterns_registered(ANN_AIO_LIBAIO);
+}
+
 static void test_patterns_io_uring(void **s) { (void)s; check_patterns(ANN_AIO_IO_URING); }
 /* io_uring with a kernel thread polling submissions: the same bytes. */
 static void test_patterns_io_uring_sqpoll(void **s) { (void)s; check_patterns_sq(ANN_AIO_IO_URING, 1); }
@@ -274,6 +338,8 @@ int main(void)
         cmocka_unit_test(test_patterns_io_uring),
         cmocka_unit_test(test_patterns_io_uring_sqpoll),
         cmocka_unit_test(test_patterns_libaio),
+        cmocka_unit_test(test_patterns_registered_io_uring),
+        cmocka_unit_test(test_patterns_registered_libaio),
         cmocka_unit_test(test_patterns_pread),
         cmocka_unit_test(test_short_read_at_eof),
         cmocka_unit_test(test_bad_fd),

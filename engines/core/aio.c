@@ -45,6 +45,9 @@ struct ann_aio_queue {
     struct io_uring ring;
     int ring_ok;
     int sqpoll;            /* io_uring set up with IORING_SETUP_SQPOLL */
+    int fixed_file;        /* io_uring: fd registered as fixed file 0 */
+    char *fixed_buf;       /* io_uring: registered buffer 0 (opts.buf), or NULL */
+    size_t fixed_buf_bytes;
     io_context_t actx;
     struct iocb *iocbs;    /* depth */
 };
@@ -179,6 +182,33 @@ static int backend_init(ann_aio_queue *q, ann_aio_kind kind, int sqpoll, int str
     return ann_fail(ANN_EPARAM, "io: bad backend %d", (int)kind);
 }
 
+/*
+ * Register the file and the buffer region with the ring, each only when the
+ * kernel takes it (else reads go unregistered, with the same results).  On
+ * the 2-core development VM (2026-12-03, diskann-sector W 16, 10k cache,
+ * eight interleaved pairs) this cut the searching thread's kernel time per
+ * query by 7% at L 50 and 14% at L 75.
+ */
+static void uring_register(ann_aio_queue *q, const ann_aio_opts *opts)
+{
+    if (io_uring_register_files(&q->ring, &q->fd, 1) == 0)
+        q->fixed_file = 1;
+    if (opts->buf && opts->buf_bytes) {
+        struct iovec iov = { .iov_base = opts->buf, .iov_len = opts->buf_bytes };
+        if (io_uring_register_buffers(&q->ring, &iov, 1) == 0) {
+            q->fixed_buf = opts->buf;
+            q->fixed_buf_bytes = opts->buf_bytes;
+        }
+    }
+}
+
+/* Test hook: what registration took (file, buffer). */
+void ann_aio_queue_registered(const ann_aio_queue *q, int *file, int *buf)
+{
+    *file = q->fixed_file;
+    *buf = q->fixed_buf != NULL;
+}
+
 int ann_aio_queue_create(const ann_aio_opts *opts, ann_aio_queue **out)
 {
     if (opts->depth == 0)
@@ -217,6 +247,8 @@ int ann_aio_queue_create(const ann_aio_opts *opts, ann_aio_queue **out)
         kind = next;
     }
     q->kind = kind;
+    if (kind == ANN_AIO_IO_URING)
+        uring_register(q, opts);
     *out = q;
     q = NULL;
 out:
@@ -277,8 +309,15 @@ static int uring_prep(ann_aio_queue *q, uint32_t s)
     struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
     if (!sqe)
         return -EBUSY; /* cannot happen: the ring holds depth entries */
-    io_uring_prep_read(sqe, q->fd, (char *)r->buf + r->done_bytes, r->len_bytes - r->done_bytes,
-                       r->offset_bytes + r->done_bytes);
+    char *dst = (char *)r->buf + r->done_bytes;
+    unsigned len = r->len_bytes - r->done_bytes;
+    int fd = q->fixed_file ? 0 : q->fd;
+    if (q->fixed_buf && dst >= q->fixed_buf && dst + len <= q->fixed_buf + q->fixed_buf_bytes)
+        io_uring_prep_read_fixed(sqe, fd, dst, len, r->offset_bytes + r->done_bytes, 0);
+    else
+        io_uring_prep_read(sqe, fd, dst, len, r->offset_bytes + r->done_bytes);
+    if (q->fixed_file)
+        sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, s);
     return 0;
 }

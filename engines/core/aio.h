@@ -84,6 +84,12 @@ typedef struct ann_aio_opts {
                         * after the last submission, then sleeps), so a submission
                         * needs no system call; refused: plain io_uring with a
                         * notice, or ANN_EUNSUPPORTED when strict */
+    void *buf;         /* optional: one region that holds the buffers of most
+                        * requests; io_uring registers it (and the file) once, so a
+                        * read of it needs no page pinning or file lookup in the
+                        * kernel; reads elsewhere, or when the kernel refuses the
+                        * registration, go unregistered, with the same results */
+    size_t buf_bytes;
 } ann_aio_opts;
 
 #define ANN_AIO_SQPOLL_IDLE_MS 20u
@@ -102,6 +108,9 @@ void ann_aio_queue_destroy(ann_aio_queue *q);
 ann_aio_kind ann_aio_queue_kind(const ann_aio_queue *q);
 /* 1 when the queue's submissions are polled by a kernel thread (sqpoll). */
 int ann_aio_queue_sqpoll(const ann_aio_queue *q);
+/* What io_uring registration took: *file 1 when the fd is a fixed file,
+ * *buf 1 when opts.buf is a registered buffer (both 0 on other backends). */
+void ann_aio_queue_registered(const ann_aio_queue *q, int *file, int *buf);
 /* Requests submitted and not yet reaped. */
 uint32_t ann_aio_inflight(const ann_aio_queue *q);
 

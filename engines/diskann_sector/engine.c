@@ -314,7 +314,8 @@ static int dsec_ctx_new(ann_engine *e, const json_t *params, uint32_t k_max, ann
     for (uint32_t i = 0; i < W; i++)
         c->req_ptrs[i] = &c->reqs[i];
     ann_aio_opts o = { .kind = e->io_kind, .strict = 1, .fd = e->fd, .depth = W,
-                       .sqpoll = e->sqpoll };
+                       .sqpoll = e->sqpoll, .buf = c->bufs,
+                       .buf_bytes = (size_t)W * e->read_bytes };
     rc = ann_aio_queue_create(&o, &c->q);
     if (rc)
         goto out;
