@@ -20,8 +20,8 @@
  *     (reads, hops, cache hits), latency (mean, p99; one query at a time,
  *     CLOCK_MONOTONIC) with 1 thread and with 2 threads each running one
  *     query at a time, QPS at 1 and 2 threads (queries / wall time), and the
- *     searching thread's user and kernel CPU per query (getrusage, taken
- *     outside the timed span).  Latency and QPS are medians over --repeats
+ *     searching thread's user and kernel CPU per query (getrusage at the
+ *     pass's start and end, divided by the queries).  Latency and QPS are medians over --repeats
  *     passes; proc_cpu_us is the whole process's CPU per query in the
  *     single-thread pass (with --sqpoll 1 it includes the kernel thread
  *     polling submissions, which the searching thread's user/sys do not).
@@ -444,23 +444,24 @@ int main(int argc, char **argv)
                     }
                     ann_stats st = { 0 };
                     for (int r = 0; r < o.repeats; r++) {
-                        double t0 = ann_mono_s(), user = 0, sys = 0, pcpu0 = process_cpu_s();
+                        /* the thread's CPU over the whole pass, not per query: two
+                         * getrusage calls a query would be timed in the QPS */
+                        double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
+                        double t0 = ann_mono_s(), pcpu0 = process_cpu_s();
                         memset(&st, 0, sizeof st);
                         for (uint32_t q = 0; q < nq; q++) {
-                            double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
                             double q0 = ann_mono_s();
                             int got = ops->search(ctx, queries + (size_t)q * b.dim, K,
                                                   ids + (size_t)q * K, dists + (size_t)q * K,
                                                   &st);
                             lat[q] = ann_mono_s() - q0;
-                            user += thread_cpu_s(1) - u0;
-                            sys += thread_cpu_s(0) - s0;
                             if (got < 0) {
                                 fprintf(stderr, "bench_sector: search: %s\n", ann_errmsg(got));
                                 return 1;
                             }
                         }
                         rep[2][r] = nq / (ann_mono_s() - t0);
+                        double user = thread_cpu_s(1) - u0, sys = thread_cpu_s(0) - s0;
                         rep[8][r] = (process_cpu_s() - pcpu0) / nq;
                         double sum = 0;
                         for (uint32_t q = 0; q < nq; q++)
