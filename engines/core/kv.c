@@ -20,6 +20,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/crc32c.h"
 #include "engines/core/fileio.h"
+#include "engines/core/populate.h"
 #include "engines/core/status.h"
 
 #include <errno.h>
@@ -565,6 +566,8 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
         uint8_t *a = realloc(t->arena, cap);
         if (!a)
             return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+        /* the grown part is filled next: fault it in at once (populate.h) */
+        (void)ann_populate(a + t->arena_cap, cap - t->arena_cap);
         t->arena = a;
         t->arena_cap = cap;
     }

@@ -52,6 +52,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/parallel.h"
+#include "engines/core/populate.h"
 #include "engines/core/status.h"
 #include "engines/core/u32map.h"
 #include "engines/core/vamana.h"
@@ -566,6 +567,7 @@ static void *slab_get(mg_slab *s)
         }
         if (!(s->blk[b] = malloc(MG_SLAB_ITEMS * s->item)))
             return NULL;
+        (void)ann_populate(s->blk[b], MG_SLAB_ITEMS * s->item); /* filled next */
         s->nblk++;
     }
     return s->blk[b] + (size_t)(s->used++ % MG_SLAB_ITEMS) * s->item;
