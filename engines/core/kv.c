@@ -543,6 +543,9 @@ int kv_txn_begin(kv_store *s, kv_txn **out)
     return 0;
 }
 
+/* Populate a large arena this far ahead of its data (see txn_append). */
+#define KV_ARENA_POPULATE_BYTES ((size_t)4 << 20)
+
 static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_len,
                       const void *val, size_t val_len)
 {
@@ -566,10 +569,20 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
         uint8_t *a = realloc(t->arena, cap);
         if (!a)
             return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
-        /* the grown part is filled next: fault it in at once (populate.h) */
-        (void)ann_populate(a + t->arena_cap, cap - t->arena_cap);
+        if (a != t->arena && t->arena_mapped > t->arena_len)
+            t->arena_mapped = t->arena_len; /* moved: what lies past the data is new */
         t->arena = a;
         t->arena_cap = cap;
+    }
+    /* A large batch is filled right after its arena grows: fault the next
+     * stretch in at once (populate.h), a bounded step past what is needed
+     * so that an arena doubled for a little more data is not all touched. */
+    if (need > t->arena_mapped && t->arena_cap >= KV_ARENA_POPULATE_BYTES) {
+        size_t end = need + KV_ARENA_POPULATE_BYTES;
+        if (end > t->arena_cap)
+            end = t->arena_cap;
+        (void)ann_populate(t->arena + t->arena_mapped, end - t->arena_mapped);
+        t->arena_mapped = end;
     }
     kv_op *op = &t->ops[t->n_ops++];
     op->kind = kind;

@@ -28,6 +28,7 @@ struct kv_txn {
     size_t n_ops, cap_ops;
     uint8_t *arena; /* keys and values, packed */
     size_t arena_len, arena_cap;
+    size_t arena_mapped; /* the arena is populated below this offset (populate.h) */
     uint64_t put_bytes;
 };
 
