@@ -21,10 +21,11 @@
  *     CLOCK_MONOTONIC) with 1 thread and with 2 threads each running one
  *     query at a time, QPS at 1 and 2 threads (queries / wall time), and the
  *     searching thread's user and kernel CPU per query (getrusage at the
- *     pass's start and end, divided by the queries).  Latency and QPS are medians over --repeats
- *     passes; proc_cpu_us is the whole process's CPU per query in the
- *     single-thread pass (with --sqpoll 1 it includes the kernel thread
- *     polling submissions, which the searching thread's user/sys do not).
+ *     pass's start and end, divided by the queries).  Latency and QPS are
+ *     medians over --repeats passes; proc_cpu_us is the whole process's CPU
+ *     per query in the single-thread pass (with --sqpoll 1 it includes the
+ *     kernel thread polling submissions, which the searching thread's
+ *     user/sys do not).
  *     Two floors beside them: cpu_floor = user + kernel CPU per
  *     query (the latency if reads were free), dev_floor = reads/q x the
  *     device's time per read at queue depth W (step 1's batch latency / W:
@@ -444,7 +445,7 @@ int main(int argc, char **argv)
                     }
                     ann_stats st = { 0 };
                     for (int r = 0; r < o.repeats; r++) {
-                        /* the thread's CPU over the whole pass, not per query: two
+                        /* the thread's CPU over the whole pass, not per query: four
                          * getrusage calls a query would be timed in the QPS */
                         double u0 = thread_cpu_s(1), s0 = thread_cpu_s(0);
                         double t0 = ann_mono_s(), pcpu0 = process_cpu_s();
