@@ -458,7 +458,8 @@ void kv_reader_stats(const kv_reader *r, kv_stats *out)
 
 /* ---- iteration --------------------------------------------------------- */
 
-int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out)
+static int iter_create(kv_reader *r, const void *prefix, size_t prefix_len, int scan,
+                       kv_iter **out)
 {
     kv_store *s = r->s;
     if (!r->begun)
@@ -473,6 +474,7 @@ int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter 
     if (prefix_len)
         memcpy(it->prefix, prefix, prefix_len);
     it->prefix_len = prefix_len;
+    it->scan = scan;
     int rc = s->ops->iter_init(it);
     if (rc) {
         free(it);
@@ -480,6 +482,16 @@ int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter 
     }
     *out = it;
     return 0;
+}
+
+int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out)
+{
+    return iter_create(r, prefix, prefix_len, 0, out);
+}
+
+int kv_iter_create_scan(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out)
+{
+    return iter_create(r, prefix, prefix_len, 1, out);
 }
 
 int kv_iter_next(kv_iter *it, kv_val *key, kv_val *val)

@@ -317,6 +317,17 @@ typedef struct kv_iter kv_iter;
 int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out);
 
 /*
+ * The same, for one pass over a large range (a whole table read into
+ * memory): RocksDB reads ahead KV_SCAN_READAHEAD_BYTES at a time and does
+ * not put the blocks it passes in its block cache, where they would
+ * displace the ones point reads come back to; LMDB reads its map in place
+ * either way.  A merge's scan of 20,000 node records of 6.6 KB took 0.58 s
+ * with kv_iter_create and 0.08 s with this (bench_merge, 2026-12-03).
+ */
+int kv_iter_create_scan(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out);
+#define KV_SCAN_READAHEAD_BYTES ((size_t)2 << 20)
+
+/*
  * Step: returns 1 with *key and *val set to the next record (valid until
  * the next kv_iter_next or kv_iter_destroy; do not kv_val_release them),
  * 0 at the end, or a negative code on failure.

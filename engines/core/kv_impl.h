@@ -56,6 +56,7 @@ struct kv_iter {
     uint8_t prefix[KV_KEY_MAX_BYTES];
     size_t prefix_len;
     int started, done;
+    int scan; /* kv_iter_create_scan: one pass over a whole table */
     void *impl; /* backend state */
 };
 

@@ -489,6 +489,10 @@ static int rdb_iter_init(kv_iter *it)
         x->upper[n - 1]++;
         rocksdb_readoptions_set_iterate_upper_bound(x->ropts, (const char *)x->upper, n);
     }
+    if (it->scan) { /* kv_iter_create_scan */
+        rocksdb_readoptions_set_readahead_size(x->ropts, KV_SCAN_READAHEAD_BYTES);
+        rocksdb_readoptions_set_fill_cache(x->ropts, 0);
+    }
     const rdb_reader *rx = it->r->impl;
     if (rx->snap)
         rocksdb_readoptions_set_snapshot(x->ropts, rx->snap);
