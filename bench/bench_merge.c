@@ -10,14 +10,14 @@
  *       [--inserts 2000] [--batch INSERTS] [--kv rocksdb|lmdb] [--threads 2]
  *       [--L 100] [--queries 200] [--repeats 1] [--R 64] [--L-build 100]
  *       [--pq-bytes 96] [--engine diskann-record|diskann-resident]
- *       [--merge-cache-mb MB]
+ *       [--merge-cache-mb MB] [--merge-snapshot-mb MB]
  *
  * WORK_DIR must not exist.  The bench builds (threads threads) a one-pass
  * index of the engine over the bundle's first n-build + inserts vectors
  * (WORK_DIR/onepass) and, per repeat, one over the first n-build
  * (WORK_DIR/base-R); opens the latter with updates (merge_every 0,
- * merge_threads threads, merge_cache_mb MB when given, else the engine's
- * default), inserts the next `inserts` rows one at a time,
+ * merge_threads threads, merge_cache_mb and merge_snapshot_mb MB when
+ * given, else the engine's defaults), inserts the next `inserts` rows one at a time,
  * and merges after every `batch` of them (default: one merge of all);
  * the merge time is the sum of the merges.  Rates: the one-pass build's graph phase
  * (phases.graph_s: Vamana over every vector, PQ training excluded) and its
@@ -48,13 +48,15 @@ typedef struct {
     const char *bundle, *work, *kv, *engine;
     int n_build, inserts, batch, threads, L, queries, repeats, R, L_build, pq_bytes;
     double merge_cache_mb; /* < 0: the engine's default */
+    double merge_snapshot_mb; /* < 0: the engine's default */
 } opts;
 
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){ .kv = "rocksdb", .engine = "diskann-record", .n_build = 20000,
                  .inserts = 2000, .threads = 2, .L = 100, .queries = 200, .repeats = 1,
-                 .R = 64, .L_build = 100, .pq_bytes = 96, .merge_cache_mb = -1 };
+                 .R = 64, .L_build = 100, .pq_bytes = 96, .merge_cache_mb = -1,
+                 .merge_snapshot_mb = -1 };
     int pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,10 +84,11 @@ static int parse(int argc, char **argv, opts *o)
                                                 : NULL;
         if (!strcmp(a, "--kv"))
             o->kv = v;
-        else if (!strcmp(a, "--merge-cache-mb")) {
+        else if (!strcmp(a, "--merge-cache-mb") || !strcmp(a, "--merge-snapshot-mb")) {
             char *end;
-            o->merge_cache_mb = strtod(v, &end);
-            if (*end || o->merge_cache_mb < 0)
+            double *mb = a[8] == 'c' ? &o->merge_cache_mb : &o->merge_snapshot_mb;
+            *mb = strtod(v, &end);
+            if (*end || *mb < 0)
                 return -1;
         }
         else if (!strcmp(a, "--engine")) {
@@ -178,7 +181,7 @@ int main(int argc, char **argv)
                         "[--inserts 2000] [--batch INSERTS] [--kv rocksdb|lmdb] [--threads 2] "
                         "[--L 100] [--engine diskann-record|diskann-resident] "
                         "[--queries 200] [--repeats 1 (at most %d)] [--R 64] [--L-build 100] "
-                        "[--pq-bytes 96] [--merge-cache-mb MB]\n",
+                        "[--pq-bytes 96] [--merge-cache-mb MB] [--merge-snapshot-mb MB]\n",
                 MAX_REPEATS);
         return 2;
     }
@@ -248,6 +251,8 @@ int main(int argc, char **argv)
                                 0, "merge_threads", o.threads);
         if (opn && o.merge_cache_mb >= 0)
             json_object_set_new(opn, "merge_cache_mb", json_real(o.merge_cache_mb));
+        if (opn && o.merge_snapshot_mb >= 0)
+            json_object_set_new(opn, "merge_snapshot_mb", json_real(o.merge_snapshot_mb));
         ann_engine *eng = NULL;
         json_t *orep = NULL;
         if (!rc)
@@ -288,13 +293,15 @@ int main(int argc, char **argv)
                mm = harness_median(ms, nr);
         double rate_g = (double)total / op_graph, rate_w = (double)total / op_wall;
         double rate_m = o.inserts / m;
-        char mc[32] = "default";
+        char mc[32] = "default", ms_[32] = "default";
         if (o.merge_cache_mb >= 0)
             snprintf(mc, sizeof mc, "%g MiB", o.merge_cache_mb);
+        if (o.merge_snapshot_mb >= 0)
+            snprintf(ms_, sizeof ms_, "%g MiB", o.merge_snapshot_mb);
         printf("\n%s, bundle %s: dim %u; n-build %d + inserts %d, merged every %d; %s; "
-               "%d threads; merge cache %s; L %d; %d queries; median of %d\n", o.engine,
-               b.name, b.dim, o.n_build, o.inserts, o.batch, o.kv, o.threads, mc, o.L,
-               o.queries, o.repeats);
+               "%d threads; merge cache %s; merge snapshot %s; L %d; %d queries; median of %d\n",
+               o.engine, b.name, b.dim, o.n_build, o.inserts, o.batch, o.kv, o.threads, mc, ms_,
+               o.L, o.queries, o.repeats);
         printf("%-22s %10s %10s %10s %10s %10s\n", "", "vectors/s", "recall@10", "hops/q",
                "reads/q", "ms/q");
         printf("%-22s %10.0f %10.4f %10.1f %10.1f %10.3f\n", "one-pass (graph phase)", rate_g,

@@ -153,6 +153,7 @@ static double cache_mb = 64; /* pending_cache_mb of the next opens */
 static int merge_threads = 0; /* merge_threads of the next opens (0: one per core) */
 static int compact_after = 0; /* compact_after_merge of the next opens */
 static double merge_cache = -1; /* merge_cache_mb of the next opens (-1: the engine's default) */
+static double merge_snapshot = -1; /* merge_snapshot_mb of the next opens (-1: the default) */
 
 static int open_idx(int e, const char *path, const char *backend, int updates, uint32_t merge_every,
                     uint32_t L, opened *o)
@@ -160,9 +161,10 @@ static int open_idx(int e, const char *path, const char *backend, int updates, u
     char op[512], sp[64];
     snprintf(op, sizeof op,
              "{\"kv\": \"%s\", \"updates\": %s, \"merge_every\": %u, \"pending_cache_mb\": %g, "
-             "\"merge_threads\": %d, \"compact_after_merge\": %s, \"merge_cache_mb\": %g}",
+             "\"merge_threads\": %d, \"compact_after_merge\": %s, \"merge_cache_mb\": %g, "
+             "\"merge_snapshot_mb\": %g}",
              backend, updates ? "true" : "false", merge_every, cache_mb, merge_threads,
-             compact_after && updates ? "true" : "false", merge_cache);
+             compact_after && updates ? "true" : "false", merge_cache, merge_snapshot);
     snprintf(sp, sizeof sp, "{\"L\": %u}", L);
     o->ops = ann_engine_find(engines[e]);
     o->eng = NULL;
@@ -569,25 +571,31 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
 /* A merge finds the new points' neighbours on several threads and adds
  * the back-edges on one, in a fixed order: the merged graph is the same
  * byte for byte whatever merge_threads is (and with compact_after_merge,
- * which changes where the records lie, not what they hold), and whatever
+ * which changes where the records lie, not what they hold), whatever
  * the link searches' record cache holds (merge_cache_mb: none; 64 MiB,
  * which holds this whole graph; 0.1 MiB, a few dozen node records a
- * worker, replaced all the time).  And it keeps the back-edge
- * slack: some nodes end above R, none above ceil(1.3 R). */
+ * worker, replaced all the time), and whether the merge reads node
+ * records from the store or the graph from its in-memory copy
+ * (merge_snapshot_mb 0: never; the default: this merge of 1,024 into
+ * 4,096 takes it, which the engine's count of such merges confirms).  And
+ * it keeps the back-edge slack: some nodes end above R, none above
+ * ceil(1.3 R). */
 static void test_merge_threads(void **state)
 {
     (void)state;
     for (int e = 0; e < 2; e++) {
         const char *backend = backends[e];
-        uint8_t *tables[3];
-        size_t lens[3];
-        const int threads[3] = { 1, 3, 2 };
-        const double caches[3] = { 0, 64, 0.1 };
-        for (int t = 0; t < 3; t++) {
+        uint8_t *tables[4];
+        size_t lens[4];
+        const int threads[4] = { 1, 3, 2, 2 };
+        const double caches[4] = { 0, 64, 0.1, 0.1 };
+        const double snaps[4] = { 0, -1, 0, -1 };
+        for (int t = 0; t < 4; t++) {
             char path[4096];
             copy_base(e, path, sizeof path);
             merge_threads = threads[t];
             merge_cache = caches[t];
+            merge_snapshot = snaps[t];
             compact_after = t == 1;
             opened o;
             assert_int_equal(open_idx(e, path, backend, 1, 0, 100, &o), 0);
@@ -596,6 +604,7 @@ static void test_merge_threads(void **state)
             int rc = o.ops->merge(o.eng);
             if (rc)
                 fail_msg("merge (merge_threads %d): %s", threads[t], ann_errmsg(rc));
+            assert_int_equal(atomic_load(&o.eng->live.snap_merges), snaps[t] < 0 ? 1 : 0);
             close_idx(&o);
             store_counts c;
             check_graph(path, backend, 1, &c);
@@ -607,12 +616,13 @@ static void test_merge_threads(void **state)
         }
         merge_threads = 0;
         merge_cache = -1;
+        merge_snapshot = -1;
         compact_after = 0;
-        for (int t = 1; t < 3; t++) {
+        for (int t = 1; t < 4; t++) {
             assert_int_equal(lens[0], lens[t]);
             assert_memory_equal(tables[0], tables[t], lens[0]);
         }
-        for (int t = 0; t < 3; t++)
+        for (int t = 0; t < 4; t++)
             free(tables[t]);
     }
 }

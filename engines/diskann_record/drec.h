@@ -49,6 +49,7 @@ typedef struct drec_live {
     uint32_t merge_every;  /* background merge after this many pending (0: never) */
     uint32_t merge_threads; /* threads a merge links with (>= 1) */
     size_t merge_cache_bytes; /* the link workers' record caches, in all */
+    size_t merge_snapshot_bytes; /* the largest graph a merge copies into memory */
     int compact_after_merge; /* kv_compact after every merge */
     pthread_mutex_t wlock; /* one kv_txn at a time */
     pthread_mutex_t mlock; /* one merge at a time */
@@ -56,6 +57,7 @@ typedef struct drec_live {
     _Atomic uint32_t id_bound;
     _Atomic uint32_t mode;  /* DREC_MODE_*: scan until trained (drec_mode) */
     _Atomic uint64_t pending, deleted, graph_nodes, merges;
+    _Atomic uint64_t snap_merges; /* merges that read the graph into memory (mg_snap) */
     _Atomic uint64_t scan_rows; /* scan mode: vector records */
     ann_idbits dead;       /* ids with a tombstone, or consolidated */
     ann_idrows codes;      /* resident: PQ codes of merged nodes, by id */

@@ -72,6 +72,10 @@ const ann_param_spec drec_open_params[] = {
       .help = "records a merge's link searches keep in memory while linking a chunk, MiB in "
               "all (the nodes every search passes near the entry point; 0: none; -1, the "
               "default: 64 on RocksDB, 0 on LMDB, whose gets already return its map's memory)" },
+    { .name = "merge_snapshot_mb", .type = ANN_PARAM_REAL, .min = -1, .max = 1 << 20, .def = -1,
+      .help = "a merge with enough to link reads the whole graph (neighbour ids, PQ codes) "
+              "into memory in one scan when it fits this, MiB, and its searches then read only "
+              "vector records (0: never; -1, the default: 256)" },
     { .name = "compact_after_merge", .type = ANN_PARAM_BOOL, .def = 0,
       .help = "after each merge, compact the store (RocksDB: drop the rewritten records' old "
               "versions now; LMDB: nothing to do)" },

@@ -24,7 +24,13 @@
  *   size L_build (ranked by PQ distance, reading node records as a query
  *   does) and RobustPrune(alpha, R) of the expanded nodes by exact
  *   distances; a chunk's vectors do not see each other, as in
- *   FreshDiskANN's insert phase.  Then on one thread, in the chunk's
+ *   FreshDiskANN's insert phase.  A merge with enough to link (at least
+ *   graph_nodes / L_build vectors) whose graph fits merge_snapshot_mb
+ *   first reads every node's neighbour ids and code into memory in one
+ *   sequential scan (mg_snap) and keeps that copy current chunk by
+ *   chunk: its searches and the serial phase then read only vector
+ *   records, and the merged graph is the same byte for byte.
+ *   Then on one thread, in the chunk's
  *   order: each new node and the back-edges to it, where a node takes a
  *   back-edge while it has fewer than ceil(1.3 R) neighbours and is
  *   re-pruned to R only when one more would pass that (the slack is kept
@@ -78,6 +84,9 @@
  * to 20% slower (a cached node record is a 6.6 KB copy of what LMDB's get
  * hands out in place). */
 #define DREC_MERGE_CACHE_MB 64.0
+/* merge_snapshot_mb by default: the graph of a few hundred thousand nodes
+ * (R 64, 96-byte codes: 436 bytes a node). */
+#define DREC_MERGE_SNAPSHOT_MB 256.0
 
 /* ---- open / close ------------------------------------------------------ */
 
@@ -95,7 +104,7 @@ static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn)
 {
     kv_iter *it = NULL;
     kv_val k, v;
-    int rc = kv_iter_create(rd, &table, 1, &it), step;
+    int rc = kv_iter_create_scan(rd, &table, 1, &it), step;
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {
@@ -247,6 +256,8 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     if (cache_mb < 0) /* a cache saves RocksDB's copying gets; LMDB's copy nothing */
         cache_mb = kv_store_backend(e->kv) == KV_BACKEND_LMDB ? 0 : DREC_MERGE_CACHE_MB;
     L->merge_cache_bytes = (size_t)(cache_mb * 1048576.0);
+    double snap_mb = ann_param_real(open_params, drec_open_params, "merge_snapshot_mb");
+    L->merge_snapshot_bytes = (size_t)((snap_mb < 0 ? DREC_MERGE_SNAPSHOT_MB : snap_mb) * 1048576.0);
     L->compact_after_merge =
         ann_param_bool(open_params, drec_open_params, "compact_after_merge");
     if (L->compact_after_merge && !L->enabled)
@@ -667,8 +678,29 @@ static uint8_t *rc_admit(mg_rcache *c, uint32_t id, size_t len)
     return c->data + (size_t)s * c->item;
 }
 
+/*
+ * The merge's copy of the graph (merge_snapshot_mb): every node's
+ * out-neighbours and, in the full layout, its PQ code, by id, read in one
+ * sequential scan of the node table and kept up to date with every chunk
+ * the merge commits.  With it, neither the link searches nor the serial
+ * phase read node records (one read per expanded node otherwise, about
+ * L_build per linked vector); a merge takes it when the whole graph fits
+ * the budget and it has enough to link that the scan reads fewer records
+ * than its searches would (mg_snap_worth).  Built from the same records
+ * the searches would read, it changes nothing in the result.
+ */
+#define MG_SNAP_NONE UINT32_MAX /* deg of an id without a node */
+typedef struct mg_snap {
+    uint32_t n_ids; /* ids [0, n_ids) */
+    uint32_t cap, m;
+    uint32_t *deg;  /* n_ids: degree, or MG_SNAP_NONE */
+    uint32_t *adj;  /* n_ids * cap */
+    uint8_t *codes; /* n_ids * m (full layout); NULL for resident (codes in memory) */
+} mg_snap;
+
 typedef struct merger {
     ann_engine *e;
+    const mg_snap *snap; /* the graph in memory, or NULL: node records from the store */
     kv_reader *rd; /* begun while a chunk reads */
     uint32_t R, cap, m, dim, L_build;
     float alpha;
@@ -777,6 +809,53 @@ static int mg_nomem(merger *g)
     return ann_fail(-ENOMEM, "%s: merge: no memory", g->e->store_dir);
 }
 
+static size_t mg_snap_node_bytes(const ann_engine *e)
+{
+    size_t code = e->meta.layout == DREC_LAYOUT_FULL ? e->meta.pq_bytes : 0;
+    return sizeof(uint32_t) * (1 + (size_t)drec_max_degree(e->meta.R)) + code;
+}
+
+/* Whether a merge linking `linking` vectors should take the snapshot: it
+ * fits merge_snapshot_mb, and its scan (one read per graph node, in key
+ * order) is smaller than the node reads of the link searches (about
+ * L_build each, at random). */
+static int mg_snap_worth(const ann_engine *e, uint64_t linking)
+{
+    uint64_t ids = atomic_load(&e->live.id_bound), nodes = atomic_load(&e->live.graph_nodes);
+    return linking > 0 && ids > 0 &&
+           (double)ids * (double)mg_snap_node_bytes(e) <= (double)e->live.merge_snapshot_bytes &&
+           linking * e->meta.L_build >= nodes;
+}
+
+static void mg_snap_fini(mg_snap *s)
+{
+    free(s->deg);
+    free(s->adj);
+    free(s->codes);
+    memset(s, 0, sizeof *s);
+}
+
+/* id's out-neighbours in the snapshot; corrupt when id has no node. */
+static int mg_snap_node(const merger *g, uint32_t id, uint32_t *deg, const uint32_t **nbrs)
+{
+    const mg_snap *s = g->snap;
+    if (id >= s->n_ids || s->deg[id] == MG_SNAP_NONE)
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u missing (an edge points at it)",
+                        g->e->store_dir, id);
+    *deg = s->deg[id];
+    *nbrs = s->adj + (size_t)id * s->cap;
+    return 0;
+}
+
+/* id's PQ code: the snapshot's (full layout) or the in-memory one. */
+static const uint8_t *mg_snap_code(const merger *g, uint32_t id)
+{
+    const mg_snap *s = g->snap;
+    if (!s->codes)
+        return drec_resident_code(g->e, id);
+    return id < s->n_ids && s->deg[id] != MG_SNAP_NONE ? s->codes + (size_t)id * s->m : NULL;
+}
+
 static int mg_get(merger *g, uint8_t table, uint32_t id, kv_val *v)
 {
     uint8_t key[KV_KEY_U32_BYTES];
@@ -864,6 +943,20 @@ static int mg_load_node(merger *g, uint32_t id, mg_node **out)
         *out = g->nodes[ix];
         return 0;
     }
+    if (g->snap) { /* codes come from the snapshot too (mg_code) */
+        uint32_t d = 0;
+        const uint32_t *nbrs = NULL;
+        int rc = mg_snap_node(g, id, &d, &nbrs);
+        mg_node *n = rc ? NULL : mg_add_node(g, id);
+        if (!rc && !n)
+            rc = mg_nomem(g);
+        if (rc)
+            return rc;
+        n->deg = d;
+        memcpy(n->nbrs, nbrs, (size_t)d * sizeof *nbrs);
+        *out = n;
+        return 0;
+    }
     kv_val v = { 0 };
     uint32_t d;
     const uint8_t *ids, *codes;
@@ -905,6 +998,12 @@ static int mg_code(merger *g, uint32_t id, const uint8_t **out)
     if (ann_u32map_get(&g->code_ix, id, &ix)) {
         *out = g->codes[ix];
         return 0;
+    }
+    if (g->snap) {
+        *out = mg_snap_code(g, id);
+        if (*out)
+            return 0;
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code", g->e->store_dir, id);
     }
     if (g->e->meta.layout == DREC_LAYOUT_RESIDENT) {
         *out = drec_resident_code(g->e, id);
@@ -1079,8 +1178,14 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
     uint32_t entry = e->meta.medoid, np = 0, d;
     kv_val v = { 0 };
     const uint8_t *code, *ids, *codes, *rec;
+    const uint32_t *nbrs = NULL; /* the snapshot's list, or NULL: ids from a record */
     int rc;
-    if (e->meta.layout == DREC_LAYOUT_RESIDENT) {
+    if (g->snap) {
+        code = mg_snap_code(g, entry);
+        rc = code ? 0
+                  : ann_fail(ANN_ECORRUPT, "%s: merge: the entry point %u has no node",
+                             e->store_dir, entry);
+    } else if (e->meta.layout == DREC_LAYOUT_RESIDENT) {
         rc = mg_own_code(g, entry, &v, &code);
     } else {
         rc = mg_search_node(g, entry, &v, &d, &ids, &codes, &rec);
@@ -1098,18 +1203,25 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
         if (pos < 0)
             break;
         uint32_t u = g->cl.c[pos].id;
-        rc = mg_search_node(g, u, &v, &d, &ids, &codes, &rec);
+        if (g->snap) {
+            rc = mg_snap_node(g, u, &d, &nbrs);
+            codes = NULL;
+        } else {
+            rc = mg_search_node(g, u, &v, &d, &ids, &codes, &rec);
+        }
         if (rc)
             return rc;
         for (uint32_t i = 0; !rc && i < d; i++) {
-            uint32_t w = ann_get_u32(ids + 4 * (size_t)i);
+            uint32_t w = nbrs ? nbrs[i] : ann_get_u32(ids + 4 * (size_t)i);
             if (ann_u32map_get(&g->seen, w, NULL))
                 continue;
             if (ann_u32map_put(&g->seen, w, 1)) {
                 rc = mg_nomem(g);
                 break;
             }
-            code = codes ? codes + (size_t)i * g->m : drec_resident_code(e, w);
+            code = codes ? codes + (size_t)i * g->m
+                   : nbrs ? mg_snap_code(g, w)
+                          : drec_resident_code(e, w);
             if (!code)
                 rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code in memory",
                               e->store_dir, w);
@@ -1347,11 +1459,14 @@ int drec_id_list_add(drec_id_list *l, uint32_t id)
 }
 
 /* Read every id of one table in the merger's snapshot. */
-static int list_table(merger *g, uint8_t table, drec_id_list *out)
+/* Step through every record of one table in g's snapshot; fn returns 0
+ * to go on. */
+static int scan_table(merger *g, uint8_t table,
+                      int (*fn)(merger *g, uint32_t id, const kv_val *v, void *arg), void *arg)
 {
     kv_iter *it = NULL;
     kv_val k, v;
-    int rc = kv_iter_create(g->rd, &table, 1, &it), step;
+    int rc = kv_iter_create_scan(g->rd, &table, 1, &it), step;
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {
@@ -1361,15 +1476,95 @@ static int list_table(merger *g, uint8_t table, drec_id_list *out)
                           g->e->store_dir, table, k.len);
             break;
         }
-        if (drec_id_list_add(out, id)) {
-            rc = mg_nomem(g);
+        rc = fn(g, id, &v, arg);
+        if (rc)
             break;
-        }
     }
     if (!rc && step < 0)
         rc = step;
     kv_iter_destroy(it);
     return rc;
+}
+
+static int list_one(merger *g, uint32_t id, const kv_val *v, void *arg)
+{
+    (void)v;
+    return drec_id_list_add(arg, id) ? mg_nomem(g) : 0;
+}
+
+static int list_table(merger *g, uint8_t table, drec_id_list *out)
+{
+    return scan_table(g, table, list_one, out);
+}
+
+/* ---- merge: the graph in memory (mg_snap) ------------------------------- */
+
+static int snap_one(merger *g, uint32_t id, const kv_val *v, void *arg)
+{
+    mg_snap *s = arg;
+    const uint32_t m = g->m, full = g->e->meta.layout == DREC_LAYOUT_FULL;
+    const size_t head = full ? m : 0;
+    uint32_t d = v->len >= head + 4 ? ann_get_u32((const uint8_t *)v->data + head) : UINT32_MAX;
+    if (id >= s->n_ids || d > s->cap || v->len != drec_node_bytes(g->e->meta.layout, m, d))
+        return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
+                        "its degree, or the id is past the live state's id_bound %u",
+                        g->e->store_dir, id, v->len, s->n_ids);
+    const uint8_t *ids = (const uint8_t *)v->data + head + 4;
+    uint32_t *adj = s->adj + (size_t)id * s->cap;
+    for (uint32_t i = 0; i < d; i++)
+        adj[i] = ann_get_u32(ids + 4 * (size_t)i);
+    s->deg[id] = d;
+    if (full)
+        memcpy(s->codes + (size_t)id * m, v->data, m);
+    return 0;
+}
+
+/* Read the graph of g's snapshot into s (empty on failure). */
+static int mg_snap_load(merger *g, mg_snap *s)
+{
+    ann_engine *e = g->e;
+    memset(s, 0, sizeof *s);
+    s->n_ids = atomic_load(&e->live.id_bound);
+    s->cap = g->cap;
+    s->m = g->m;
+    s->deg = malloc((size_t)s->n_ids * sizeof *s->deg);
+    s->adj = malloc((size_t)s->n_ids * s->cap * sizeof *s->adj);
+    if (e->meta.layout == DREC_LAYOUT_FULL)
+        s->codes = malloc((size_t)s->n_ids * s->m);
+    int rc = !s->deg || !s->adj || (e->meta.layout == DREC_LAYOUT_FULL && !s->codes)
+                 ? mg_nomem(g)
+                 : 0;
+    if (!rc) {
+        memset(s->deg, 0xff, (size_t)s->n_ids * sizeof *s->deg); /* MG_SNAP_NONE */
+        rc = scan_table(g, DREC_TABLE_NODE, snap_one, s);
+    }
+    if (rc)
+        mg_snap_fini(s);
+    return rc;
+}
+
+/* After a chunk is linked (before its commit, while g still holds it):
+ * the dirty nodes' lists and the new nodes' codes into the snapshot. */
+static int mg_snap_update(merger *g, mg_snap *s)
+{
+    for (uint32_t i = 0; i < g->n_nodes; i++) {
+        const mg_node *n = g->nodes[i];
+        if (!n->dirty)
+            continue;
+        if (n->id >= s->n_ids || n->deg > s->cap)
+            return ann_fail(ANN_EINTERNAL, "merge: node %u (degree %u) outside the snapshot",
+                            n->id, n->deg);
+        memcpy(s->adj + (size_t)n->id * s->cap, n->nbrs, (size_t)n->deg * sizeof *n->nbrs);
+        s->deg[n->id] = n->deg;
+        if (n->is_new && s->codes) {
+            const uint8_t *code;
+            int rc = mg_code(g, n->id, &code);
+            if (rc)
+                return rc;
+            memcpy(s->codes + (size_t)n->id * s->m, code, s->m);
+        }
+    }
+    return 0;
 }
 
 /* Whether node v's stored record points at a deleted id (g->del). */
@@ -1514,7 +1709,7 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
  * FreshDiskANN's insert phase), then the new nodes and their back-edges
  * are added one after another in g, and the chunk is committed.
  */
-static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
+static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n, mg_snap *snap)
 {
     int rc = 0;
     uint32_t begun = 0;
@@ -1532,6 +1727,8 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     }
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
+    if (!rc && g->snap)
+        rc = mg_snap_update(g, snap); /* the next chunk searches this graph */
     if (rc) {
         kv_reader_end(g->rd);
         mg_clear(g);
@@ -1560,20 +1757,14 @@ static int merge_locked(ann_engine *e)
     uint32_t *chunk = (uint32_t *)job.ids, nw_init = 0;
     drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
+    mg_snap snap = { 0 };
     uint64_t tail0 = 0;
     int complete0 = 0;
     int rc = mg_init(&g, e);
     if (!rc && (!w || !job.ids || !job.out || !job.deg))
         rc = mg_nomem(&g);
-    for (; !rc && nw_init < nw; nw_init++) {
+    for (; !rc && nw_init < nw; nw_init++)
         rc = mg_init(&w[nw_init], e);
-        /* merge_cache_mb split over the workers, half node records, half vectors */
-        size_t share = e->live.merge_cache_bytes / nw / 2;
-        if (!rc && (rc_init(&w[nw_init].node_rc, share,
-                            drec_node_bytes(e->meta.layout, g.m, g.cap)) ||
-                    rc_init(&w[nw_init].vec_rc, share, (size_t)g.dim * sizeof(float))))
-            rc = mg_nomem(&g);
-    }
     if (!rc) {
         /* the snapshot and the copy's tail at one moment: slots below
          * tail0 are what this merge will have linked or dropped */
@@ -1621,6 +1812,26 @@ static int merge_locked(ann_engine *e)
         if (!rc)
             rc = kv_reader_begin(g.rd);
     }
+    /* the graph in memory when it pays (mg_snap), after the deletes are
+     * consolidated; then the workers' caches: merge_cache_mb split over
+     * them, half node records and half vectors, or all vectors when the
+     * snapshot has the nodes */
+    if (!rc && mg_snap_worth(e, pend.n - pend_dels)) {
+        rc = mg_snap_load(&g, &snap);
+        if (!rc) {
+            g.snap = &snap;
+            for (uint32_t t = 0; t < nw; t++)
+                w[t].snap = &snap;
+            atomic_fetch_add(&e->live.snap_merges, 1);
+        }
+    }
+    for (uint32_t t = 0; !rc && t < nw; t++) {
+        size_t share = e->live.merge_cache_bytes / nw / (snap.deg ? 1 : 2);
+        if ((!snap.deg && rc_init(&w[t].node_rc, share,
+                                  drec_node_bytes(e->meta.layout, g.m, g.cap))) ||
+            rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float)))
+            rc = mg_nomem(&g);
+    }
     /* link the pending vectors, in chunks */
     uint32_t in_chunk = 0;
     for (uint32_t i = 0; !rc && i < pend.n; i++) {
@@ -1642,14 +1853,14 @@ static int merge_locked(ann_engine *e)
          * left: a small last chunk would rewrite about as many nodes */
         uint32_t lim = chunk_limit(e), left = pend.n - i - 1;
         if (!rc && (in_chunk == DREC_MERGE_CHUNK_MAX || (in_chunk >= lim && left > lim / 4))) {
-            rc = link_chunk(&g, w, nw, &job, in_chunk);
+            rc = link_chunk(&g, w, nw, &job, in_chunk, &snap);
             in_chunk = 0;
             if (!rc)
                 rc = kv_reader_begin(g.rd);
         }
     }
     if (!rc && in_chunk > 0)
-        rc = link_chunk(&g, w, nw, &job, in_chunk);
+        rc = link_chunk(&g, w, nw, &job, in_chunk, &snap);
     else
         kv_reader_end(g.rd);
     ann_u32map_fini(&pset);
@@ -1664,6 +1875,7 @@ static int merge_locked(ann_engine *e)
     }
 out:
     mg_fini(&g);
+    mg_snap_fini(&snap);
     for (uint32_t t = 0; w && t < nw; t++) /* zeroed ones too: mg_init may have stopped */
         mg_fini(&w[t]);
     free(w);
