@@ -86,7 +86,8 @@ static int parse(int argc, char **argv, opts *o)
             o->kv = v;
         else if (!strcmp(a, "--merge-cache-mb") || !strcmp(a, "--merge-snapshot-mb")) {
             char *end;
-            double *mb = a[8] == 'c' ? &o->merge_cache_mb : &o->merge_snapshot_mb;
+            double *mb = !strcmp(a, "--merge-cache-mb") ? &o->merge_cache_mb
+                                                         : &o->merge_snapshot_mb;
             *mb = strtod(v, &end);
             if (*end || *mb < 0)
                 return -1;

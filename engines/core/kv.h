@@ -322,7 +322,9 @@ int kv_iter_create(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter 
  * not put the blocks it passes in its block cache, where they would
  * displace the ones point reads come back to; LMDB reads its map in place
  * either way.  A merge's scan of 20,000 node records of 6.6 KB took 0.58 s
- * with kv_iter_create and 0.08 s with this (bench_merge, 2026-12-03).
+ * with kv_iter_create and 0.08 s with this (bench_merge, 2026-12-03).  The
+ * engines use it for every table they read whole (at open, in merges and
+ * consolidations); a search's per-query scans keep kv_iter_create.
  */
 int kv_iter_create_scan(kv_reader *r, const void *prefix, size_t prefix_len, kv_iter **out);
 #define KV_SCAN_READAHEAD_BYTES ((size_t)2 << 20)

@@ -119,7 +119,7 @@ static int load_codes(ann_engine *e, kv_reader *rd)
         return ann_fail(-ENOMEM, "%s: no memory for %llu resident codes", e->store_dir,
                         (unsigned long long)n);
     uint8_t prefix = DREC_TABLE_CODES;
-    rc = kv_iter_create(rd, &prefix, 1, &it);
+    rc = kv_iter_create_scan(rd, &prefix, 1, &it);
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {

@@ -97,10 +97,11 @@ static void atomic_max_u32(_Atomic uint32_t *a, uint32_t v)
         ;
 }
 
-/* Step through every record of one table; fn returns 0 to go on. */
-typedef int (*table_fn)(ann_engine *e, uint32_t id, const kv_val *v);
+/* Step through every record of one table in rd's snapshot (one pass:
+ * kv_iter_create_scan); fn returns 0 to go on. */
+typedef int (*table_fn)(ann_engine *e, uint32_t id, const kv_val *v, void *arg);
 
-static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn)
+static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn, void *arg)
 {
     kv_iter *it = NULL;
     kv_val k, v;
@@ -114,7 +115,7 @@ static int each_record(ann_engine *e, kv_reader *rd, uint8_t table, table_fn fn)
                           table, k.len);
             break;
         }
-        rc = fn(e, id, &v);
+        rc = fn(e, id, &v, arg);
         if (rc)
             break;
     }
@@ -168,8 +169,9 @@ static void pc_advance(drec_live *L, uint64_t head)
         free(atomic_exchange(&L->pc_rows.dir[L->pc_freed % ANN_PAGE_COUNT], NULL));
 }
 
-static int pc_reload_one(ann_engine *e, uint32_t id, const kv_val *v)
+static int pc_reload_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
+    (void)arg;
     if (v->len != e->meta.pq_bytes)
         return ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
                         e->store_dir, id, v->len, e->meta.pq_bytes);
@@ -187,7 +189,7 @@ static int pc_reload(ann_engine *e)
     pc_advance(L, atomic_load(&L->pc_tail));
     int rc = kv_reader_begin(L->wrd);
     if (!rc) {
-        rc = each_record(e, L->wrd, DREC_TABLE_PENDING, pc_reload_one);
+        rc = each_record(e, L->wrd, DREC_TABLE_PENDING, pc_reload_one, NULL);
         kv_reader_end(L->wrd);
     }
     if (rc == 0)
@@ -195,8 +197,9 @@ static int pc_reload(ann_engine *e)
     return rc < 0 ? rc : 0;
 }
 
-static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v)
+static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
+    (void)arg;
     if (v->len != DREC_TOMBSTONE_BYTES)
         return ann_fail(ANN_ECORRUPT, "%s: tombstone %u: length %zu, expected %d", e->store_dir,
                         id, v->len, DREC_TOMBSTONE_BYTES);
@@ -206,8 +209,9 @@ static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v)
     return 0;
 }
 
-static int load_pending(ann_engine *e, uint32_t id, const kv_val *v)
+static int load_pending(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
+    (void)arg;
     if (v->len != e->meta.pq_bytes)
         return ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
                         e->store_dir, id, v->len, e->meta.pq_bytes);
@@ -218,8 +222,9 @@ static int load_pending(ann_engine *e, uint32_t id, const kv_val *v)
     return 0;
 }
 
-static int load_live_code(ann_engine *e, uint32_t id, const kv_val *v)
+static int load_live_code(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
+    (void)arg;
     const uint32_t m = e->meta.pq_bytes;
     if (v->len != m || id >= atomic_load(&e->live.id_bound))
         return ann_fail(ANN_ECORRUPT, "%s: live code record %u: length %zu (expected %u) or id "
@@ -232,8 +237,9 @@ static int load_live_code(ann_engine *e, uint32_t id, const kv_val *v)
 }
 
 /* An untrained index's vector record (at open): counted, its id bounds. */
-static int count_vector(ann_engine *e, uint32_t id, const kv_val *v)
+static int count_vector(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
+    (void)arg;
     if (v->len != (size_t)e->meta.dim * 4)
         return ann_fail(ANN_ECORRUPT, "%s: vector %u: record length %zu, expected %zu",
                         e->store_dir, id, v->len, (size_t)e->meta.dim * 4);
@@ -303,17 +309,17 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
         return rc;
     }
     if (graph) {
-        rc = each_record(e, rd, DREC_TABLE_PENDING, load_pending);
+        rc = each_record(e, rd, DREC_TABLE_PENDING, load_pending, NULL);
         if (!rc)
-            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone);
+            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone, NULL);
         if (!rc && e->meta.layout == DREC_LAYOUT_RESIDENT)
-            rc = each_record(e, rd, DREC_TABLE_LIVE_CODE, load_live_code);
+            rc = each_record(e, rd, DREC_TABLE_LIVE_CODE, load_live_code, NULL);
         if (rc)
             return rc;
     } else if (untrained) {
-        rc = each_record(e, rd, DREC_TABLE_VECTOR, count_vector);
+        rc = each_record(e, rd, DREC_TABLE_VECTOR, count_vector, NULL);
         if (!rc)
-            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone);
+            rc = each_record(e, rd, DREC_TABLE_TOMBSTONE, load_tombstone, NULL);
         if (rc)
             return rc;
     }
@@ -700,7 +706,8 @@ typedef struct mg_snap {
 
 typedef struct merger {
     ann_engine *e;
-    const mg_snap *snap; /* the graph in memory, or NULL: node records from the store */
+    mg_snap *snap; /* the graph in memory (shared by the workers), or NULL: node records
+                    * from the store */
     kv_reader *rd; /* begun while a chunk reads */
     uint32_t R, cap, m, dim, L_build;
     float alpha;
@@ -1459,56 +1466,30 @@ int drec_id_list_add(drec_id_list *l, uint32_t id)
 }
 
 /* Read every id of one table in the merger's snapshot. */
-/* Step through every record of one table in g's snapshot; fn returns 0
- * to go on. */
-static int scan_table(merger *g, uint8_t table,
-                      int (*fn)(merger *g, uint32_t id, const kv_val *v, void *arg), void *arg)
-{
-    kv_iter *it = NULL;
-    kv_val k, v;
-    int rc = kv_iter_create_scan(g->rd, &table, 1, &it), step;
-    if (rc)
-        return rc;
-    while ((step = kv_iter_next(it, &k, &v)) == 1) {
-        uint32_t id;
-        if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0) {
-            rc = ann_fail(ANN_ECORRUPT, "%s: table 0x%02x: a key of %zu bytes",
-                          g->e->store_dir, table, k.len);
-            break;
-        }
-        rc = fn(g, id, &v, arg);
-        if (rc)
-            break;
-    }
-    if (!rc && step < 0)
-        rc = step;
-    kv_iter_destroy(it);
-    return rc;
-}
-
-static int list_one(merger *g, uint32_t id, const kv_val *v, void *arg)
+static int list_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
     (void)v;
-    return drec_id_list_add(arg, id) ? mg_nomem(g) : 0;
+    return drec_id_list_add(arg, id) ? ann_fail(-ENOMEM, "%s: merge: no memory", e->store_dir)
+                                     : 0;
 }
 
 static int list_table(merger *g, uint8_t table, drec_id_list *out)
 {
-    return scan_table(g, table, list_one, out);
+    return each_record(g->e, g->rd, table, list_one, out);
 }
 
 /* ---- merge: the graph in memory (mg_snap) ------------------------------- */
 
-static int snap_one(merger *g, uint32_t id, const kv_val *v, void *arg)
+static int snap_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
 {
     mg_snap *s = arg;
-    const uint32_t m = g->m, full = g->e->meta.layout == DREC_LAYOUT_FULL;
+    const uint32_t m = s->m, full = e->meta.layout == DREC_LAYOUT_FULL;
     const size_t head = full ? m : 0;
     uint32_t d = v->len >= head + 4 ? ann_get_u32((const uint8_t *)v->data + head) : UINT32_MAX;
-    if (id >= s->n_ids || d > s->cap || v->len != drec_node_bytes(g->e->meta.layout, m, d))
+    if (id >= s->n_ids || d > s->cap || v->len != drec_node_bytes(e->meta.layout, m, d))
         return ann_fail(ANN_ECORRUPT, "%s: merge: node %u: record length %zu does not match "
                         "its degree, or the id is past the live state's id_bound %u",
-                        g->e->store_dir, id, v->len, s->n_ids);
+                        e->store_dir, id, v->len, s->n_ids);
     const uint8_t *ids = (const uint8_t *)v->data + head + 4;
     uint32_t *adj = s->adj + (size_t)id * s->cap;
     for (uint32_t i = 0; i < d; i++)
@@ -1536,7 +1517,7 @@ static int mg_snap_load(merger *g, mg_snap *s)
                  : 0;
     if (!rc) {
         memset(s->deg, 0xff, (size_t)s->n_ids * sizeof *s->deg); /* MG_SNAP_NONE */
-        rc = scan_table(g, DREC_TABLE_NODE, snap_one, s);
+        rc = each_record(e, g->rd, DREC_TABLE_NODE, snap_one, s);
     }
     if (rc)
         mg_snap_fini(s);
@@ -1709,7 +1690,7 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
  * FreshDiskANN's insert phase), then the new nodes and their back-edges
  * are added one after another in g, and the chunk is committed.
  */
-static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n, mg_snap *snap)
+static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
 {
     int rc = 0;
     uint32_t begun = 0;
@@ -1728,7 +1709,7 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
     if (!rc && g->snap)
-        rc = mg_snap_update(g, snap); /* the next chunk searches this graph */
+        rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
         kv_reader_end(g->rd);
         mg_clear(g);
@@ -1826,8 +1807,8 @@ static int merge_locked(ann_engine *e)
         }
     }
     for (uint32_t t = 0; !rc && t < nw; t++) {
-        size_t share = e->live.merge_cache_bytes / nw / (snap.deg ? 1 : 2);
-        if ((!snap.deg && rc_init(&w[t].node_rc, share,
+        size_t share = e->live.merge_cache_bytes / nw / (g.snap ? 1 : 2);
+        if ((!g.snap && rc_init(&w[t].node_rc, share,
                                   drec_node_bytes(e->meta.layout, g.m, g.cap))) ||
             rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float)))
             rc = mg_nomem(&g);
@@ -1853,14 +1834,14 @@ static int merge_locked(ann_engine *e)
          * left: a small last chunk would rewrite about as many nodes */
         uint32_t lim = chunk_limit(e), left = pend.n - i - 1;
         if (!rc && (in_chunk == DREC_MERGE_CHUNK_MAX || (in_chunk >= lim && left > lim / 4))) {
-            rc = link_chunk(&g, w, nw, &job, in_chunk, &snap);
+            rc = link_chunk(&g, w, nw, &job, in_chunk);
             in_chunk = 0;
             if (!rc)
                 rc = kv_reader_begin(g.rd);
         }
     }
     if (!rc && in_chunk > 0)
-        rc = link_chunk(&g, w, nw, &job, in_chunk, &snap);
+        rc = link_chunk(&g, w, nw, &job, in_chunk);
     else
         kv_reader_end(g.rd);
     ann_u32map_fini(&pset);

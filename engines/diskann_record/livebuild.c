@@ -55,7 +55,7 @@ static int read_live(ann_engine *e, uint64_t cap, uint32_t *ids, float *x, uint6
     int rc = kv_reader_begin(rd), step = 0;
     if (rc)
         return rc;
-    rc = kv_iter_create(rd, &prefix, 1, &it);
+    rc = kv_iter_create_scan(rd, &prefix, 1, &it);
     *n = 0;
     while (!rc && (step = kv_iter_next(it, &k, &v)) == 1) {
         uint32_t id = 0;
@@ -258,7 +258,7 @@ int drec_scan_merge(ann_engine *e)
     int rc = kv_reader_begin(rd), step = 0;
     if (rc)
         return rc;
-    rc = kv_iter_create(rd, &prefix, 1, &it);
+    rc = kv_iter_create_scan(rd, &prefix, 1, &it);
     while (!rc && (step = kv_iter_next(it, &k, &v)) == 1) {
         uint32_t id = 0;
         if (kv_key_parse_u32(k.data, k.len, NULL, &id) != 0)

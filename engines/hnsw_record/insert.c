@@ -92,7 +92,7 @@ int hnsw_live_open(ann_engine *e, kv_reader *rd, int enabled)
     kv_iter *it = NULL;
     kv_val k;
     int step;
-    rc = kv_iter_create(rd, &prefix, 1, &it);
+    rc = kv_iter_create_scan(rd, &prefix, 1, &it);
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {
@@ -561,7 +561,7 @@ static int scan_nodes(wset *w, uint32_t entry, uint32_t **relink, uint32_t *n_re
     kv_iter *it = NULL;
     kv_val k, v;
     uint32_t cap_r = 0, cap_g = 0;
-    int rc = kv_iter_create(e->live.wrd, &prefix, 1, &it), step;
+    int rc = kv_iter_create_scan(e->live.wrd, &prefix, 1, &it), step;
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {

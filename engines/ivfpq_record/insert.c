@@ -51,7 +51,7 @@ static int load_appended(ann_engine *e, kv_reader *rd)
     uint8_t prefix = IVFPQ_TABLE_APPENDED;
     kv_iter *it = NULL;
     kv_val k, v;
-    int rc = kv_iter_create(rd, &prefix, 1, &it), step;
+    int rc = kv_iter_create_scan(rd, &prefix, 1, &it), step;
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {
@@ -79,7 +79,7 @@ static int load_tombstones(ann_engine *e, kv_reader *rd)
     uint8_t prefix = IVFPQ_TABLE_TOMBSTONE;
     kv_iter *it = NULL;
     kv_val k, v;
-    int rc = kv_iter_create(rd, &prefix, 1, &it), step;
+    int rc = kv_iter_create_scan(rd, &prefix, 1, &it), step;
     if (rc)
         return rc;
     while ((step = kv_iter_next(it, &k, &v)) == 1) {
@@ -425,7 +425,7 @@ static int drop_deleted(ann_engine *e, kv_txn *t, uint64_t *n)
     uint8_t prefix = IVFPQ_TABLE_TOMBSTONE, key[KV_KEY_U32_BYTES];
     kv_iter *it = NULL;
     kv_val k, v;
-    int rc = kv_iter_create(e->live.wrd, &prefix, 1, &it), step = 0;
+    int rc = kv_iter_create_scan(e->live.wrd, &prefix, 1, &it), step = 0;
     *n = 0;
     while (!rc && (step = kv_iter_next(it, &k, &v)) == 1) {
         uint32_t id = 0;
