@@ -575,9 +575,12 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
  * the link searches' record cache holds (merge_cache_mb: none; 64 MiB,
  * which holds this whole graph; 0.1 MiB, a few dozen node records a
  * worker, replaced all the time), and whether the merge reads node
- * records from the store or the graph from its in-memory copy
- * (merge_snapshot_mb 0: never; the default: this merge of 1,024 into
- * 4,096 takes it, which the engine's count of such merges confirms).  And
+ * records from the store or the graph from its in-memory copy, with or
+ * without the vectors (merge_snapshot_mb 0: never; the default: this
+ * merge of 1,024 into 4,096 takes the graph and the vectors; 1 MiB: the
+ * graph, 148 bytes a node (R 24: 32 neighbours at most, 16-byte codes) or
+ * 132 (resident), fits for 5,120 ids, and with 128 more for a vector it
+ * does not; the engine's counts of such merges confirm each).  And
  * it keeps the back-edge slack: some nodes end above R, none above
  * ceil(1.3 R). */
 static void test_merge_threads(void **state)
@@ -585,12 +588,12 @@ static void test_merge_threads(void **state)
     (void)state;
     for (int e = 0; e < 2; e++) {
         const char *backend = backends[e];
-        uint8_t *tables[4];
-        size_t lens[4];
-        const int threads[4] = { 1, 3, 2, 2 };
-        const double caches[4] = { 0, 64, 0.1, 0.1 };
-        const double snaps[4] = { 0, -1, 0, -1 };
-        for (int t = 0; t < 4; t++) {
+        uint8_t *tables[5];
+        size_t lens[5];
+        const int threads[5] = { 1, 3, 2, 2, 2 };
+        const double caches[5] = { 0, 64, 0.1, 0.1, 0.1 };
+        const double snaps[5] = { 0, -1, 0, -1, 1 };
+        for (int t = 0; t < 5; t++) {
             char path[4096];
             copy_base(e, path, sizeof path);
             merge_threads = threads[t];
@@ -604,7 +607,8 @@ static void test_merge_threads(void **state)
             int rc = o.ops->merge(o.eng);
             if (rc)
                 fail_msg("merge (merge_threads %d): %s", threads[t], ann_errmsg(rc));
-            assert_int_equal(atomic_load(&o.eng->live.snap_merges), snaps[t] < 0 ? 1 : 0);
+            assert_int_equal(atomic_load(&o.eng->live.snap_merges), snaps[t] != 0 ? 1 : 0);
+            assert_int_equal(atomic_load(&o.eng->live.snap_vec_merges), snaps[t] < 0 ? 1 : 0);
             close_idx(&o);
             store_counts c;
             check_graph(path, backend, 1, &c);
@@ -618,11 +622,11 @@ static void test_merge_threads(void **state)
         merge_cache = -1;
         merge_snapshot = -1;
         compact_after = 0;
-        for (int t = 1; t < 4; t++) {
+        for (int t = 1; t < 5; t++) {
             assert_int_equal(lens[0], lens[t]);
             assert_memory_equal(tables[0], tables[t], lens[0]);
         }
-        for (int t = 0; t < 4; t++)
+        for (int t = 0; t < 5; t++)
             free(tables[t]);
     }
 }

@@ -58,6 +58,7 @@ typedef struct drec_live {
     _Atomic uint32_t mode;  /* DREC_MODE_*: scan until trained (drec_mode) */
     _Atomic uint64_t pending, deleted, graph_nodes, merges;
     _Atomic uint64_t snap_merges; /* merges that read the graph into memory (mg_snap) */
+    _Atomic uint64_t snap_vec_merges; /* of those, merges that kept the vectors too */
     _Atomic uint64_t scan_rows; /* scan mode: vector records */
     ann_idbits dead;       /* ids with a tombstone, or consolidated */
     ann_idrows codes;      /* resident: PQ codes of merged nodes, by id */

@@ -75,7 +75,8 @@ const ann_param_spec drec_open_params[] = {
     { .name = "merge_snapshot_mb", .type = ANN_PARAM_REAL, .min = -1, .max = 1 << 20, .def = -1,
       .help = "a merge with enough to link reads the whole graph (neighbour ids, PQ codes) "
               "into memory in one scan when it fits this, MiB, and its searches then read only "
-              "vector records (0: never; -1, the default: 256)" },
+              "vector records; and the vectors too when graph and vectors fit it (0: never; -1, "
+              "the default: 512)" },
     { .name = "compact_after_merge", .type = ANN_PARAM_BOOL, .def = 0,
       .help = "after each merge, compact the store (RocksDB: drop the rewritten records' old "
               "versions now; LMDB: nothing to do)" },

@@ -84,9 +84,10 @@
  * to 20% slower (a cached node record is a 6.6 KB copy of what LMDB's get
  * hands out in place). */
 #define DREC_MERGE_CACHE_MB 64.0
-/* merge_snapshot_mb by default: the graph of a few hundred thousand nodes
- * (R 64, 96-byte codes: 436 bytes a node). */
-#define DREC_MERGE_SNAPSHOT_MB 256.0
+/* merge_snapshot_mb by default: the graph and the vectors of about 150,000
+ * nodes at 768 dimensions (R 64, 96-byte codes: 436 bytes a node and
+ * 3,072 a vector), or the graph alone of about 1.2 million. */
+#define DREC_MERGE_SNAPSHOT_MB 512.0
 
 /* ---- open / close ------------------------------------------------------ */
 
@@ -692,8 +693,15 @@ static uint8_t *rc_admit(mg_rcache *c, uint32_t id, size_t len)
  * phase read node records (one read per expanded node otherwise, about
  * L_build per linked vector); a merge takes it when the whole graph fits
  * the budget and it has enough to link that the scan reads fewer records
- * than its searches would (mg_snap_worth).  Built from the same records
- * the searches would read, it changes nothing in the result.
+ * than its searches would (mg_snap_worth).  When the vectors fit the
+ * budget too, a second scan copies the vector table, and the searches
+ * read no record at all: a link search expands about L_build nodes and
+ * reads each one's vector, which was the larger part of its time on
+ * RocksDB (bench_merge, 20,000 built + 2,000 merged: 4.4 us a vector read
+ * through the workers' caches; the scan costs about 6 us a vector, and
+ * reading on first use instead cost 21 us a vector, random reads, with
+ * every vector read at least once).  Built from the same records the
+ * searches would read, it changes nothing in the result.
  */
 #define MG_SNAP_NONE UINT32_MAX /* deg of an id without a node */
 typedef struct mg_snap {
@@ -702,6 +710,9 @@ typedef struct mg_snap {
     uint32_t *deg;  /* n_ids: degree, or MG_SNAP_NONE */
     uint32_t *adj;  /* n_ids * cap */
     uint8_t *codes; /* n_ids * m (full layout); NULL for resident (codes in memory) */
+    uint32_t dim;
+    float *vecs;      /* n_ids * dim, or NULL: the vectors did not fit (records read) */
+    uint8_t *has_vec; /* n_ids: 1 where vecs holds id's vector record */
 } mg_snap;
 
 typedef struct merger {
@@ -834,11 +845,22 @@ static int mg_snap_worth(const ann_engine *e, uint64_t linking)
            linking * e->meta.L_build >= nodes;
 }
 
+/* Whether the merge's snapshot takes the vectors too: graph and vectors
+ * fit merge_snapshot_mb together. */
+static int mg_snap_vecs_fit(const ann_engine *e)
+{
+    uint64_t ids = atomic_load(&e->live.id_bound);
+    double per = (double)mg_snap_node_bytes(e) + (double)e->meta.dim * sizeof(float);
+    return (double)ids * per <= (double)e->live.merge_snapshot_bytes;
+}
+
 static void mg_snap_fini(mg_snap *s)
 {
     free(s->deg);
     free(s->adj);
     free(s->codes);
+    free(s->vecs);
+    free(s->has_vec);
     memset(s, 0, sizeof *s);
 }
 
@@ -912,9 +934,15 @@ static int mg_node_record(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
     return 0;
 }
 
-/* Vector record id decoded into dst (dim floats). */
+/* Vector record id decoded into dst (dim floats): from the snapshot when
+ * it holds the vectors, else from the store. */
 static int mg_read_vec(merger *g, uint32_t id, float *dst)
 {
+    const mg_snap *s = g->snap;
+    if (s && s->vecs && id < s->n_ids && s->has_vec[id]) {
+        memcpy(dst, s->vecs + (size_t)id * s->dim, (size_t)s->dim * sizeof *dst);
+        return 0;
+    }
     kv_val v = { 0 };
     int rc = mg_get(g, DREC_TABLE_VECTOR, id, &v);
     if (rc)
@@ -1156,6 +1184,8 @@ static int mg_search_node(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
 static int mg_search_vec(merger *g, uint32_t id, float *dst)
 {
     const size_t bytes = (size_t)g->dim * sizeof(float);
+    if (g->snap && g->snap->vecs)
+        return mg_read_vec(g, id, dst);
     const uint8_t *r = rc_find(&g->vec_rc, id);
     if (r) {
         memcpy(dst, r, bytes);
@@ -1500,24 +1530,47 @@ static int snap_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
     return 0;
 }
 
-/* Read the graph of g's snapshot into s (empty on failure). */
-static int mg_snap_load(merger *g, mg_snap *s)
+static int snap_vec_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
+{
+    mg_snap *s = arg;
+    if (id >= s->n_ids || v->len != (size_t)s->dim * sizeof(float))
+        return ann_fail(ANN_ECORRUPT, "%s: merge: vector %u: record length %zu, expected %zu, "
+                        "or the id is past the live state's id_bound %u",
+                        e->store_dir, id, v->len, (size_t)s->dim * sizeof(float), s->n_ids);
+    float *dst = s->vecs + (size_t)id * s->dim;
+    for (uint32_t j = 0; j < s->dim; j++)
+        dst[j] = ann_get_f32((const uint8_t *)v->data + 4 * (size_t)j);
+    s->has_vec[id] = 1;
+    return 0;
+}
+
+/* Read the graph of g's snapshot into s, and its vectors when with_vecs
+ * (empty on failure).  Its arrays are large and filled at once: huge
+ * pages (populate.h). */
+static int mg_snap_load(merger *g, mg_snap *s, int with_vecs)
 {
     ann_engine *e = g->e;
     memset(s, 0, sizeof *s);
     s->n_ids = atomic_load(&e->live.id_bound);
     s->cap = g->cap;
     s->m = g->m;
-    s->deg = malloc((size_t)s->n_ids * sizeof *s->deg);
-    s->adj = malloc((size_t)s->n_ids * s->cap * sizeof *s->adj);
+    s->deg = ann_alloc_large((size_t)s->n_ids * sizeof *s->deg);
+    s->adj = ann_alloc_large((size_t)s->n_ids * s->cap * sizeof *s->adj);
     if (e->meta.layout == DREC_LAYOUT_FULL)
-        s->codes = malloc((size_t)s->n_ids * s->m);
+        s->codes = ann_alloc_large((size_t)s->n_ids * s->m);
     int rc = !s->deg || !s->adj || (e->meta.layout == DREC_LAYOUT_FULL && !s->codes)
                  ? mg_nomem(g)
                  : 0;
     if (!rc) {
         memset(s->deg, 0xff, (size_t)s->n_ids * sizeof *s->deg); /* MG_SNAP_NONE */
         rc = each_record(e, g->rd, DREC_TABLE_NODE, snap_one, s);
+    }
+    if (!rc && with_vecs) {
+        s->dim = g->dim;
+        s->vecs = ann_alloc_large((size_t)s->n_ids * s->dim * sizeof *s->vecs);
+        s->has_vec = calloc(s->n_ids ? s->n_ids : 1, 1);
+        rc = !s->vecs || !s->has_vec ? mg_nomem(g)
+                                     : each_record(e, g->rd, DREC_TABLE_VECTOR, snap_vec_one, s);
     }
     if (rc)
         mg_snap_fini(s);
@@ -1796,21 +1849,24 @@ static int merge_locked(ann_engine *e)
     /* the graph in memory when it pays (mg_snap), after the deletes are
      * consolidated; then the workers' caches: merge_cache_mb split over
      * them, half node records and half vectors, or all vectors when the
-     * snapshot has the nodes */
+     * snapshot has the nodes, or none when it has the vectors too */
     if (!rc && mg_snap_worth(e, pend.n - pend_dels)) {
-        rc = mg_snap_load(&g, &snap);
+        rc = mg_snap_load(&g, &snap, mg_snap_vecs_fit(e));
         if (!rc) {
             g.snap = &snap;
             for (uint32_t t = 0; t < nw; t++)
                 w[t].snap = &snap;
             atomic_fetch_add(&e->live.snap_merges, 1);
+            if (snap.vecs)
+                atomic_fetch_add(&e->live.snap_vec_merges, 1);
         }
     }
     for (uint32_t t = 0; !rc && t < nw; t++) {
         size_t share = e->live.merge_cache_bytes / nw / (g.snap ? 1 : 2);
         if ((!g.snap && rc_init(&w[t].node_rc, share,
                                   drec_node_bytes(e->meta.layout, g.m, g.cap))) ||
-            rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float)))
+            (!(g.snap && snap.vecs) &&
+             rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float))))
             rc = mg_nomem(&g);
     }
     /* link the pending vectors, in chunks */
