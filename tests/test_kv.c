@@ -294,6 +294,115 @@ static void test_ingest_commit(void **state)
     }
 }
 
+/* Count the files in dir whose names start with prefix. */
+static int count_files(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += !strncmp(de->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* A sorted batch (kv_txn_begin_sorted) refuses a key not above the last
+ * one, naming it, and goes on; it commits atomically (a snapshot from
+ * before sees none of it) with its puts and deletes, or aborts leaving
+ * nothing.  On RocksDB past ingest_above_bytes it is streamed: its SST
+ * file is in the store directory while the batch is open, and gone after
+ * the commit or the abort.  On LMDB, and on RocksDB when expected to be
+ * small, it is buffered. */
+static void test_sorted_batch(void **state)
+{
+    (void)state;
+    for (size_t ci = 0; ci < N_CASES; ci++) {
+        const kv_case *c = &cases[ci];
+        const int rocks = c->backend == KV_BACKEND_ROCKSDB;
+        for (int big = 0; big < 2; big++) {
+            char path[4096], tag[32];
+            snprintf(tag, sizeof tag, "sorted-%d", big);
+            store_path(path, c, tag);
+            kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                             .create = 1, .ingest_above_bytes = 100000 };
+            kv_store *s = NULL;
+            assert_int_equal(kv_open(path, &o, &s), 0);
+            uint8_t key[KV_KEY_U32_BYTES], val[600];
+            for (uint32_t id = 0; id < 300; id++)
+                assert_int_equal(kv_put(s, key, kv_key_u32(key, 1, id), val, make_val(val, id)),
+                                 0);
+            kv_reader *old = NULL;
+            assert_int_equal(kv_reader_create(s, &old), 0);
+            assert_int_equal(kv_reader_begin(old), 0);
+            kv_txn *t = NULL;
+            assert_int_equal(kv_txn_begin_sorted(s, big ? 1000000 : 10, &t), 0);
+            const int streamed = rocks && big;
+            assert_int_equal(count_files(path, "txn-"), streamed);
+            /* table 1: 7 rewritten, 13 deleted, 300..599 added; table 2: an
+             * absent key deleted */
+            assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 7), "second", 6), 0);
+            assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 13)), 0);
+            for (uint32_t id = 300; id < 600; id++) {
+                assert_int_equal(
+                    kv_txn_put(t, key, kv_key_u32(key, 1, id), val, make_val(val, id)), 0);
+                if (id == 400) { /* the same key again, then a lower one: refused */
+                    char want[4300];
+                    snprintf(want, sizeof want,
+                             "%s: sorted write batch: operation 103's key is not above the "
+                             "previous",
+                             path);
+                    assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 400), "x", 1),
+                                     ANN_EPARAM);
+                    assert_string_equal(ann_errmsg(ANN_EPARAM), want);
+                    assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 1, 8)), ANN_EPARAM);
+                    assert_string_equal(ann_errmsg(ANN_EPARAM), want);
+                }
+            }
+            assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 2, 5)), 0);
+            assert_int_equal(kv_txn_commit(t), 0);
+            assert_int_equal(count_files(path, "txn-"), 0);
+            kv_reader *r = NULL;
+            assert_int_equal(kv_reader_create(s, &r), 0);
+            assert_int_equal(kv_reader_begin(r), 0);
+            for (uint32_t id = 0; id < 600; id++)
+                if (id != 7 && id != 13)
+                    expect_record(r, 1, id, c);
+            kv_val v = { 0 };
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 7), &v), 0);
+            assert_int_equal(v.len, 6);
+            assert_memory_equal(v.data, "second", 6);
+            kv_val_release(&v);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 13), &v), ANN_ENOTFOUND);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 8), &v), 0); /* refused delete */
+            kv_val_release(&v);
+            kv_reader_end(r);
+            /* the snapshot from before: as it was */
+            for (uint32_t id = 0; id < 300; id++)
+                expect_record(old, 1, id, c);
+            assert_int_equal(kv_get(old, key, kv_key_u32(key, 1, 300), &v), ANN_ENOTFOUND);
+            kv_reader_end(old);
+            kv_reader_destroy(old);
+            /* an aborted sorted batch leaves nothing, file included */
+            assert_int_equal(kv_txn_begin_sorted(s, big ? 1000000 : 10, &t), 0);
+            for (uint32_t id = 600; id < 700; id++)
+                assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, id), "y", 1), 0);
+            assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 3, 0)), 0);
+            kv_txn_abort(t);
+            assert_int_equal(count_files(path, "txn-"), 0);
+            assert_int_equal(kv_reader_begin(r), 0);
+            assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 600), &v), ANN_ENOTFOUND);
+            expect_record(r, 1, 599, c);
+            kv_reader_end(r);
+            kv_reader_destroy(r);
+            /* an empty streamed batch commits as nothing */
+            assert_int_equal(kv_txn_begin_sorted(s, big ? 1000000 : 10, &t), 0);
+            assert_int_equal(kv_txn_commit(t), 0);
+            assert_int_equal(count_files(path, "txn-"), 0);
+            assert_int_equal(kv_close(s), 0);
+        }
+    }
+}
+
 /* kill -9 while RocksDB ingests batches: a child commits batch after
  * batch, each ingested (ingest_above_bytes 1): batch b puts keys (3, b*64
  * .. b*64+63) with value b and deletes batch b-1's keys; it reports each
@@ -1196,6 +1305,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_compact),
         cmocka_unit_test(test_ingest_commit),
+        cmocka_unit_test(test_sorted_batch),
         cmocka_unit_test(test_ingest_crash),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_prefix_iteration),

@@ -555,6 +555,52 @@ int kv_txn_begin(kv_store *s, kv_txn **out)
     return 0;
 }
 
+static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c ? c : (alen > blen) - (alen < blen);
+}
+
+int kv_txn_begin_sorted(kv_store *s, uint64_t expected_bytes, kv_txn **out)
+{
+    kv_txn *t = NULL;
+    int rc = kv_txn_begin(s, &t);
+    if (rc)
+        return rc;
+    t->sorted = 1;
+    rc = s->ops->stream_begin ? s->ops->stream_begin(t, expected_bytes) : 1;
+    if (rc < 0) {
+        kv_txn_abort(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+/* One operation of a streamed batch: the value framed with its checksum,
+ * as the buffered path stores it, handed to the backend. */
+static int txn_stream(kv_txn *t, kv_op_kind kind, const void *key, size_t key_len,
+                      const void *val, size_t val_len)
+{
+    kv_store *s = t->s;
+    if (kind == KV_OP_DELETE)
+        return s->ops->stream_add(t, kind, key, key_len, NULL, 0);
+    if (val_len + KV_SUM_BYTES > t->framed_cap) {
+        size_t cap = t->framed_cap ? t->framed_cap : 256;
+        while (cap < val_len + KV_SUM_BYTES)
+            cap *= 2;
+        uint8_t *f = realloc(t->framed, cap);
+        if (!f)
+            return ann_fail(-ENOMEM, "%s: no memory for a write batch", s->dir);
+        t->framed = f;
+        t->framed_cap = cap;
+    }
+    if (val_len)
+        memcpy(t->framed, val, val_len);
+    ann_put_u32(t->framed + val_len, value_sum(key, key_len, val, val_len));
+    return s->ops->stream_add(t, kind, key, key_len, t->framed, val_len + KV_SUM_BYTES);
+}
+
 /* Populate a large arena this far ahead of its data (see txn_append). */
 #define KV_ARENA_POPULATE_BYTES ((size_t)4 << 20)
 
@@ -565,6 +611,26 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
     int rc = check_key(s, key_len);
     if (rc)
         return rc;
+    if (t->sorted) {
+        if (t->n_puts + t->n_dels > 0 && key_cmp(t->last_key, t->last_len, key, key_len) >= 0)
+            return ann_fail(ANN_EPARAM, "%s: sorted write batch: operation %llu's key is not "
+                            "above the previous",
+                            s->dir, (unsigned long long)(t->n_puts + t->n_dels));
+        memcpy(t->last_key, key, key_len);
+        t->last_len = key_len;
+    }
+    if (t->stream) {
+        rc = txn_stream(t, kind, key, key_len, val, val_len);
+        if (rc)
+            return rc;
+        if (kind == KV_OP_PUT) {
+            t->n_puts++;
+            t->put_bytes += key_len + val_len;
+        } else {
+            t->n_dels++;
+        }
+        return 0;
+    }
     if (t->n_ops == t->cap_ops) {
         size_t cap = t->cap_ops ? 2 * t->cap_ops : 64;
         kv_op *ops = realloc(t->ops, cap * sizeof *ops);
@@ -608,11 +674,14 @@ static int txn_append(kv_txn *t, kv_op_kind kind, const void *key, size_t key_le
         memcpy(t->arena + t->arena_len, val, val_len);
     t->arena_len += val_len;
     if (kind == KV_OP_PUT) {
+        t->n_puts++;
         t->put_bytes += key_len + val_len;
         /* the checksum after the value (arena room for it was reserved) */
         ann_put_u32(t->arena + t->arena_len, value_sum(key, key_len, val, val_len));
         t->arena_len += KV_SUM_BYTES;
         op->val_len += KV_SUM_BYTES;
+    } else {
+        t->n_dels++;
     }
     return 0;
 }
@@ -633,22 +702,22 @@ void kv_txn_abort(kv_txn *t)
 {
     if (!t)
         return;
+    if (t->stream)
+        t->s->ops->stream_abort(t);
     writer_release(t->s);
     free(t->ops);
     free(t->arena);
+    free(t->framed);
     free(t);
 }
 
 int kv_txn_commit(kv_txn *t)
 {
     kv_store *s = t->s;
-    int rc = t->n_ops ? s->ops->commit(s, t) : 0;
+    int rc = t->stream ? s->ops->stream_commit(t) : t->n_ops ? s->ops->commit(s, t) : 0;
     if (rc == 0) {
-        uint64_t puts = 0, dels = 0;
-        for (size_t i = 0; i < t->n_ops; i++)
-            t->ops[i].kind == KV_OP_PUT ? puts++ : dels++;
-        ADD(puts, puts);
-        ADD(deletes, dels);
+        ADD(puts, t->n_puts);
+        ADD(deletes, t->n_dels);
         ADD(put_bytes, t->put_bytes);
     }
     kv_txn_abort(t);
@@ -711,12 +780,6 @@ int kv_bulk_begin(kv_store *s, uint64_t expected_bytes, kv_bulk **out)
     }
     *out = b;
     return 0;
-}
-
-static int key_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-    int c = memcmp(a, b, alen < blen ? alen : blen);
-    return c ? c : (alen > blen) - (alen < blen);
 }
 
 int kv_bulk_add(kv_bulk *b, const void *key, size_t key_len, const void *val, size_t val_len)

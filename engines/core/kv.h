@@ -345,9 +345,24 @@ typedef struct kv_txn kv_txn;
  * txn/bulk open), -ENOMEM.  Thread-safe against readers. */
 int kv_txn_begin(kv_store *s, kv_txn **out);
 
+/*
+ * Start a batch whose operations will come in strictly ascending key
+ * order (kv_txn_put / kv_txn_delete refuse any other with ANN_EPARAM),
+ * expected_bytes being an estimate of its puts' key + value bytes.  It
+ * commits atomically like any batch.  When the batch is large enough for
+ * RocksDB to take it as one ingested SST file (ingest_above_bytes), the
+ * operations go into that file as they come, and the batch is never held
+ * in memory (a merge rewriting much of a graph: 134 MB for 20,000 node
+ * records, whose fresh pages cost more than writing them); otherwise, and
+ * on LMDB, it is buffered like kv_txn_begin's.  Errors as kv_txn_begin,
+ * and -EIO opening the file.
+ */
+int kv_txn_begin_sorted(kv_store *s, uint64_t expected_bytes, kv_txn **out);
+
 /* Buffer a put (key and value are copied) or a delete of a key (deleting
  * an absent key is not an error).  Errors: ANN_EPARAM (empty or too-long
- * key), -ENOMEM. */
+ * key; in a sorted batch, a key not above the previous), -ENOMEM, and in a
+ * streamed sorted batch -EIO. */
 int kv_txn_put(kv_txn *t, const void *key, size_t key_len, const void *val, size_t val_len);
 int kv_txn_delete(kv_txn *t, const void *key, size_t key_len);
 

@@ -29,7 +29,16 @@ struct kv_txn {
     uint8_t *arena; /* keys and values, packed */
     size_t arena_len, arena_cap;
     size_t arena_mapped; /* the arena is populated below this offset (populate.h) */
-    uint64_t put_bytes;
+    uint64_t put_bytes, n_puts, n_dels;
+    /* kv_txn_begin_sorted: every key above the last one */
+    int sorted;
+    uint8_t last_key[KV_KEY_MAX_BYTES];
+    size_t last_len;
+    /* a streamed sorted batch: the backend's state (operations go to it,
+     * not to ops/arena), or NULL */
+    void *stream;
+    uint8_t *framed; /* the value being streamed with its checksum appended */
+    size_t framed_cap;
 };
 
 struct kv_bulk {
@@ -77,6 +86,16 @@ typedef struct kv_backend_ops {
     int (*iter_next)(kv_iter *it, kv_val *key, kv_val *val);
     void (*iter_fini)(kv_iter *it);
     int (*commit)(kv_store *s, const kv_txn *t);
+    /* Streamed sorted batches (kv_txn_begin_sorted); NULL: never streamed.
+     * begin: 0 with t->stream set, 1 to buffer the batch instead (too
+     * small), or a failure.  add gets keys checked ascending and values
+     * framed with their checksum.  commit and abort free t->stream and set
+     * it NULL whatever the outcome; a failed commit applies nothing. */
+    int (*stream_begin)(kv_txn *t, uint64_t expected_bytes);
+    int (*stream_add)(kv_txn *t, kv_op_kind kind, const void *key, size_t key_len,
+                      const void *val, size_t val_len);
+    int (*stream_commit)(kv_txn *t);
+    void (*stream_abort)(kv_txn *t);
     /* Bulk loads: begin sets b->impl (nothing to free on failure); add gets
      * keys already checked ascending; finish and abort free b->impl
      * whatever the outcome, and a failed finish leaves the store as it was. */

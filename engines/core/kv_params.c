@@ -69,6 +69,7 @@ static int options_from_params(const json_t *open_params, const kv_index_spec *s
     opt->block_cache_mb = (uint32_t)ann_param_int(open_params, t, "block_cache_mb");
     opt->read_only = !spec->writable;
     opt->relaxed_sync = spec->relaxed_sync;
+    opt->ingest_above_bytes = spec->ingest_above_bytes;
     return 0;
 }
 

@@ -48,6 +48,7 @@ typedef struct kv_index_spec {
     int kv_default_built;
     int writable;     /* open read-write (live updates); else read-only */
     int relaxed_sync; /* kv_options.relaxed_sync, for a writable open */
+    uint64_t ingest_above_bytes; /* kv_options.ingest_above_bytes (0: the default) */
 } kv_index_spec;
 
 /*

@@ -77,6 +77,10 @@ const ann_param_spec drec_open_params[] = {
               "into memory in one scan when it fits this, MiB, and its searches then read only "
               "vector records; and the vectors too when graph and vectors fit it (0: never; -1, "
               "the default: 512)" },
+    { .name = "ingest_above_mb", .type = ANN_PARAM_REAL, .min = 0, .max = 1 << 20, .def = 0,
+      .help = "RocksDB: a write batch (a merge's commit) of at least this many MiB goes in as "
+              "one ingested SST file, written as the merge produces it, instead of through "
+              "the WAL and memtable (0, the default: 64)" },
     { .name = "compact_after_merge", .type = ANN_PARAM_BOOL, .def = 0,
       .help = "after each merge, compact the store (RocksDB: drop the rewritten records' old "
               "versions now; LMDB: nothing to do)" },
@@ -166,6 +170,9 @@ int drec_open(const char *dir, const json_t *open_params, uint32_t layout, const
         .kv_default_built = 1,
         .writable = ann_param_bool(open_params, drec_open_params, "updates"),
         .relaxed_sync = !ann_param_bool(open_params, drec_open_params, "sync"),
+        .ingest_above_bytes =
+            (uint64_t)(ann_param_real(open_params, drec_open_params, "ingest_above_mb") *
+                       1048576.0),
     };
 
     e = calloc(1, sizeof *e);

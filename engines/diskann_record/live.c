@@ -1376,10 +1376,20 @@ static int put_state(ann_engine *e, kv_txn *t, uint64_t graph_nodes)
     return kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_STATE, 0), rec, sizeof rec);
 }
 
+static int node_id_cmp(const void *a, const void *b)
+{
+    uint32_t x = (*(mg_node *const *)a)->id, y = (*(mg_node *const *)b)->id;
+    return (x > y) - (x < y);
+}
+
 /*
  * Write the dirty working nodes (re-pruned to R first) and, for new ones,
  * their codes (resident) and the removal of their pending records, plus
- * extra_fn's records, as one batch; then drop the working set.
+ * extra_fn's records, as one batch; then drop the working set.  Without
+ * extra_fn the batch is written in key order (node records by id, then
+ * the pending removals, the live codes and the state record) as a sorted
+ * batch, which RocksDB streams into the file it ingests rather than
+ * holding a copy of it (kv_txn_begin_sorted).
  */
 static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn *, void *),
                      void *arg, int64_t node_delta)
@@ -1387,10 +1397,14 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     ann_engine *e = g->e;
     drec_live *L = &e->live;
     const uint32_t m = g->m;
+    const int resident = e->meta.layout == DREC_LAYOUT_RESIDENT;
     uint8_t *buf = malloc(drec_node_bytes(e->meta.layout, m, g->cap));
+    mg_node **dirty = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *dirty);
+    uint32_t n_dirty = 0;
+    uint64_t expect = 0;
     kv_txn *t = NULL;
     uint8_t key[KV_KEY_U32_BYTES];
-    int rc = buf ? 0 : mg_nomem(g);
+    int rc = buf && dirty ? 0 : mg_nomem(g);
     for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
         mg_node *n = g->nodes[i];
         if (n->dirty && n->deg > g->cap) /* never: links re-prune at cap */
@@ -1398,43 +1412,47 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     }
     /* every code the records need, while the snapshot is open */
     for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
-        const mg_node *n = g->nodes[i];
+        mg_node *n = g->nodes[i];
         const uint8_t *code;
         if (!n->dirty)
             continue;
+        dirty[n_dirty++] = n;
+        expect += KV_KEY_U32_BYTES + drec_node_bytes(e->meta.layout, m, n->deg) +
+                  (n->is_new && resident ? KV_KEY_U32_BYTES + m : 0);
         rc = mg_code(g, n->id, &code);
         for (uint32_t j = 0; !rc && j < n->deg; j++)
             rc = mg_code(g, n->nbrs[j], &code);
     }
+    if (!rc)
+        qsort(dirty, n_dirty, sizeof *dirty, node_id_cmp);
     /* every read done: end the snapshot before writing (LMDB may have to
      * grow its map, which it cannot do under an open reader); the store
      * takes one batch at a time, so the writers' lock spans it */
     kv_reader_end(g->rd);
     pthread_mutex_lock(&L->wlock);
     if (!rc)
-        rc = kv_txn_begin(e->kv, &t);
-    for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
-        mg_node *n = g->nodes[i];
-        if (!n->dirty)
+        rc = extra_fn ? kv_txn_begin(e->kv, &t) : kv_txn_begin_sorted(e->kv, expect, &t);
+    for (uint32_t i = 0; !rc && i < n_dirty; i++)
+        rc = mg_write_node(g, t, dirty[i], buf);
+    for (uint32_t i = 0; !rc && i < n_dirty; i++)
+        if (dirty[i]->is_new)
+            rc = kv_txn_delete(t, key, kv_key_u32(key, DREC_TABLE_PENDING, dirty[i]->id));
+    for (uint32_t i = 0; !rc && resident && i < n_dirty; i++) {
+        const mg_node *n = dirty[i];
+        const uint8_t *code;
+        if (!n->is_new)
             continue;
-        rc = mg_write_node(g, t, n, buf);
-        if (rc || !n->is_new)
-            continue;
-        rc = kv_txn_delete(t, key, kv_key_u32(key, DREC_TABLE_PENDING, n->id));
-        if (!rc && e->meta.layout == DREC_LAYOUT_RESIDENT) {
-            const uint8_t *code;
-            rc = mg_code(g, n->id, &code);
-            uint8_t *row = NULL;
-            if (!rc) {
-                /* in memory before the commit that links the node */
-                row = n->id < e->meta.n ? e->codes + (size_t)n->id * m
-                                        : ann_idrows_put(&L->codes, n->id);
-                rc = row ? 0 : mg_nomem(g);
-            }
-            if (!rc) {
-                memcpy(row, code, m);
-                rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_LIVE_CODE, n->id), code, m);
-            }
+        rc = mg_code(g, n->id, &code);
+        uint8_t *row = NULL;
+        if (!rc) {
+            /* in memory before the commit that links the node */
+            row = n->id < e->meta.n ? e->codes + (size_t)n->id * m
+                                    : ann_idrows_put(&L->codes, n->id);
+            rc = row ? 0 : mg_nomem(g);
+        }
+        if (!rc) {
+            memcpy(row, code, m);
+            rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_LIVE_CODE, n->id), code, m);
         }
     }
     if (!rc && extra_fn)
@@ -1454,6 +1472,7 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     kv_txn_abort(t);
     pthread_mutex_unlock(&L->wlock);
     free(buf);
+    free(dirty);
     mg_clear(g);
     return rc;
 }
