@@ -53,6 +53,8 @@ static harness_wl_step *step_add(harness_workload *w)
 /* The fields each operation takes (besides op / operation). */
 static int field_wanted(harness_wl_op op, const char *key)
 {
+    if (op == HARNESS_WL_INSERT && !strcmp(key, "merge_every"))
+        return 1;
     if (op == HARNESS_WL_INSERT || op == HARNESS_WL_DELETE)
         return !strcmp(key, "start") || !strcmp(key, "end");
     if (op == HARNESS_WL_REPLACE)
@@ -63,7 +65,9 @@ static int field_wanted(harness_wl_op op, const char *key)
 
 static const char *fields_of(harness_wl_op op)
 {
-    if (op == HARNESS_WL_INSERT || op == HARNESS_WL_DELETE)
+    if (op == HARNESS_WL_INSERT)
+        return "start, end, merge_every";
+    if (op == HARNESS_WL_DELETE)
         return "start, end";
     if (op == HARNESS_WL_REPLACE)
         return "tags_start, tags_end, ids_start, ids_end";
@@ -78,6 +82,8 @@ static uint64_t *field_slot(harness_wl_step *s, const char *key)
         return &s->end;
     if (!strcmp(key, "ids_start"))
         return &s->ids_start;
+    if (!strcmp(key, "merge_every"))
+        return &s->merge_every;
     return &s->ids_end;
 }
 
@@ -422,6 +428,18 @@ int harness_workload_parse(const json_t *wl, const char *config_dir, harness_wor
         else
             parse_runbook(path, json_string_value(ds), out, probs);
     }
+    for (size_t i = 0; i < out->n; i++) {
+        const harness_wl_step *st = &out->steps[i];
+        if (!st->merge_every)
+            continue;
+        if (out->writers > 1)
+            harness_problem(probs, "%s.merge_every: needs one writer (workload.writers is %u)",
+                            st->where, out->writers);
+        if (i == 0 && !out->live_build)
+            harness_problem(probs, "%s.merge_every: the first step's vectors are built over, "
+                                   "not inserted (live_build: true inserts them)",
+                            st->where);
+    }
     if (probs->n != before) {
         harness_workload_fini(out);
         out->writers = 1;
@@ -442,6 +460,8 @@ json_t *harness_workload_steps_json(const harness_workload *w)
         if (s->op == HARNESS_WL_INSERT || s->op == HARNESS_WL_DELETE) {
             json_object_set_new(o, "start", json_integer((json_int_t)s->start));
             json_object_set_new(o, "end", json_integer((json_int_t)s->end));
+            if (s->merge_every)
+                json_object_set_new(o, "merge_every", json_integer((json_int_t)s->merge_every));
         } else if (s->op == HARNESS_WL_REPLACE) {
             json_object_set_new(o, "tags_start", json_integer((json_int_t)s->start));
             json_object_set_new(o, "tags_end", json_integer((json_int_t)s->end));

@@ -33,6 +33,12 @@
  * step, the first included, runs through the engine (diskann-record and
  * diskann-resident train PQ and build their first graph on the insert that
  * brings them to 1,024 live vectors: engines/diskann_record/layout.h).
+ *
+ * An insert step may also take "merge_every": N (JSON or runbook; one
+ * writer): the engine's merge is called after every N of its inserts (and
+ * after the last ones), each waited for, so that N = 1 merges after every
+ * insert; the step records the merges' count and total time beside the
+ * inserts' latency, which excludes them.
  */
 #ifndef ANNLAB_HARNESS_WORKLOAD_H
 #define ANNLAB_HARNESS_WORKLOAD_H
@@ -57,6 +63,7 @@ typedef struct harness_wl_step {
     harness_wl_op op;
     uint64_t start, end;         /* insert, delete: ids [start, end); replace: the tags */
     uint64_t ids_start, ids_end; /* replace: the rows the tags take */
+    uint64_t merge_every;        /* insert: merge after every this many (0: never) */
     char where[160];             /* "workload.steps[3]" or "<runbook>:<line>: step 4" */
 } harness_wl_step;
 

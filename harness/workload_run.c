@@ -240,15 +240,21 @@ static int wl_insert_rows(wl_cell *c, const float *rows, const uint32_t *ids, ui
     return atomic_load(&in.failed_rc);
 }
 
+static int wl_merge(wl_cell *c, double *seconds);
+
 /*
  * Insert, under ids [id0, id0 + n), the rows [row0, row0 + n) of the base,
  * chunk by chunk; *lat_ns (n, malloc'd) receives every insert's latency
- * and *wall_s the wall time of the inserts (reading excluded).
+ * and *wall_s the wall time of the inserts (reading excluded).  With
+ * merge_every > 0, the engine's merge runs after every merge_every
+ * inserts and after the last (their count and total time into *merges and
+ * *merge_s, not into the inserts' figures).
  */
 static int wl_insert_range(wl_cell *c, uint64_t id0, uint64_t row0, uint64_t n, uint64_t **lat_ns,
-                           double *wall_s)
+                           double *wall_s, uint64_t merge_every, uint64_t *merges, double *merge_s)
 {
     int rc = 0;
+    uint64_t since_merge = 0;
     float *rows = malloc((size_t)WL_CHUNK_ROWS * c->dim * sizeof *rows);
     uint32_t *ids = malloc(WL_CHUNK_ROWS * sizeof *ids);
     *lat_ns = malloc((n ? n : 1) * sizeof **lat_ns);
@@ -259,6 +265,8 @@ static int wl_insert_range(wl_cell *c, uint64_t id0, uint64_t row0, uint64_t n, 
     }
     for (uint64_t done = 0; done < n;) {
         uint64_t m = n - done < WL_CHUNK_ROWS ? n - done : WL_CHUNK_ROWS;
+        if (merge_every && m > merge_every - since_merge)
+            m = merge_every - since_merge;
         if ((rc = ann_vecsrc_read(c->base, row0 + done, m, rows)))
             goto out;
         for (uint64_t i = 0; i < m; i++)
@@ -272,6 +280,15 @@ static int wl_insert_range(wl_cell *c, uint64_t id0, uint64_t row0, uint64_t n, 
             goto out;
         }
         done += m;
+        since_merge += m;
+        if (merge_every && (since_merge == merge_every || done == n)) {
+            double sec = 0;
+            if ((rc = wl_merge(c, &sec)))
+                goto out;
+            since_merge = 0;
+            (*merges)++;
+            *merge_s += isnan(sec) ? 0 : sec;
+        }
     }
 out:
     free(rows);
@@ -547,6 +564,7 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
     int rc = 0;
     uint64_t *lat = NULL, *lat2 = NULL;
     double wall = 0, wall2 = 0, merge_s = NAN;
+    uint64_t merges = 0;
     char why[512];
     /* numbered from 1, as runbooks number their steps (workload.steps[i] is step i + 1) */
     json_object_set_new(rec, "step", json_integer((json_int_t)i + 1));
@@ -561,6 +579,8 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
             json_object_set_new(rec, "built", json_true());
             break;
         }
+        if (s->merge_every)
+            merge_s = 0;
         /* the pending list the inserts join (insert latency against it: plot.c) */
         json_object_set_new(rec, "pending_before", json_integer((json_int_t)c->pending));
         if (c->w.search_during_inserts) {
@@ -574,17 +594,27 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
                 free(bg);
                 break;
             }
-            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall);
+            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall,
+                                 s->merge_every, &merges, &merge_s);
             int rc2 = wl_bg_stop(bg, rec);
             free(bg);
             if (!rc)
                 rc = rc2;
         } else {
-            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall);
+            rc = wl_insert_range(c, s->start, s->start, s->end - s->start, &lat, &wall,
+                                 s->merge_every, &merges, &merge_s);
         }
         if (rc)
             break;
-        c->pending += s->end - s->start;
+        if (s->merge_every && c->ops->merge) {
+            /* merged up to the step's end */
+            c->pending = c->deleted = 0;
+            json_object_set_new(rec, "merge_every", json_integer((json_int_t)s->merge_every));
+            json_object_set_new(rec, "merges", json_integer((json_int_t)merges));
+            json_object_set_new(rec, "merge_seconds", json_real(merge_s));
+        } else {
+            c->pending += s->end - s->start;
+        }
         json_object_set_new(rec, "insert_latency_us", lat_json(lat, s->end - s->start));
         json_object_set_new(rec, "inserts_per_s",
                             json_real((double)(s->end - s->start) / (wall > 0 ? wall : 1e-9)));
@@ -615,7 +645,7 @@ static int wl_step(wl_cell *c, size_t i, json_t *rec)
             c->pending = c->deleted = 0;
         else
             c->deleted += n;
-        if ((rc = wl_insert_range(c, s->start, s->ids_start, n, &lat2, &wall2)))
+        if ((rc = wl_insert_range(c, s->start, s->ids_start, n, &lat2, &wall2, 0, NULL, NULL)))
             break;
         c->pending += n;
         json_object_set_new(rec, "delete_latency_us", lat_json(lat, n));

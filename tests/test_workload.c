@@ -105,6 +105,34 @@ static void test_json_steps(void **state)
     assert_int_equal(w.n, 0); /* nothing half-read is kept */
     harness_problems_fini(&p);
 
+    /* merge_every on an insert: one writer, and not on a built-over first step */
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 100,"
+                              " \"merge_every\": 10}, {\"op\": \"delete\", \"start\": 0,"
+                              " \"end\": 5, \"merge_every\": 2}], \"writers\": 2}",
+                              NULL, &w, &p),
+                     3);
+    assert_true(has_problem(&p, "workload.steps[0].merge_every: needs one writer "
+                                "(workload.writers is 2)"));
+    assert_true(has_problem(&p, "workload.steps[0].merge_every: the first step's vectors are "
+                                "built over, not inserted (live_build: true inserts them)"));
+    assert_true(has_problem(&p, "workload.steps[1].merge_every: unknown key for delete (its "
+                                "fields: start, end)"));
+    harness_problems_fini(&p);
+    char plain[17];
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 100}],"
+                              " \"live_build\": true}",
+                              NULL, &w, &p),
+                     0);
+    memcpy(plain, w.hash, sizeof plain);
+    harness_workload_fini(&w);
+    assert_int_equal(wl_parse("{\"steps\": [{\"op\": \"insert\", \"start\": 0, \"end\": 100,"
+                              " \"merge_every\": 10}], \"live_build\": true}",
+                              NULL, &w, &p),
+                     0);
+    assert_int_equal(w.steps[0].merge_every, 10);
+    assert_string_not_equal(w.hash, plain); /* a different workload, its own ground truth */
+    harness_workload_fini(&w);
+
     assert_int_equal(wl_parse("{\"steps\": [], \"runbook\": \"x.yaml\"}", NULL, &w, &p), 1);
     assert_true(has_problem(&p, "workload: give \"steps\" or \"runbook\", not both"));
     harness_problems_fini(&p);
@@ -816,7 +844,10 @@ static void test_live_build_end_to_end(void **state)
     snprintf(cfg_path, sizeof cfg_path, "%s/live.json", dir);
     snprintf(out, sizeof out, "%s/out", dir);
     assert_int_equal(hf_bundle(bundle, 3000, 32, 40, 0, 10, 21), 0);
-    json_t *steps = parse("[{\"op\": \"insert\", \"start\": 0, \"end\": 1500},"
+    /* merged after every 500 inserts: twice while it scans, once after
+     * the graph is built (at 1,024) */
+    json_t *steps = parse("[{\"op\": \"insert\", \"start\": 0, \"end\": 1500,"
+                          " \"merge_every\": 500},"
                           " {\"op\": \"search\"}, {\"op\": \"delete\", \"start\": 0,"
                           " \"end\": 300}, {\"op\": \"merge\"}, {\"op\": \"search\"}]");
     json_t *cfg = json_pack(
@@ -849,6 +880,9 @@ static void test_live_build_end_to_end(void **state)
     const json_t *first = json_array_get(lines, 0);
     assert_null(json_object_get(first, "built"));
     assert_true(num(first, "insert_latency_us", "p99") > 0);
+    assert_int_equal(json_integer_value(json_object_get(first, "merges")), 3);
+    assert_true(num(first, "merge_seconds", NULL) > 0);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(lines, 1), "pending")), 0);
     for (size_t i = 1; i < 5; i += 3) {
         const json_t *l = json_array_get(lines, i);
         print_message("live build, step %zu: recall %.3f\n", i + 1, num(l, "recall", NULL));
