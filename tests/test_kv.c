@@ -1263,6 +1263,27 @@ static void test_prefetch(void **state)
 /* ann_populate (the write batch's arena, populate.h): a fresh anonymous
  * range is resident afterwards (mincore), written bytes are unchanged,
  * unaligned ends are fine and a small range is left alone. */
+/* ann_alloc_large: from 4 MiB up, a buffer on a 2 MiB boundary, marked
+ * for huge pages (the kernel's AnonHugePages are not asserted: the THP
+ * policy may be "never"); below, plain memory; both wholly usable. */
+static void test_alloc_large(void **state)
+{
+    (void)state;
+    const size_t sizes[] = { 0, 100, ANN_LARGE_BYTES - 1, ANN_LARGE_BYTES, (5u << 20) + 3 };
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint8_t *p = ann_alloc_large(sizes[k]);
+        assert_non_null(p);
+        if (sizes[k] >= ANN_LARGE_BYTES)
+            assert_int_equal((uintptr_t)p % ((uintptr_t)2 << 20), 0);
+        for (size_t i = 0; i < sizes[k]; i++)
+            p[i] = (uint8_t)(i * 13 + k);
+        for (size_t i = 0; i < sizes[k]; i += 4093)
+            assert_int_equal(p[i], (uint8_t)(i * 13 + k));
+        free(p);
+    }
+    assert_null(ann_alloc_large(SIZE_MAX - 100)); /* rounding would wrap: refused */
+}
+
 static void test_populate(void **state)
 {
     (void)state;
@@ -1319,6 +1340,7 @@ int main(void)
         cmocka_unit_test(test_prefetch),
         cmocka_unit_test(test_index_open),
         cmocka_unit_test(test_populate),
+        cmocka_unit_test(test_alloc_large),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
