@@ -596,6 +596,10 @@ static void paper_update_rows(const json_t *cells, const json_t *r, int search, 
         char g[32], m[32] = "";
         if (!strcmp(op, "merge") || !strcmp(op, "replace"))
             paper_fig(m, sizeof m, c, "merge_seconds", NULL, "%.1f", 1);
+        else if (paper_num(c, "merges", NULL)) /* an insert step's merge_every merges */
+            snprintf(m, sizeof m, "%.1f in %.0f merges",
+                     json_number_value(paper_num(c, "merge_seconds", NULL)),
+                     json_number_value(paper_num(c, "merges", NULL)));
         fprintf(fp, "| %s | %lld | %s | %s | %s | %s | %s | %s | %s |\n", ix, step, op, n,
                 paper_fig(a, sizeof a, c, "pending_before", NULL, "%.0f", 1),
                 paper_fig(b, sizeof b, c, "insert_latency_us", "p50", "%.3f", 1e-3),
@@ -622,7 +626,8 @@ static void paper_updates(const json_t *cells, FILE *fp)
     json_array_foreach(rows, i, r) paper_update_rows(cells, r, 1, fp);
     fprintf(fp, "\nInserts (into the pending list), deletes and merges: vectors in the step, "
                 "pending before it, insert latency per vector (ms), inserts a second (the "
-                "step's writers together), merge time (s).\n\n"
+                "step's writers together), merge time (s; an insert step merging every "
+                "merge_every inserts: the merges' total and count).\n\n"
                 "| Index | Step | Op | Vectors | Pending before | Insert p50 (ms) | "
                 "Insert p99 (ms) | Inserts/s | Merge (s) |\n"
                 "|---|--:|---|--:|--:|--:|--:|--:|--:|\n");
