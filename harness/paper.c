@@ -593,7 +593,7 @@ static void paper_update_rows(const json_t *cells, const json_t *r, int search, 
             fprintf(fp, "| %s | %lld | %s | %s | built over them | | | | |\n", ix, step, op, n);
             continue;
         }
-        char g[32], m[32] = "";
+        char g[32], m[64] = "";
         if (!strcmp(op, "merge") || !strcmp(op, "replace"))
             paper_fig(m, sizeof m, c, "merge_seconds", NULL, "%.1f", 1);
         else if (paper_num(c, "merges", NULL)) /* an insert step's merge_every merges */

@@ -53,14 +53,21 @@ typedef struct {
     double min_recall;
 } conf_case;
 
+/* The DiskANN cases search at L 200.  At 960 dimensions their 32-byte
+ * codes (30 dimensions a byte) guide the search coarsely, and at L 100 the
+ * cosine recall@10 moved between builds (the graph is built on several
+ * threads) from 0.943 to 0.975 for diskann-sector and 0.958-0.975 for the
+ * record engines, around the 0.95 bound (2026-12-04: twelve sector runs,
+ * a CI failure among them); at L 200, 0.983-1.000 in four runs at 960 and
+ * 1.000 at 64 and 101 dimensions. */
 static const conf_case cases[] = {
     { "flat", "{}", "{}", "{}", 1.0 },
     { "diskann-sector", "{\"R\": 32, \"L_build\": 64, \"pq_bytes\": 32}", "{\"io\": \"pread\"}",
-      "{\"L\": 100, \"beam_width\": 4}", 0.95 },
+      "{\"L\": 200, \"beam_width\": 4}", 0.95 },
     { "diskann-record", "{\"R\": 32, \"L_build\": 64, \"pq_bytes\": 32}", "{\"kv\": \"lmdb\"}",
-      "{\"L\": 100}", 0.95 },
+      "{\"L\": 200}", 0.95 },
     { "diskann-resident", "{\"R\": 32, \"L_build\": 64, \"pq_bytes\": 32}",
-      "{\"kv\": \"rocksdb\"}", "{\"L\": 100}", 0.95 },
+      "{\"kv\": \"rocksdb\"}", "{\"L\": 200}", 0.95 },
     { "hnsw-record", "{\"M\": 16, \"ef_construction\": 100}", "{\"kv\": \"lmdb\"}",
       "{\"ef_search\": 100}", 0.95 },
     { "ivfpq-record", "{\"nlist\": 64, \"pq_bytes\": 32}", "{\"kv\": \"lmdb\"}",
