@@ -458,10 +458,15 @@ static void test_search_modes(void **state)
         assert_true(fabs(pa - r) <= 0.005);
         assert_true(fabs(ps - r) <= 0.005);
         assert_true(fabs(pg - r) <= 0.005);
-        /* never more than W reads per wait */
-        assert_true(st_p.reads <= st_p.hops * (uint64_t)W);
-        assert_true(st_s.reads <= st_s.hops * (uint64_t)W);
-        assert_true(st_g.reads <= st_g.hops * (uint64_t)W);
+        /* A round reads at most W nodes.  The pipeline's hops count the
+         * waits that slept, and completions that are ready without a sleep
+         * are timing (ASan, a loaded machine: 25.2 reads in 2.7 sleeps at
+         * W 8), so they bound nothing; its never more than W reads in
+         * flight is held by the queue (depth W: a submission past it fails
+         * the search with ANN_ESTATE, and the recall above would not be
+         * measured). */
+        assert_true(st_r.reads <= st_r.hops * (uint64_t)W);
+        assert_true(st_p.reads > 0 && st_s.reads > 0 && st_g.reads > 0);
     }
     free(gt);
     free(gtd);
