@@ -12,7 +12,7 @@
 # sources; the registry in engines/registry.c names its ops), or a new .c
 # file in core, datasets, cgroups or harness, is part of the build without
 # editing this file.  The C++ reference peers (engines/ref_*/ *.cc) are
-# built when their Debian libraries are installed.
+# built when their Debian libraries are installed; engines/core/*.cc always.
 
 CC      ?= cc
 CXX     ?= c++
@@ -50,7 +50,8 @@ HAVE_FAISS   := $(wildcard /usr/include/faiss/IndexIVFPQ.h)
 LIB_SRCS := $(wildcard engines/*.c engines/*/*.c engines/core/*/*.c \
               datasets/*.c cgroups/*.c) \
             $(filter-out harness/main.c,$(wildcard harness/*.c))
-CXX_SRCS :=
+# engines/core's C++: kv_rocksdb_sst.cc (RocksDB, always built)
+CXX_SRCS := $(wildcard engines/core/*.cc)
 ifneq ($(HAVE_HNSWLIB),)
   CPPFLAGS += -DANNLAB_HAVE_HNSWLIB
   CXX_SRCS += $(wildcard engines/ref_hnswlib/*.cc)
