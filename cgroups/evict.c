@@ -83,7 +83,10 @@ static int list_add(evict_list *l, const char *path, int depth)
     DIR *d = NULL;
     int rc = 0;
     if (stat(path, &st) != 0) {
-        rc = ann_fail_errno("%s", path);
+        /* below the root, a file deleted since readdir (a live store's
+         * compacted table) is simply not there */
+        if (!(depth > 0 && errno == ENOENT))
+            rc = ann_fail_errno("%s", path);
         goto out;
     }
     if (S_ISREG(st.st_mode)) {
@@ -98,7 +101,8 @@ static int list_add(evict_list *l, const char *path, int depth)
     }
     d = opendir(path);
     if (!d) {
-        rc = ann_fail_errno("%s", path);
+        if (!(depth > 0 && errno == ENOENT))
+            rc = ann_fail_errno("%s", path);
         goto out;
     }
     struct dirent *de;
@@ -205,6 +209,8 @@ static int residency_list(const evict_list *l, uint64_t *resident, uint64_t *tot
     for (size_t i = 0; i < l->n; i++) {
         uint64_t r = 0, t = 0;
         int rc = evict_residency(l->paths[i], &r, &t);
+        if (rc == -ENOENT) /* deleted since it was listed */
+            continue;
         if (rc)
             return rc;
         *resident += r;
@@ -234,7 +240,8 @@ static int drop_one(const char *path)
     int rc = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        rc = ann_fail_errno("%s", path);
+        if (errno != ENOENT) /* deleted since it was listed: nothing to drop */
+            rc = ann_fail_errno("%s", path);
         goto out;
     }
     /* fsync makes the pages clean; DONTNEED leaves dirty pages in place.
@@ -320,7 +327,8 @@ static int preload_one(const char *path, char *buf, uint64_t *bytes)
     int rc = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        rc = ann_fail_errno("%s", path);
+        if (errno != ENOENT) /* deleted since it was listed: nothing to load */
+            rc = ann_fail_errno("%s", path);
         goto out;
     }
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);

@@ -78,13 +78,18 @@ static int dir_walk(const char *dir, int missing_ok, dir_visit_fn visit, void *c
     return rc;
 }
 
+/* A live store's files come and go while they are counted (RocksDB deletes
+ * compacted tables in the background): one gone between readdir and lstat
+ * has no bytes left to count. */
 static int dir_bytes_visit(const char *path, const struct stat *st, void *ctx)
 {
     uint64_t *bytes = ctx;
     if (!st)
-        return ann_fail_errno("%s: stat", path);
-    if (S_ISDIR(st->st_mode))
-        return ann_dir_bytes(path, bytes);
+        return errno == ENOENT ? 0 : ann_fail_errno("%s: stat", path);
+    if (S_ISDIR(st->st_mode)) {
+        int rc = dir_walk(path, 1, dir_bytes_visit, bytes);
+        return rc == DIR_WALK_MISSING ? 0 : rc;
+    }
     if (S_ISREG(st->st_mode))
         *bytes += (uint64_t)st->st_size;
     return 0;

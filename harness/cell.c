@@ -204,6 +204,8 @@ static int resident_dir_bytes(const char *dir, uint64_t *resident, uint64_t *tot
         } else if (S_ISREG(st.st_mode)) {
             uint64_t r = 0, b = 0;
             rc = evict_residency(path, &r, &b);
+            if (rc == -ENOENT) /* deleted since readdir (a compacted table) */
+                rc = 0;
             *resident += r;
             *total += b;
             (*files)++;

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,4 +203,43 @@ void tu_same_answers(const char *name, const char *index, const char *open_json,
     assert_int_equal(st[0].reads, st[1].reads);
     free(ids);
     free(d);
+}
+
+struct tu_churn {
+    char file[4200], dir[4200];
+    volatile int stop;
+    pthread_t th;
+};
+
+static void *churn_run(void *arg)
+{
+    tu_churn *c = arg;
+    while (!c->stop) {
+        FILE *fp = fopen(c->file, "w");
+        if (fp) {
+            fputs("gone soon", fp);
+            fclose(fp);
+        }
+        if (mkdir(c->dir, 0755) == 0)
+            rmdir(c->dir);
+        unlink(c->file);
+    }
+    return NULL;
+}
+
+tu_churn *tu_churn_start(const char *dir)
+{
+    tu_churn *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    snprintf(c->file, sizeof c->file, "%s/churn.tmp", dir);
+    snprintf(c->dir, sizeof c->dir, "%s/churn.d", dir);
+    assert_int_equal(pthread_create(&c->th, NULL, churn_run, c), 0);
+    return c;
+}
+
+void tu_churn_stop(tu_churn *c)
+{
+    c->stop = 1;
+    pthread_join(c->th, NULL);
+    free(c);
 }

@@ -40,6 +40,13 @@ ann_vecsrc tu_copy_only(const ann_vecsrc *over);
 void tu_build_base_rows(const char *engine, const ann_vecsrc *src, const char *params,
                         const char *path, char how[16]);
 
+/* A thread that creates and deletes a file (churn.tmp, 9 bytes) and a
+ * directory (churn.d) in dir until tu_churn_stop: a live store's files
+ * coming and going under a directory walk. */
+typedef struct tu_churn tu_churn;
+tu_churn *tu_churn_start(const char *dir);
+void tu_churn_stop(tu_churn *c);
+
 /* Path of the shared real-data folder, or NULL when absent. */
 const char *tu_shared_data(void);
 
