@@ -166,7 +166,8 @@ clean:
 # libFuzzer targets (clang; Debian's clang 14 is enough): every on-disk
 # format's reader and the config loader, under ASan/UBSan, one binary per
 # tests/fuzz/fuzz_*.c, linked against the whole library built with clang
-# (the C++ reference engines left out: the targets do not need them).
+# (the C++ reference engines left out: the targets do not need them;
+# engines/core's C++ compiled with clang++).
 #   make fuzz && build-fuzz/fuzz_sector -max_total_time=60 build-fuzz/corpus-sector
 #   make fuzz-smoke [FUZZ_SECONDS=20]   every target briefly (CI)
 FUZZ_CC      ?= clang
@@ -175,7 +176,9 @@ FUZZ_CPPFLAGS := $(filter-out -DANNLAB_HAVE_HNSWLIB -DANNLAB_HAVE_FAISS,$(CPPFLA
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 FUZZ_WARN    := -Wall -Wextra -Werror   # not $(WARN): clang refuses -Wno-format-truncation
 FUZZ_LIB_SRCS := $(filter-out engines/ref_%,$(LIB_SRCS))
-FUZZ_OBJS    := $(patsubst %.c,build-fuzz/obj/%.o,$(FUZZ_LIB_SRCS))
+FUZZ_CXX     ?= clang++
+FUZZ_OBJS    := $(patsubst %.c,build-fuzz/obj/%.o,$(FUZZ_LIB_SRCS)) \
+                $(patsubst %.cc,build-fuzz/obj/%.o,$(wildcard engines/core/*.cc))
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -laio -lz -lm -lstdc++
 
@@ -183,6 +186,11 @@ build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZCC  $<")
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_WARN) -pthread -c $< -o $@
+
+build-fuzz/obj/%.o: %.cc
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCXX $<")
+	$(Q)$(FUZZ_CXX) $(FUZZ_CPPFLAGS) -std=c++17 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(FUZZ_WARN) -Wno-unused-parameter -pthread -c $< -o $@
 
 build-fuzz/libannlab.a: $(FUZZ_OBJS)
 	@rm -f $@
