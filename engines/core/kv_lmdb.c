@@ -336,9 +336,9 @@ static void lmdb_iter_fini(kv_iter *it)
  * committed can end a page or more short of its last page (seen after
  * live-build merges: 3,379,200 bytes, pages needing 3,383,296).  Those
  * pages are free, but the open-time check cannot tell them from a cut
- * file, so every commit and a writable close extend the file to its last
- * page (zeros; a stat when nothing is missing), and a store reopened after
- * a kill -9 is not mistaken for a truncated one.
+ * file, so every commit (best effort) and a writable close extend the
+ * file to its last page (zeros; an fstat when the file has grown), and a
+ * store reopened after a kill -9 is not mistaken for a truncated one.
  */
 static int lmdb_fill_tail(kv_store *s, lmdb_store *d)
 {
@@ -396,8 +396,16 @@ static int lmdb_commit(kv_store *s, const kv_txn *t)
     lmdb_store *d = s->impl;
     for (;;) {
         int mrc = lmdb_apply(s, t);
-        if (mrc != MDB_MAP_FULL)
-            return mrc ? lmdb_fail(s, "commit", mrc) : lmdb_fill_tail(s, d);
+        if (mrc && mrc != MDB_MAP_FULL)
+            return lmdb_fail(s, "commit", mrc);
+        if (!mrc) {
+            /* the batch is committed whatever happens here, so a failure
+             * to fill the tail (a full disk) is not the commit's: a later
+             * commit tries again, and the close reports it */
+            if (lmdb_fill_tail(s, d))
+                ann_err_clear();
+            return 0;
+        }
         int rc = lmdb_grow(s, 2 * (uint64_t)d->map_bytes + 2 * t->arena_len);
         if (rc)
             return rc;
