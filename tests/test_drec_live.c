@@ -43,6 +43,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <rocksdb/c.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -970,6 +971,15 @@ static uint32_t victim_of(uint32_t id)
  * mode 1: inserts and deletes, then one merge. */
 static void child_run(int e, const char *path, const char *backend, int mode, int fd)
 {
+    /* RocksDB's default Env keeps one thread pool per process; forked from
+     * a parent whose pool had started, the child's pool counts threads
+     * that fork did not copy, and a flush it schedules (an ingest that
+     * overlaps the memtable) never runs: the child hung in one CI run.
+     * More threads than the parent's start real ones in the child. */
+    rocksdb_env_t *env = rocksdb_create_default_env();
+    rocksdb_env_set_background_threads(env, 8);
+    rocksdb_env_set_high_priority_background_threads(env, 8);
+    rocksdb_env_destroy(env);
     opened o;
     int rc = open_idx(e, path, backend, 1, mode == 0 ? 50 : 0, 100, &o);
     if (rc) {
