@@ -938,8 +938,8 @@ static void test_lmdb_truncated(void **state)
  * never written but counts in the last page number, so a store can end
  * short of its last page; committed by annlab, it opens (the tail is
  * filled at each commit and at close), and a cut file is still refused
- * (above).  Here each batch puts
- * a 40 KB value (overflow pages at the end of the file) and deletes it. */
+ * (above).  Here each batch puts a 40 KB value (overflow pages at the end
+ * of the file) and deletes it. */
 static void test_lmdb_loose_tail(void **state)
 {
     (void)state;
