@@ -3,7 +3,7 @@
  * both profiles for RocksDB: byte-exact round trips, atomic batches, delete,
  * prefix iteration order, not-found versus failure, bulk load (append and
  * non-append paths, abort, out-of-order keys), reopen read-only, LMDB map
- * growth, concurrent readers, statistics, prefetch hints (values
+ * growth, a full disk under LMDB, concurrent readers, statistics, prefetch hints (values
  * unchanged, counted, and the hinted records read into the page cache
  * without a get), and the key helpers' bytes; and
  * kv_index_open, the record engines' one way to open their index's store.
@@ -987,6 +987,100 @@ static void test_lmdb_loose_tail(void **state)
 }
 
 /*
+ * A full disk under a writable LMDB store is a clear ENOSPC from the
+ * commit that did not fit, with nothing of it written, and every batch
+ * committed before it reads back whole after a reopen.  The disk is a
+ * 24 MiB tmpfs; skipped where mounting one is not allowed.
+ */
+static void test_lmdb_full_disk(void **state)
+{
+    (void)state;
+    char mnt[4096];
+    snprintf(mnt, sizeof mnt, "%s/small-fs", tmp_root);
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=24m annlab-test %s 2>/dev/null", mnt);
+    if (system(cmd) != 0) {
+        rmdir(mnt);
+        print_message("mounting a tmpfs is not allowed here: skipped\n");
+        skip();
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/store", mnt);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGBUS, SIG_DFL); /* cmocka's handler would go on with the suite here */
+        kv_options o = { .backend = KV_BACKEND_LMDB, .create = 1, .relaxed_sync = 1 };
+        kv_store *s = NULL;
+        if (kv_open(path, &o, &s) != 0)
+            _exit(10);
+        static uint8_t val[256 << 10];
+        uint8_t key[KV_KEY_U32_BYTES];
+        for (uint32_t i = 0; i < 1000; i++) {
+            kv_txn *t = NULL;
+            memset(val, (int)(i & 0xff), sizeof val);
+            if (kv_txn_begin(s, &t) || kv_txn_put(t, key, kv_key_u32(key, 3, i), val, sizeof val))
+                _exit(11);
+            int rc = kv_txn_commit(t);
+            if (rc == 0)
+                continue;
+            char want[4400];
+            snprintf(want, sizeof want, "%s: lmdb commit: no space left on device (", path);
+            if (rc != -ENOSPC || strncmp(ann_errmsg(rc), want, strlen(want)) != 0) {
+                fprintf(stderr, "commit %u: %s\n", i, ann_errmsg(rc));
+                _exit(12);
+            }
+            fprintf(stderr, "full disk after %u batches of 256 KiB: %s\n", i, ann_errmsg(rc));
+            rc = kv_close(s);
+            fprintf(stderr, "close: %s\n", rc ? ann_errmsg(rc) : "ok");
+            _exit(i > 10 ? 0 : 13); /* some fitted before the disk filled */
+        }
+        _exit(14); /* 250 MB fitted on a 24 MiB disk */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status)) {
+        snprintf(cmd, sizeof cmd, "umount %s", mnt);
+        if (system(cmd) != 0)
+            print_message("%s failed\n", cmd);
+        fail_msg("the writer died of signal %d", WTERMSIG(status));
+    }
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* every committed value is whole: read them back */
+    kv_options r = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    kv_store *s = NULL;
+    int rc = kv_open(path, &r, &s);
+    if (rc)
+        fail_msg("%s", ann_errmsg(rc));
+    kv_reader *rd = NULL;
+    assert_int_equal(kv_reader_create(s, &rd), 0);
+    assert_int_equal(kv_reader_begin(rd), 0);
+    uint8_t key[KV_KEY_U32_BYTES];
+    uint32_t found = 0;
+    for (uint32_t i = 0; i < 1000; i++) {
+        kv_val v = { 0 };
+        rc = kv_get(rd, key, kv_key_u32(key, 3, i), &v);
+        if (rc == ANN_ENOTFOUND)
+            break;
+        assert_int_equal(rc, 0);
+        assert_int_equal(v.len, 256 << 10);
+        assert_int_equal(((const uint8_t *)v.data)[0], i & 0xff);
+        assert_int_equal(((const uint8_t *)v.data)[v.len - 1], i & 0xff);
+        kv_val_release(&v);
+        found++;
+    }
+    assert_true(found > 10);
+    kv_reader_end(rd);
+    kv_reader_destroy(rd);
+    assert_int_equal(kv_close(s), 0);
+    snprintf(cmd, sizeof cmd, "umount %s", mnt);
+    assert_int_equal(system(cmd), 0);
+    rmdir(mnt);
+}
+
+/*
  * Issue 14: a flipped byte in a value (here one in LMDB's data.mdb) is an
  * error naming the store and the key, from kv_get and from an iterator,
  * never different data; a store without the format file (an earlier
@@ -1445,6 +1539,7 @@ int main(void)
         cmocka_unit_test(test_large_batch),
         cmocka_unit_test(test_lmdb_truncated),
         cmocka_unit_test(test_lmdb_loose_tail),
+        cmocka_unit_test(test_lmdb_full_disk),
         cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define KV_LMDB_MIN_MAP_BYTES (64ull << 20)
@@ -68,6 +69,22 @@ static int lmdb_fail(const kv_store *s, const char *what, int mrc)
     if (mrc == ENOSPC)
         return ann_fail(-ENOSPC, "%s: lmdb %s: no space left on device", s->dir, what);
     return kv_fail_backend(s, what, mdb_strerror(mrc));
+}
+
+/* A write of about `bytes` that LMDB failed with EIO: LMDB reports a short
+ * write (what pwrite does when the disk fills mid-call) as EIO, which would
+ * read as a failing device.  When the file system has less than the write
+ * plus 1 MiB free, it is reported as the full disk it most likely is. */
+static int lmdb_fail_write(const kv_store *s, const char *what, int mrc, uint64_t bytes)
+{
+    struct statvfs fs;
+    if (mrc == EIO && statvfs(s->dir, &fs) == 0 &&
+        (uint64_t)fs.f_bavail * fs.f_frsize < bytes + (1u << 20))
+        return ann_fail(-ENOSPC,
+                        "%s: lmdb %s: no space left on device (LMDB's write came up short with "
+                        "%llu bytes free; the batch is not committed)",
+                        s->dir, what, (unsigned long long)fs.f_bavail * fs.f_frsize);
+    return lmdb_fail(s, what, mrc);
 }
 
 static uint64_t file_bytes(const char *dir)
@@ -397,7 +414,7 @@ static int lmdb_commit(kv_store *s, const kv_txn *t)
     for (;;) {
         int mrc = lmdb_apply(s, t);
         if (mrc && mrc != MDB_MAP_FULL)
-            return lmdb_fail(s, "commit", mrc);
+            return lmdb_fail_write(s, "commit", mrc, t->arena_len);
         if (!mrc) {
             /* the batch is committed whatever happens here, so a failure
              * to fill the tail (a full disk) is not the commit's: a later
@@ -445,10 +462,11 @@ static int lmdb_bulk_commit_piece(kv_bulk *b)
     if (!x->txn)
         return 0;
     int mrc = mdb_txn_commit(x->txn);
+    uint64_t bytes = x->txn_bytes;
     x->txn = NULL;
     x->txn_bytes = 0;
     if (mrc)
-        return lmdb_fail(b->s, "bulk commit", mrc);
+        return lmdb_fail_write(b->s, "bulk commit", mrc, bytes);
     x->committed_any = 1;
     return 0;
 }
