@@ -992,11 +992,10 @@ static void test_lmdb_loose_tail(void **state)
  * committed before it reads back whole after a reopen.  The disk is a
  * 24 MiB tmpfs; skipped where mounting one is not allowed.
  */
-static void test_lmdb_full_disk(void **state)
+static void full_disk_case(const kv_case *c)
 {
-    (void)state;
     char mnt[4096];
-    snprintf(mnt, sizeof mnt, "%s/small-fs", tmp_root);
+    snprintf(mnt, sizeof mnt, "%s/small-fs-%s", tmp_root, c->name);
     assert_int_equal(mkdir(mnt, 0755), 0);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=24m annlab-test %s 2>/dev/null", mnt);
@@ -1007,11 +1006,16 @@ static void test_lmdb_full_disk(void **state)
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/store", mnt);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         signal(SIGBUS, SIG_DFL); /* cmocka's handler would go on with the suite here */
-        kv_options o = { .backend = KV_BACKEND_LMDB, .create = 1, .relaxed_sync = 1 };
+        signal(SIGABRT, SIG_DFL);
+        close(fds[0]);
+        kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                         .create = 1, .relaxed_sync = 1 };
         kv_store *s = NULL;
         if (kv_open(path, &o, &s) != 0)
             _exit(10);
@@ -1025,31 +1029,54 @@ static void test_lmdb_full_disk(void **state)
             int rc = kv_txn_commit(t);
             if (rc == 0)
                 continue;
+            /* LMDB: "<store>: lmdb commit: no space left on device (LMDB's
+             * write came up short ...)"; RocksDB: "<store>: rocksdb write: IO
+             * error: No space left on device: While appending to file: ..." */
             char want[4400];
-            snprintf(want, sizeof want, "%s: lmdb commit: no space left on device (", path);
+            snprintf(want, sizeof want, "%s: %s %s", path, kv_backend_name(c->backend),
+                     c->backend == KV_BACKEND_LMDB
+                         ? "commit: no space left on device (LMDB's write came up short with "
+                         : "write: IO error: No space left on device: ");
             if (rc != -ENOSPC || strncmp(ann_errmsg(rc), want, strlen(want)) != 0) {
                 fprintf(stderr, "commit %u: %s\n", i, ann_errmsg(rc));
                 _exit(12);
             }
             fprintf(stderr, "full disk after %u batches of 256 KiB: %s\n", i, ann_errmsg(rc));
+            /* the error was the right one, and i batches are committed */
+            if (write(fds[1], &i, sizeof i) != (ssize_t)sizeof i)
+                _exit(15);
             rc = kv_close(s);
             fprintf(stderr, "close: %s\n", rc ? ann_errmsg(rc) : "ok");
             _exit(i > 10 ? 0 : 13); /* some fitted before the disk filled */
         }
         _exit(14); /* 250 MB fitted on a 24 MiB disk */
     }
+    close(fds[1]);
+    uint32_t committed = 0;
+    ssize_t got = read(fds[0], &committed, sizeof committed);
+    close(fds[0]);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) {
+    /* Debian's RocksDB 7.8 may abort in a background thread after a failed
+     * log append (an assertion in WritableFileWriter; see kv_rocksdb.c):
+     * once the writer has reported the full disk, that abort is RocksDB's,
+     * and what matters is that nothing committed is lost */
+    int rocks_abort = c->backend == KV_BACKEND_ROCKSDB && got == (ssize_t)sizeof committed &&
+                      WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+    if (rocks_abort)
+        print_message("%s: the writer aborted after reporting the full disk (RocksDB)\n",
+                      c->name);
+    if (WIFSIGNALED(status) && !rocks_abort) {
         snprintf(cmd, sizeof cmd, "umount %s", mnt);
         if (system(cmd) != 0)
             print_message("%s failed\n", cmd);
         fail_msg("the writer died of signal %d", WTERMSIG(status));
     }
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(rocks_abort || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    assert_int_equal(got, sizeof committed);
     /* every committed value is whole: read them back */
-    kv_options r = { .backend = KV_BACKEND_LMDB, .read_only = 1 };
+    kv_options r = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                     .read_only = 1 };
     kv_store *s = NULL;
     int rc = kv_open(path, &r, &s);
     if (rc)
@@ -1071,13 +1098,20 @@ static void test_lmdb_full_disk(void **state)
         kv_val_release(&v);
         found++;
     }
-    assert_true(found > 10);
+    assert_int_equal(found, committed);
     kv_reader_end(rd);
     kv_reader_destroy(rd);
     assert_int_equal(kv_close(s), 0);
     snprintf(cmd, sizeof cmd, "umount %s", mnt);
     assert_int_equal(system(cmd), 0);
     rmdir(mnt);
+}
+
+static void test_full_disk(void **state)
+{
+    (void)state;
+    full_disk_case(&cases[2]);
+    full_disk_case(&cases[0]);
 }
 
 /*
@@ -1539,7 +1573,7 @@ int main(void)
         cmocka_unit_test(test_large_batch),
         cmocka_unit_test(test_lmdb_truncated),
         cmocka_unit_test(test_lmdb_loose_tail),
-        cmocka_unit_test(test_lmdb_full_disk),
+        cmocka_unit_test(test_full_disk),
         cmocka_unit_test(test_value_checksums),
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),

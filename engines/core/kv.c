@@ -125,7 +125,8 @@ static int check_key(const kv_store *s, size_t key_len)
 
 int kv_fail_backend(const kv_store *s, const char *what, const char *msg)
 {
-    return ann_fail(-EIO, "%s: %s %s: %s", s->dir, kv_backend_name(s->opt.backend), what,
+    int code = msg && strstr(msg, "No space left on device") ? -ENOSPC : -EIO;
+    return ann_fail(code, "%s: %s %s: %s", s->dir, kv_backend_name(s->opt.backend), what,
                     msg ? msg : "failed");
 }
 

@@ -130,7 +130,9 @@ extern const kv_backend_ops kv_lmdb_ops;
 /* Unpin a RocksDB value (kv_val.pin). */
 void kv_rocksdb_unpin(void *pin);
 
-/* Name of a backend error for messages: "<dir>: <what>: <backend message>". */
+/* Name of a backend error for messages: "<dir>: <what>: <backend message>".
+ * The code is -ENOSPC when the backend's message says the disk is full
+ * (RocksDB reports it only in its status text), else -EIO. */
 int kv_fail_backend(const kv_store *s, const char *what, const char *msg);
 
 #endif

@@ -74,6 +74,7 @@ typedef struct rdb_store {
     rocksdb_filterpolicy_t *filter;
     rocksdb_writeoptions_t *wopts;
     atomic_uint bulk_seq; /* names of bulk-load SST files */
+    atomic_int write_failed; /* a write failed with an I/O error (a full disk): see rdb_free */
 } rdb_store;
 
 typedef struct rdb_reader {
@@ -167,7 +168,14 @@ static void rdb_free(rdb_store *d)
     if (!d)
         return;
     rdb_pool_stop(&d->pool); /* before the database its helpers read */
-    if (d->db)
+    /* After a failed write-ahead-log append (a full disk), flushing or
+     * closing the database closes that log, which trips an assertion in
+     * Debian's RocksDB 7.8 (WritableFileWriter::
+     * AssertFalseAndGetStatusForPrevError, "sync_without_flush_called_")
+     * and aborts the process.  The handle is left open instead: what was
+     * written before the failure is in the log, which the next open
+     * replays, and the store's LOCK goes with the process. */
+    if (d->db && !atomic_load(&d->write_failed))
         rocksdb_close(d->db);
     if (d->wopts)
         rocksdb_writeoptions_destroy(d->wopts);
@@ -288,7 +296,11 @@ static int rdb_close(kv_store *s)
 {
     rdb_store *d = s->impl;
     int rc = 0;
-    if (!s->opt.read_only) {
+    if (atomic_load(&d->write_failed)) {
+        /* no flush either (it closes the log; see rdb_free) */
+        rc = ann_fail(-EIO, "%s: rocksdb: left unflushed after a failed write (the next open "
+                      "replays its log)", s->dir);
+    } else if (!s->opt.read_only) {
         char *err = NULL;
         rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
         rocksdb_flushoptions_set_wait(fo, 1);
@@ -564,6 +576,8 @@ static int rdb_commit(kv_store *s, const kv_txn *t)
     }
     rocksdb_write(d->db, d->wopts, wb, &err);
     rocksdb_writebatch_destroy(wb);
+    if (err && strncmp(err, "IO error", 8) == 0)
+        atomic_store(&d->write_failed, 1);
     return err ? rdb_fail(s, "write", err) : 0;
 }
 
