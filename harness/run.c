@@ -805,7 +805,8 @@ static json_t *ensure_build(run_ctx *rc_, const json_t *cell)
         build_status(b, "timeout", "build exceeded build_timeout_s=%g",
                      harness_cfg_real(rc_->cfg, "build_timeout_s"));
     } else if (res.signaled) {
-        build_status(b, "error", "build killed by SIG%s", signame(res.sig));
+        build_status(b, "error", "build killed by SIG%s%s%s", signame(res.sig),
+                     res.last_line[0] ? "; it last printed: " : "", res.last_line);
     } else if (res.code != 0) {
         char tail[1400];
         child_reason(&res, log_path, tail, sizeof tail);
@@ -1008,8 +1009,9 @@ static int run_cell(run_ctx *x, const json_t *cell, json_t **rec)
         snprintf(reason, sizeof reason, "%s", cg.outcome.reason);
     } else if (res.signaled) {
         status = "error";
-        snprintf(reason, sizeof reason, "cell process killed by SIG%s%s", signame(res.sig),
-                 res.sig == SIGKILL ? " (not by the harness)" : "");
+        snprintf(reason, sizeof reason, "cell process killed by SIG%s%s%s%s", signame(res.sig),
+                 res.sig == SIGKILL ? " (not by the harness)" : "",
+                 res.last_line[0] ? "; it last printed: " : "", res.last_line);
     } else if (res.code != 0) {
         /* a full disk, a lock, ...: retried by --resume; the rest is deterministic */
         status = child_transient(&res) ? "transient" : "error";
