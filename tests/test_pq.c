@@ -366,16 +366,23 @@ static void test_pq_deterministic_by_seed(void **state)
 
 /* pq_encode_one (live inserts) picks pq_encode's centroid; where rounding
  * makes them differ, the two centroids are a near-tie.  Padded dimensions
- * (dim not a multiple of m) and both metrics. */
-static void check_encode_one(uint32_t dim, uint32_t m, ann_metric metric)
+ * (dim not a multiple of m), both metrics, and every kernel variant this
+ * CPU has (scalar, AVX2, AVX-512). */
+static void check_encode_one_variant(const pq_codebook *cb, const float *x, uint32_t n,
+                                     const uint8_t *batch, const char *variant)
 {
-    const uint32_t n = 2000;
-    float *x = tu_clustered(n, dim, 12, 53 + dim, metric != ANN_METRIC_L2);
-    pq_codebook *cb = train(x, n, dim, metric, m, 7, 2);
-    uint8_t *batch = malloc((size_t)n * m), *one = malloc((size_t)n * m);
-    assert_int_equal(pq_encode(cb, x, n, 2, batch), 0);
-    for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(pq_encode_one(cb, x + (size_t)i * dim, one + (size_t)i * m), 0);
+    const uint32_t dim = cb->dim, m = cb->m;
+    uint8_t *one = malloc((size_t)n * m);
+    for (uint32_t i = 0; i < n; i++) {
+        int rc = variant ? pq_encode_one_variant(variant, cb, x + (size_t)i * dim,
+                                                 one + (size_t)i * m)
+                         : pq_encode_one(cb, x + (size_t)i * dim, one + (size_t)i * m);
+        if (rc == ANN_EUNSUPPORTED) {
+            print_message("dim %u, m %u: variant %s not on this CPU\n", dim, m, variant);
+            goto out;
+        }
+        assert_int_equal(rc, 0);
+    }
     uint32_t differ = 0;
     for (uint32_t i = 0; i < n; i++)
         for (uint32_t s = 0; s < m; s++) {
@@ -395,10 +402,24 @@ static void check_encode_one(uint32_t dim, uint32_t m, ann_metric metric)
             }
             assert_true(fabs(da - db) <= 1e-4 * (1.0 + da));
         }
-    print_message("dim %u, m %u: %u of %u sub-codes differ (near-ties)\n", dim, m, differ, n * m);
+    print_message("dim %u, m %u, %s: %u of %u sub-codes differ (near-ties)\n", dim, m,
+                  variant ? variant : "active", differ, n * m);
     assert_true(differ * 1000u <= n * m); /* at most 0.1% */
-    free(batch);
+out:
     free(one);
+}
+
+static void check_encode_one(uint32_t dim, uint32_t m, ann_metric metric)
+{
+    static const char *variants[] = { NULL, "scalar", "avx2", "avx512" };
+    const uint32_t n = 2000;
+    float *x = tu_clustered(n, dim, 12, 53 + dim, metric != ANN_METRIC_L2);
+    pq_codebook *cb = train(x, n, dim, metric, m, 7, 2);
+    uint8_t *batch = malloc((size_t)n * m);
+    assert_int_equal(pq_encode(cb, x, n, 2, batch), 0);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
+        check_encode_one_variant(cb, x, n, batch, variants[v]);
+    free(batch);
     free(x);
     pq_codebook_destroy(cb);
 }
@@ -408,6 +429,9 @@ static void test_pq_encode_one(void **state)
     (void)state;
     check_encode_one(64, 16, ANN_METRIC_L2);
     check_encode_one(100, 12, ANN_METRIC_COSINE); /* padded: 12 x 9 = 108 */
+    check_encode_one(768, 96, ANN_METRIC_COSINE); /* the Cohere shape */
+    uint8_t code[4];
+    assert_int_equal(pq_encode_one_variant("neon", NULL, NULL, code), ANN_EUNSUPPORTED);
 }
 
 static void test_pq_sample_caps(void **state)

@@ -25,6 +25,7 @@
 #include "engines/core/status.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,10 +349,17 @@ int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, ui
     return rc;
 }
 
-int pq_encode_one(const pq_codebook *cb, const float *x, uint8_t *code)
+/*
+ * pq_encode_one's sub-quantizer loop: acc[c] = |x_s - centroid c|^2 over the
+ * transposed centroids, and the first c with the least (ties go to the
+ * lowest c, as in pq_encode's argmin).  Variants follow the distance
+ * kernels' choice (ANNLAB_SIMD applies); the SIMD ones fuse the multiply and
+ * add, so a near-tie may go the other way.
+ */
+typedef void (*encode_one_fn)(const pq_codebook *cb, const float *x, uint8_t *code);
+
+static void encode_one_scalar(const pq_codebook *cb, const float *x, uint8_t *code)
 {
-    if (!cb->centroids_t)
-        return pq_encode(cb, x, 1, 1, code);
     float acc[PQ_KSUB];
     for (uint32_t s = 0; s < cb->m; s++) {
         uint32_t d0 = s * cb->dsub;
@@ -373,6 +381,134 @@ int pq_encode_one(const pq_codebook *cb, const float *x, uint8_t *code)
                 best = c;
         code[s] = (uint8_t)best;
     }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* 256 centroids in 16 registers of 16 */
+__attribute__((target("avx512f"))) static void encode_one_avx512(const pq_codebook *cb,
+                                                                 const float *x, uint8_t *code)
+{
+    for (uint32_t s = 0; s < cb->m; s++) {
+        uint32_t d0 = s * cb->dsub;
+        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
+        __m512 acc[PQ_KSUB / 16];
+        for (int j = 0; j < PQ_KSUB / 16; j++)
+            acc[j] = _mm512_setzero_ps();
+        for (uint32_t d = 0; d < cb->dsub; d++) {
+            const __m512 xv = _mm512_set1_ps(d < w ? x[d0 + d] : 0.0f);
+            const float *row = ct + (size_t)d * PQ_KSUB;
+            for (int j = 0; j < PQ_KSUB / 16; j++) {
+                __m512 t = _mm512_sub_ps(xv, _mm512_loadu_ps(row + 16 * j));
+                acc[j] = _mm512_fmadd_ps(t, t, acc[j]);
+            }
+        }
+        /* per lane the first least (strict <, c rising), then across lanes */
+        __m512 vb = acc[0];
+        __m512i vi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        __m512i idx = vi;
+        const __m512i step = _mm512_set1_epi32(16);
+        for (int j = 1; j < PQ_KSUB / 16; j++) {
+            idx = _mm512_add_epi32(idx, step);
+            __mmask16 lt = _mm512_cmp_ps_mask(acc[j], vb, _CMP_LT_OQ);
+            vb = _mm512_mask_mov_ps(vb, lt, acc[j]);
+            vi = _mm512_mask_mov_epi32(vi, lt, idx);
+        }
+        float lanes[16];
+        uint32_t ids[16];
+        _mm512_storeu_ps(lanes, vb);
+        _mm512_storeu_si512(ids, vi);
+        float b = lanes[0];
+        uint32_t bi = ids[0];
+        for (int l = 1; l < 16; l++)
+            if (lanes[l] < b || (lanes[l] == b && ids[l] < bi)) {
+                b = lanes[l];
+                bi = ids[l];
+            }
+        code[s] = (uint8_t)bi;
+    }
+}
+
+/* 256 centroids as four quarters of 64, in 8 registers of 8 each */
+__attribute__((target("avx2,fma"))) static void encode_one_avx2(const pq_codebook *cb,
+                                                                const float *x, uint8_t *code)
+{
+    for (uint32_t s = 0; s < cb->m; s++) {
+        uint32_t d0 = s * cb->dsub;
+        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
+        float b = 0.0f;
+        uint32_t bi = 0;
+        for (uint32_t q = 0; q < PQ_KSUB; q += 64) {
+            __m256 acc[8];
+            for (int j = 0; j < 8; j++)
+                acc[j] = _mm256_setzero_ps();
+            for (uint32_t d = 0; d < cb->dsub; d++) {
+                const __m256 xv = _mm256_set1_ps(d < w ? x[d0 + d] : 0.0f);
+                const float *row = ct + (size_t)d * PQ_KSUB + q;
+                for (int j = 0; j < 8; j++) {
+                    __m256 t = _mm256_sub_ps(xv, _mm256_loadu_ps(row + 8 * j));
+                    acc[j] = _mm256_fmadd_ps(t, t, acc[j]);
+                }
+            }
+            float v[64];
+            for (int j = 0; j < 8; j++)
+                _mm256_storeu_ps(v + 8 * j, acc[j]);
+            for (uint32_t c = 0; c < 64; c++)
+                if ((q == 0 && c == 0) || v[c] < b) {
+                    b = v[c];
+                    bi = q + c;
+                }
+        }
+        code[s] = (uint8_t)bi;
+    }
+}
+#endif
+
+static encode_one_fn encode_one_active = encode_one_scalar;
+static pthread_once_t encode_one_once = PTHREAD_ONCE_INIT;
+
+static void encode_one_choose(void)
+{
+#if defined(__x86_64__)
+    const char *name = ann_dist_active()->name;
+    if (!strcmp(name, "avx512"))
+        encode_one_active = encode_one_avx512;
+    else if (!strcmp(name, "avx2"))
+        encode_one_active = encode_one_avx2;
+#endif
+}
+
+int pq_encode_one(const pq_codebook *cb, const float *x, uint8_t *code)
+{
+    if (!cb->centroids_t)
+        return pq_encode(cb, x, 1, 1, code);
+    pthread_once(&encode_one_once, encode_one_choose);
+    encode_one_active(cb, x, code);
+    return 0;
+}
+
+int pq_encode_one_variant(const char *variant, const pq_codebook *cb, const float *x,
+                          uint8_t *code)
+{
+    encode_one_fn fn = NULL;
+    if (!strcmp(variant, "scalar"))
+        fn = encode_one_scalar;
+#if defined(__x86_64__)
+    else if (!strcmp(variant, "avx2") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma"))
+        fn = encode_one_avx2;
+    else if (!strcmp(variant, "avx512") && __builtin_cpu_supports("avx512f"))
+        fn = encode_one_avx512;
+#endif
+    if (!fn)
+        return ann_fail(ANN_EUNSUPPORTED, "pq encode: kernel variant %s unknown or unsupported "
+                        "here", variant);
+    if (!cb->centroids_t)
+        return ann_fail(ANN_EPARAM, "pq encode: the codebook has no transposed centroids");
+    fn(cb, x, code);
     return 0;
 }
 
