@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -1087,6 +1088,93 @@ static void test_index_lock_and_dead_temporaries(void **state)
  * again by --resume; a cell that dies without a word is "error" with a
  * message saying so, left by --resume and run again by --retry-failed.
  */
+/*
+ * Every engine's build on a full disk (an index root on a 4 MiB tmpfs, an
+ * index of 8-15 MB): a "transient" build naming the file and "No space left
+ * on device" (so --resume retries it), and nothing of the index left but
+ * its lock file: no staging directory, no index that could pass for built.
+ * Skipped where mounting a tmpfs is not allowed.
+ */
+static void test_full_disk_builds(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    char bundle[4400], cfg_path[4400], out[4400], mnt[4400], cmd[4600];
+    snprintf(mnt, sizeof mnt, "%s/small-fs", f->dir);
+    assert_int_equal(mkdir(mnt, 0755), 0);
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=4m annlab-test %s 2>/dev/null", mnt);
+    if (system(cmd) != 0) {
+        rmdir(mnt);
+        print_message("mounting a tmpfs is not allowed here: skipped\n");
+        skip();
+    }
+    snprintf(bundle, sizeof bundle, "%s/bundle-full", f->dir);
+    assert_int_equal(hf_bundle(bundle, 30000, 64, 20, 0, 10, 13), 0);
+    snprintf(cfg_path, sizeof cfg_path, "%s/full.json", f->dir);
+    snprintf(out, sizeof out, "%s/out-full", f->dir);
+    char root[4500];
+    snprintf(root, sizeof root, "%s/index", mnt);
+    json_t *cfg = json_pack(
+        "{s:s, s:{s:s}, s:i, s:[{s:s}, {s:s, s:{s:i, s:i}}, {s:s, s:{s:i, s:i}},"
+        " {s:s, s:{s:i, s:i}}, {s:s, s:{s:i}}, {s:s, s:{s:i, s:i}}, {s:s, s:{s:i}},"
+        " {s:s, s:{s:i}}, {s:s, s:{s:i, s:i}}], s:[i], s:[s], s:b, s:i, s:i, s:f, s:s}",
+        "name", "full", "dataset", "path", bundle, "k", 10, "engines",
+        "engine", "flat",
+        "engine", "diskann-sector", "build", "R", 16, "L_build", 32,
+        "engine", "diskann-record", "build", "R", 16, "L_build", 32,
+        "engine", "diskann-resident", "build", "R", 16, "L_build", 32,
+        "engine", "hnsw-record", "build", "M", 8,
+        "engine", "ivfpq-record", "build", "nlist", 64, "pq_bytes", 8,
+        "engine", "ref-hnswlib", "build", "M", 8,
+        "engine", "ref-faiss-hnsw", "build", "M", 8,
+        "engine", "ref-faiss-ivfpq", "build", "nlist", 64, "pq_bytes", 8,
+        "threads", 1, "modes", "warm", "drop_caches", 0, "queries", 20, "warmup_queries", 0,
+        "qps_min_seconds", 0.01, "index_root", root);
+    assert_non_null(cfg);
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    free(log);
+    assert_int_equal(rc, 0);
+    json_t *cells = load_cells(out);
+    size_t i;
+    json_t *c;
+    int n = 0;
+    json_array_foreach(cells, i, c) {
+        const char *st = json_string_value(json_object_get(c, "status"));
+        const char *why = json_string_value(json_object_get(c, "reason"));
+        if (!st || strcmp(st, "transient") || !why || !strstr(why, "No space left on device") ||
+            !strstr(why, root))
+            fail_msg("%s: %s: %s", json_string_value(json_object_get(c, "engine")), st,
+                     why ? why : "(no reason)");
+        n++;
+    }
+    assert_int_equal(n, 9);
+    json_decref(cells);
+    /* per engine folder, only the build's lock file */
+    static const char *engines[] = { "flat", "diskann-sector", "diskann-record",
+                                     "diskann-resident", "hnsw-record", "ivfpq-record",
+                                     "ref-hnswlib", "ref-faiss-hnsw", "ref-faiss-ivfpq" };
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+        char dir[4700];
+        snprintf(dir, sizeof dir, "%s/%s", root, engines[e]);
+        DIR *d = opendir(dir);
+        assert_non_null(d);
+        for (struct dirent *de; (de = readdir(d));) {
+            size_t len = strlen(de->d_name);
+            if (de->d_name[0] == '.' || (len > 5 && !strcmp(de->d_name + len - 5, ".lock")))
+                continue;
+            fail_msg("%s/%s left after a failed build", dir, de->d_name);
+        }
+        closedir(d);
+    }
+    snprintf(cmd, sizeof cmd, "umount %s", mnt);
+    assert_int_equal(system(cmd), 0);
+    rmdir(mnt);
+}
+
 static void test_failure_classes_and_retries(void **state)
 {
     fx *f = *state;
@@ -1611,6 +1699,7 @@ int main(void)
         cmocka_unit_test(test_run_dir_locked),
         cmocka_unit_test(test_index_lock_and_dead_temporaries),
         cmocka_unit_test(test_failure_classes_and_retries),
+        cmocka_unit_test(test_full_disk_builds),
         cmocka_unit_test(test_build_json_and_bundle_checked),
         cmocka_unit_test(test_capped_cell_oom),
         cmocka_unit_test(test_time_bounded_cell),

@@ -6,7 +6,8 @@
  * of a C++ shim runs its body through ann_cxx_guard, so no exception crosses
  * into C: std::bad_alloc becomes -ENOMEM, any other exception the code the
  * caller names (ANN_ECORRUPT while loading a file, ANN_EINTERNAL otherwise),
- * with the exception's text in the detail message.  C++ only.
+ * or -ENOSPC when its text says the disk is full, with the exception's text
+ * in the detail message.  C++ only.
  */
 #ifndef ANNLAB_CORE_CXX_SHIM_HH
 #define ANNLAB_CORE_CXX_SHIM_HH
@@ -17,6 +18,7 @@ extern "C" {
 }
 
 #include <cerrno>
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -29,7 +31,10 @@ template <class F> static inline int ann_cxx_guard(int exc_code, const char *wha
     } catch (const std::bad_alloc &) {
         return ann_fail(-ENOMEM, "%s: out of memory", what);
     } catch (const std::exception &e) {
-        return ann_fail(exc_code, "%s: %s", what, e.what());
+        /* a library that says the disk is full only in its message (FAISS's
+         * index writer): ENOSPC, which `annlab run` retries on --resume */
+        int code = std::strstr(e.what(), "No space left on device") ? -ENOSPC : exc_code;
+        return ann_fail(code, "%s: %s", what, e.what());
     } catch (...) {
         return ann_fail(exc_code, "%s: unknown C++ exception", what);
     }

@@ -28,8 +28,11 @@ int ann_idxmeta_write(const char *dir, const char *file, const char *format, int
         rc = ann_fail(-ENOMEM, "%s: cannot assemble", path);
         goto out;
     }
+    errno = 0;
     if (json_dump_file(obj, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {
-        rc = ann_fail(-EIO, "%s: cannot write", tmp);
+        /* jansson's fopen/fwrite/fclose leave errno (a full disk: ENOSPC) */
+        rc = errno ? ann_fail_errno("%s: cannot write", tmp)
+                   : ann_fail(-EIO, "%s: cannot write", tmp);
         goto out;
     }
     fd = open(tmp, O_RDONLY | O_CLOEXEC);

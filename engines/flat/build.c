@@ -56,8 +56,12 @@ int flat_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
                      (json_int_t)src->n, "dim", (int)src->dim, "block_rows", FLAT_COPY_ROWS,
                      "block_checksums", sums);
     snprintf(path, sizeof path, "%s/%s", dir, FLAT_META_FILE);
-    if (!meta || json_dump_file(meta, path, JSON_INDENT(2)) != 0)
-        rc = ann_fail(-EIO, "%s: cannot write", path);
+    errno = 0;
+    if (!meta)
+        rc = ann_fail(-ENOMEM, "%s: cannot assemble", path);
+    else if (json_dump_file(meta, path, JSON_INDENT(2)) != 0)
+        rc = errno ? ann_fail_errno("%s: cannot write", path) /* ENOSPC stays ENOSPC */
+                   : ann_fail(-EIO, "%s: cannot write", path);
 out:
     if (writer_open)
         ann_vecwriter_abort(&w);
