@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void test_f16_conversion(void **state)
 {
@@ -74,11 +75,55 @@ static void test_f16_kernels_match_scalar(void **state)
     free(hb);
 }
 
+/* The mixed kernels (a widened once, b half) give the half kernels' value
+ * bit for bit, in every variant: the build's graph does not change when
+ * its searches and RobustPrune widen a row once and use them. */
+static void test_f16_mixed_kernels_exact(void **state)
+{
+    (void)state;
+    const char *names[] = { "scalar", "avx2", "avx512" };
+    uint64_t s = 9;
+    float *a = malloc(1100 * sizeof *a), *b = malloc(1100 * sizeof *b);
+    float *wide = malloc(1100 * sizeof *wide);
+    ann_f16 *ha = malloc(1100 * sizeof *ha), *hb = malloc(1100 * sizeof *hb);
+    int tested = 0;
+    for (int v = 0; v < 3; v++) {
+        const ann_f16_kernels *k = ann_f16_variant(names[v]);
+        if (!k)
+            continue;
+        tested++;
+        for (uint32_t dim = 1; dim <= 1100; dim = dim < 130 ? dim + 1 : dim + 319) {
+            for (uint32_t i = 0; i < dim; i++) {
+                a[i] = tu_gauss(&s);
+                b[i] = tu_gauss(&s);
+            }
+            assert_int_equal(ann_f16_from_f32(a, dim, ha), 0);
+            assert_int_equal(ann_f16_from_f32(b, dim, hb), 0);
+            k->widen(ha, dim, wide);
+            for (uint32_t i = 0; i < dim; i++)
+                assert_true(wide[i] == ann_f16_to_f32(ha[i]));
+            float l = k->l2sq(ha, hb, dim), lm = k->l2sq_mixed(wide, hb, dim);
+            float ip = k->ip(ha, hb, dim), ipm = k->ip_mixed(wide, hb, dim);
+            if (memcmp(&l, &lm, sizeof l) || memcmp(&ip, &ipm, sizeof ip))
+                fail_msg("%s, dim %u: l2sq %.9g mixed %.9g, ip %.9g mixed %.9g", names[v], dim,
+                         (double)l, (double)lm, (double)ip, (double)ipm);
+        }
+    }
+    assert_true(tested >= 1);
+    print_message("f16 mixed kernels checked bit for bit in %d variants\n", tested);
+    free(a);
+    free(b);
+    free(wide);
+    free(ha);
+    free(hb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16_conversion),
         cmocka_unit_test(test_f16_kernels_match_scalar),
+        cmocka_unit_test(test_f16_mixed_kernels_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

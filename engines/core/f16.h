@@ -31,11 +31,25 @@ float ann_f16_to_f32(ann_f16 h);
 
 typedef float (*ann_f16_dist_fn)(const ann_f16 *a, const ann_f16 *b, size_t dim);
 
+/* a in float32, b in half: for a row compared with many (a search's query,
+ * the candidate RobustPrune compares with the rest), widened once with
+ * ann_f16_widen.  The same value, bit for bit, as the half kernel on the
+ * half row a came from (widening is exact and the order of operations is
+ * the same), without widening a at every call. */
+typedef float (*ann_f16_mixed_fn)(const float *a, const ann_f16 *b, size_t dim);
+
 typedef struct ann_f16_kernels {
     const char *name;     /* "scalar", "avx2", "avx512" */
     ann_f16_dist_fn l2sq; /* sum (a_i - b_i)^2 */
     ann_f16_dist_fn ip;   /* sum a_i * b_i */
+    ann_f16_mixed_fn l2sq_mixed; /* the same with a widened */
+    ann_f16_mixed_fn ip_mixed;
+    void (*widen)(const ann_f16 *a, size_t count, float *out); /* ann_f16_widen */
 } ann_f16_kernels;
+
+/* out[i] = a[i] as float (exact), count values: the scalar conversion (the
+ * kernels' widen field converts 16 or 8 at a time). */
+void ann_f16_widen(const ann_f16 *a, size_t count, float *out);
 
 /* The kernels in use (never NULL; thread-safe). */
 const ann_f16_kernels *ann_f16_active(void);
@@ -46,5 +60,7 @@ const ann_f16_kernels *ann_f16_variant(const char *name);
 /* The scalar reference kernels. */
 float ann_f16_l2sq_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim);
 float ann_f16_ip_scalar(const ann_f16 *a, const ann_f16 *b, size_t dim);
+float ann_f16_l2sq_mixed_scalar(const float *a, const ann_f16 *b, size_t dim);
+float ann_f16_ip_mixed_scalar(const float *a, const ann_f16 *b, size_t dim);
 
 #endif

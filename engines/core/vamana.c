@@ -136,6 +136,8 @@ typedef struct vm_data {
     ann_metric metric;
     ann_dist_fn l2sq, ip;
     ann_f16_dist_fn hl2sq, hip;
+    ann_f16_mixed_fn ml2sq, mip; /* a widened half row against half rows */
+    void (*widen)(const ann_f16 *a, size_t count, float *out);
     uint32_t lines; /* cache lines of one row (prefetch) */
 } vm_data;
 
@@ -145,8 +147,8 @@ static void vm_data_init(vm_data *d, const float *x, const ann_f16 *h, uint32_t 
     const ann_dist_kernels *k = ann_dist_active();
     const ann_f16_kernels *hk = ann_f16_active();
     size_t row_bytes = (size_t)dim * (h ? sizeof(ann_f16) : sizeof(float));
-    *d = (vm_data){ x, h, dim, metric, k->l2sq, k->ip, hk->l2sq, hk->ip,
-                    (uint32_t)((row_bytes + 63) / 64) };
+    *d = (vm_data){ x, h, dim, metric, k->l2sq, k->ip, hk->l2sq, hk->ip, hk->l2sq_mixed,
+                    hk->ip_mixed, hk->widen, (uint32_t)((row_bytes + 63) / 64) };
 }
 
 static inline const float *vm_vec(const vm_data *d, uint32_t id)
@@ -169,19 +171,27 @@ static inline float vm_l2(const vm_data *d, uint32_t a, uint32_t b)
     return d->l2sq(vm_vec(d, a), vm_vec(d, b), d->dim);
 }
 
+/* Squared L2 from a widened half row (ann_f16_widen) to row b: vm_l2's
+ * value, bit for bit. */
+static inline float vm_l2_wide(const vm_data *d, const float *a_wide, uint32_t b)
+{
+    return d->ml2sq(a_wide, d->h + (size_t)b * d->dim, d->dim);
+}
+
 /* The distance searches rank by, as distance.h defines it; q is a row of
- * the data's kind (a float32 query for searches). */
+ * the data's kind (a float32 query for searches), or with half rows, that
+ * row widened to float32 (vm_greedy does it once per search). */
 static inline float vm_dist(const vm_data *d, const void *q, uint32_t id)
 {
     if (d->h) {
         const ann_f16 *v = d->h + (size_t)id * d->dim;
         switch (d->metric) {
         case ANN_METRIC_IP:
-            return -d->hip(q, v, d->dim);
+            return -d->mip(q, v, d->dim);
         case ANN_METRIC_COSINE:
-            return 1.0f - d->hip(q, v, d->dim);
+            return 1.0f - d->mip(q, v, d->dim);
         default:
-            return d->hl2sq(q, v, d->dim);
+            return d->ml2sq(q, v, d->dim);
         }
     }
     const float *v = vm_vec(d, id);
@@ -216,6 +226,7 @@ typedef struct vm_scratch {
     uint32_t pool_reserve; /* pool slots kept free by the search (stride + 1) */
     float *occl;       /* prune: occlusion factors (pool_cap + stride + 1) */
     uint32_t *result;  /* prune output (stride + 1) */
+    float *wide;       /* one half row widened (dim floats; half-row builds) */
     uint64_t dist_evals;
     uint64_t prune_evals; /* of which in RobustPrune (insertions and re-prunes) */
     uint64_t reprunes;    /* back-edge overflows re-pruned */
@@ -230,10 +241,12 @@ static void vm_scratch_fini(vm_scratch *s)
     free(s->pool);
     free(s->occl);
     free(s->result);
+    free(s->wide);
     memset(s, 0, sizeof *s);
 }
 
-static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t stride, int for_build)
+static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t stride, uint32_t dim,
+                           int for_build)
 {
     memset(s, 0, sizeof *s);
     int rc = ann_candlist_create(&s->cl, L);
@@ -241,6 +254,7 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
         rc = ann_visited_init(&s->vis, n);
     s->nbuf = malloc(((size_t)stride + 1) * sizeof *s->nbuf);
     s->unvisited = malloc(((size_t)stride + 1) * sizeof *s->unvisited);
+    s->wide = malloc(((size_t)dim + 1) * sizeof *s->wide);
     if (for_build) {
         s->pool_reserve = stride + 1;
         s->pool_cap = (4 * L > VAMANA_MAX_POOL ? 4 * L : VAMANA_MAX_POOL) + s->pool_reserve;
@@ -248,7 +262,8 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
         s->occl = malloc((size_t)s->pool_cap * sizeof *s->occl);
         s->result = malloc(((size_t)stride + 1) * sizeof *s->result);
     }
-    if (rc || !s->nbuf || !s->unvisited || (for_build && (!s->pool || !s->occl || !s->result))) {
+    if (rc || !s->nbuf || !s->unvisited || !s->wide ||
+        (for_build && (!s->pool || !s->occl || !s->result))) {
         vm_scratch_fini(s);
         return ann_fail(-ENOMEM, "vamana: no memory for search scratch (n %llu, L %u)",
                         (unsigned long long)n, L);
@@ -265,6 +280,10 @@ static uint32_t vm_greedy(const vamana_graph *g, const vm_data *d, pthread_mutex
                           const void *q, uint32_t L, vm_scratch *s, int record_pool)
 {
     uint32_t hops = 0;
+    if (d->h) { /* widened once, not at every distance */
+        d->widen(q, d->dim, s->wide);
+        q = s->wide;
+    }
     ann_candlist_reset_cap(&s->cl, L);
     ann_visited_reset(&s->vis);
     s->pool_n = 0;
@@ -329,7 +348,7 @@ static int cand_cmp(const void *a, const void *b)
  * neighbours of p into out; returns the count.  Sorts and dedupes pool.
  */
 static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t np, float alpha,
-                         uint32_t R, float *occl, uint32_t *out, uint64_t *evals)
+                         uint32_t R, float *occl, float *wide, uint32_t *out, uint64_t *evals)
 {
     qsort(pool, np, sizeof *pool, cand_cmp);
     uint32_t m = 0;
@@ -351,6 +370,10 @@ static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t 
                 continue;
             occl[i] = INFINITY; /* selected */
             out[nout++] = pool[i].id;
+            /* half rows: the selected one widened once for the rest */
+            int widened = d->h && wide && i + 1 < m;
+            if (widened)
+                d->widen(d->h + (size_t)pool[i].id * d->dim, d->dim, wide);
             uint32_t ahead = i + 1;
             for (uint32_t t = i + 1; t < m; t++) {
                 if (occl[t] > alpha)
@@ -363,7 +386,8 @@ static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t 
                         vm_prefetch(d, pool[ahead].id);
                         got = 1;
                     }
-                float djk = vm_l2(d, pool[i].id, pool[t].id);
+                float djk = widened ? vm_l2_wide(d, wide, pool[t].id)
+                                    : vm_l2(d, pool[i].id, pool[t].id);
                 (*evals)++;
                 float f = djk == 0.0f ? INFINITY : pool[t].dist / djk;
                 if (f > occl[t])
@@ -409,7 +433,7 @@ int vamana_prune_rows(const float *rows, uint32_t dim, const float *dist, uint32
     for (uint32_t i = 0; i < np; i++)
         pool[i] = (ann_cand){ dist[i], i, 0 };
     uint64_t evals = 0;
-    uint32_t cnt = vm_prune(&d, VAMANA_NO_ID, pool, np, alpha, R, occl, out, &evals);
+    uint32_t cnt = vm_prune(&d, VAMANA_NO_ID, pool, np, alpha, R, occl, NULL, out, &evals);
     free(pool);
     free(occl);
     return (int)cnt;
@@ -463,7 +487,7 @@ static void vm_reprune(vm_build *b, vm_scratch *s, uint32_t j, uint32_t extra)
     s->dist_evals += deg;
     s->reprunes++;
     uint64_t before = s->dist_evals;
-    uint32_t cnt = vm_prune(&b->d, j, s->pool, deg, b->alpha, g->R, s->occl, s->result,
+    uint32_t cnt = vm_prune(&b->d, j, s->pool, deg, b->alpha, g->R, s->occl, s->wide, s->result,
                             &s->dist_evals);
     s->prune_evals += s->dist_evals - before + deg;
     vm_set_list(b, j, s->result, cnt);
@@ -490,7 +514,7 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     if (b->d.metric == ANN_METRIC_IP)
         vm_pool_l2(&b->d, p, s->pool, s->pool_n, &s->dist_evals);
     uint64_t before = s->dist_evals;
-    uint32_t cnt = vm_prune(&b->d, p, s->pool, np, b->alpha, g->R, s->occl, s->result,
+    uint32_t cnt = vm_prune(&b->d, p, s->pool, np, b->alpha, g->R, s->occl, s->wide, s->result,
                             &s->dist_evals);
     s->prune_evals += s->dist_evals - before;
     vm_set_list(b, p, s->result, cnt);
@@ -759,7 +783,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     for (uint32_t i = 0; i < VAMANA_STRIPES; i++)
         pthread_mutex_init(&locks[i], NULL);
     for (; nscratch < threads; nscratch++) {
-        rc = vm_scratch_init(&scratch[nscratch], n, p->L_build, stride, 1);
+        rc = vm_scratch_init(&scratch[nscratch], n, p->L_build, stride, dim, 1);
         if (rc)
             goto out;
     }
@@ -973,7 +997,7 @@ int vamana_searcher_create(const vamana_graph *g, const float *vectors, uint32_t
     s->g = g;
     s->L_max = L_max;
     vm_data_init(&s->d, vectors, NULL, dim, metric);
-    int rc = vm_scratch_init(&s->s, g->n, L_max, g->stride, 0);
+    int rc = vm_scratch_init(&s->s, g->n, L_max, g->stride, s->d.dim, 0);
     if (rc) {
         free(s);
         return rc;
