@@ -482,8 +482,14 @@ static void vm_reprune(vm_build *b, vm_scratch *s, uint32_t j, uint32_t extra)
     pthread_mutex_unlock(lk);
     if (extra != VAMANA_NO_ID)
         s->nbuf[deg++] = extra;
-    for (uint32_t i = 0; i < deg; i++)
-        s->pool[i] = (ann_cand){ vm_l2(&b->d, j, s->nbuf[i]), s->nbuf[i], 0 };
+    if (b->d.h) {
+        b->d.widen(b->d.h + (size_t)j * b->d.dim, b->d.dim, s->wide);
+        for (uint32_t i = 0; i < deg; i++)
+            s->pool[i] = (ann_cand){ vm_l2_wide(&b->d, s->wide, s->nbuf[i]), s->nbuf[i], 0 };
+    } else {
+        for (uint32_t i = 0; i < deg; i++)
+            s->pool[i] = (ann_cand){ vm_l2(&b->d, j, s->nbuf[i]), s->nbuf[i], 0 };
+    }
     s->dist_evals += deg;
     s->reprunes++;
     uint64_t before = s->dist_evals;
@@ -507,8 +513,10 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     memcpy(s->nbuf, g->adj + (size_t)p * g->stride, deg * sizeof *s->nbuf);
     pthread_mutex_unlock(lk);
     uint32_t np = s->pool_n;
+    /* with half rows, the search left p widened in s->wide */
     for (uint32_t i = 0; i < deg && np < s->pool_cap; i++) {
-        s->pool[np++] = (ann_cand){ vm_l2(&b->d, p, s->nbuf[i]), s->nbuf[i], 0 };
+        float dist = b->d.h ? vm_l2_wide(&b->d, s->wide, s->nbuf[i]) : vm_l2(&b->d, p, s->nbuf[i]);
+        s->pool[np++] = (ann_cand){ dist, s->nbuf[i], 0 };
         s->dist_evals++;
     }
     if (b->d.metric == ANN_METRIC_IP)
