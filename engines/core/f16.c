@@ -154,50 +154,96 @@ float ann_f16_ip_mixed_scalar(const float *a, const ann_f16 *b, size_t dim)
 
 #if defined(__x86_64__)
 #define LOAD512(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define LOAD256(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+
+/*
+ * The kernel bodies, once per width: LOADA widens a's 16 (8) values or loads
+ * them as float32 (the mixed kernels), so a kernel and its mixed twin do the
+ * same operations in the same order; TAIL is the matching scalar kernel.
+ */
+#define F16_L2SQ_512(LOADA, TAIL)                                                              \
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();                                 \
+    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();                                 \
+    size_t i = 0;                                                                              \
+    for (; i + 64 <= dim; i += 64) {                                                           \
+        __m512 d0 = _mm512_sub_ps(LOADA(a + i), LOAD512(b + i));                               \
+        __m512 d1 = _mm512_sub_ps(LOADA(a + i + 16), LOAD512(b + i + 16));                     \
+        __m512 d2 = _mm512_sub_ps(LOADA(a + i + 32), LOAD512(b + i + 32));                     \
+        __m512 d3 = _mm512_sub_ps(LOADA(a + i + 48), LOAD512(b + i + 48));                     \
+        s0 = _mm512_fmadd_ps(d0, d0, s0);                                                      \
+        s1 = _mm512_fmadd_ps(d1, d1, s1);                                                      \
+        s2 = _mm512_fmadd_ps(d2, d2, s2);                                                      \
+        s3 = _mm512_fmadd_ps(d3, d3, s3);                                                      \
+    }                                                                                          \
+    for (; i + 16 <= dim; i += 16) {                                                           \
+        __m512 d = _mm512_sub_ps(LOADA(a + i), LOAD512(b + i));                                \
+        s0 = _mm512_fmadd_ps(d, d, s0);                                                        \
+    }                                                                                          \
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3))); \
+    return s + TAIL(a + i, b + i, dim - i)
+
+#define F16_IP_512(LOADA, TAIL)                                                                \
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();                                 \
+    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();                                 \
+    size_t i = 0;                                                                              \
+    for (; i + 64 <= dim; i += 64) {                                                           \
+        s0 = _mm512_fmadd_ps(LOADA(a + i), LOAD512(b + i), s0);                                \
+        s1 = _mm512_fmadd_ps(LOADA(a + i + 16), LOAD512(b + i + 16), s1);                      \
+        s2 = _mm512_fmadd_ps(LOADA(a + i + 32), LOAD512(b + i + 32), s2);                      \
+        s3 = _mm512_fmadd_ps(LOADA(a + i + 48), LOAD512(b + i + 48), s3);                      \
+    }                                                                                          \
+    for (; i + 16 <= dim; i += 16)                                                             \
+        s0 = _mm512_fmadd_ps(LOADA(a + i), LOAD512(b + i), s0);                                \
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3))); \
+    return s + TAIL(a + i, b + i, dim - i)
+
+#define F16_L2SQ_256(LOADA, TAIL)                                                              \
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                                 \
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();                                 \
+    size_t i = 0;                                                                              \
+    for (; i + 32 <= dim; i += 32) {                                                           \
+        __m256 d0 = _mm256_sub_ps(LOADA(a + i), LOAD256(b + i));                               \
+        __m256 d1 = _mm256_sub_ps(LOADA(a + i + 8), LOAD256(b + i + 8));                       \
+        __m256 d2 = _mm256_sub_ps(LOADA(a + i + 16), LOAD256(b + i + 16));                     \
+        __m256 d3 = _mm256_sub_ps(LOADA(a + i + 24), LOAD256(b + i + 24));                     \
+        s0 = _mm256_fmadd_ps(d0, d0, s0);                                                      \
+        s1 = _mm256_fmadd_ps(d1, d1, s1);                                                      \
+        s2 = _mm256_fmadd_ps(d2, d2, s2);                                                      \
+        s3 = _mm256_fmadd_ps(d3, d3, s3);                                                      \
+    }                                                                                          \
+    for (; i + 8 <= dim; i += 8) {                                                             \
+        __m256 d = _mm256_sub_ps(LOADA(a + i), LOAD256(b + i));                                \
+        s0 = _mm256_fmadd_ps(d, d, s0);                                                        \
+    }                                                                                          \
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));           \
+    return s + TAIL(a + i, b + i, dim - i)
+
+#define F16_IP_256(LOADA, TAIL)                                                                \
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();                                 \
+    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();                                 \
+    size_t i = 0;                                                                              \
+    for (; i + 32 <= dim; i += 32) {                                                           \
+        s0 = _mm256_fmadd_ps(LOADA(a + i), LOAD256(b + i), s0);                                \
+        s1 = _mm256_fmadd_ps(LOADA(a + i + 8), LOAD256(b + i + 8), s1);                        \
+        s2 = _mm256_fmadd_ps(LOADA(a + i + 16), LOAD256(b + i + 16), s2);                      \
+        s3 = _mm256_fmadd_ps(LOADA(a + i + 24), LOAD256(b + i + 24), s3);                      \
+    }                                                                                          \
+    for (; i + 8 <= dim; i += 8)                                                               \
+        s0 = _mm256_fmadd_ps(LOADA(a + i), LOAD256(b + i), s0);                                \
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));           \
+    return s + TAIL(a + i, b + i, dim - i)
 
 __attribute__((target("avx512f"))) static float l2sq_avx512(const ann_f16 *a, const ann_f16 *b,
                                                             size_t dim)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 64 <= dim; i += 64) {
-        __m512 d0 = _mm512_sub_ps(LOAD512(a + i), LOAD512(b + i));
-        __m512 d1 = _mm512_sub_ps(LOAD512(a + i + 16), LOAD512(b + i + 16));
-        __m512 d2 = _mm512_sub_ps(LOAD512(a + i + 32), LOAD512(b + i + 32));
-        __m512 d3 = _mm512_sub_ps(LOAD512(a + i + 48), LOAD512(b + i + 48));
-        s0 = _mm512_fmadd_ps(d0, d0, s0);
-        s1 = _mm512_fmadd_ps(d1, d1, s1);
-        s2 = _mm512_fmadd_ps(d2, d2, s2);
-        s3 = _mm512_fmadd_ps(d3, d3, s3);
-    }
-    for (; i + 16 <= dim; i += 16) {
-        __m512 d = _mm512_sub_ps(LOAD512(a + i), LOAD512(b + i));
-        s0 = _mm512_fmadd_ps(d, d, s0);
-    }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    return s + ann_f16_l2sq_scalar(a + i, b + i, dim - i);
+    F16_L2SQ_512(LOAD512, ann_f16_l2sq_scalar);
 }
 
 __attribute__((target("avx512f"))) static float ip_avx512(const ann_f16 *a, const ann_f16 *b,
                                                           size_t dim)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 64 <= dim; i += 64) {
-        s0 = _mm512_fmadd_ps(LOAD512(a + i), LOAD512(b + i), s0);
-        s1 = _mm512_fmadd_ps(LOAD512(a + i + 16), LOAD512(b + i + 16), s1);
-        s2 = _mm512_fmadd_ps(LOAD512(a + i + 32), LOAD512(b + i + 32), s2);
-        s3 = _mm512_fmadd_ps(LOAD512(a + i + 48), LOAD512(b + i + 48), s3);
-    }
-    for (; i + 16 <= dim; i += 16)
-        s0 = _mm512_fmadd_ps(LOAD512(a + i), LOAD512(b + i), s0);
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    return s + ann_f16_ip_scalar(a + i, b + i, dim - i);
+    F16_IP_512(LOAD512, ann_f16_ip_scalar);
 }
-
-#define LOAD256(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 
 __attribute__((target("avx2,fma,f16c"))) static float hsum256(__m256 v)
 {
@@ -211,43 +257,13 @@ __attribute__((target("avx2,fma,f16c"))) static float hsum256(__m256 v)
 __attribute__((target("avx2,fma,f16c"))) static float l2sq_avx2(const ann_f16 *a,
                                                                 const ann_f16 *b, size_t dim)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-        __m256 d0 = _mm256_sub_ps(LOAD256(a + i), LOAD256(b + i));
-        __m256 d1 = _mm256_sub_ps(LOAD256(a + i + 8), LOAD256(b + i + 8));
-        __m256 d2 = _mm256_sub_ps(LOAD256(a + i + 16), LOAD256(b + i + 16));
-        __m256 d3 = _mm256_sub_ps(LOAD256(a + i + 24), LOAD256(b + i + 24));
-        s0 = _mm256_fmadd_ps(d0, d0, s0);
-        s1 = _mm256_fmadd_ps(d1, d1, s1);
-        s2 = _mm256_fmadd_ps(d2, d2, s2);
-        s3 = _mm256_fmadd_ps(d3, d3, s3);
-    }
-    for (; i + 8 <= dim; i += 8) {
-        __m256 d = _mm256_sub_ps(LOAD256(a + i), LOAD256(b + i));
-        s0 = _mm256_fmadd_ps(d, d, s0);
-    }
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return s + ann_f16_l2sq_scalar(a + i, b + i, dim - i);
+    F16_L2SQ_256(LOAD256, ann_f16_l2sq_scalar);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float ip_avx2(const ann_f16 *a, const ann_f16 *b,
                                                               size_t dim)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-        s0 = _mm256_fmadd_ps(LOAD256(a + i), LOAD256(b + i), s0);
-        s1 = _mm256_fmadd_ps(LOAD256(a + i + 8), LOAD256(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(LOAD256(a + i + 16), LOAD256(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(LOAD256(a + i + 24), LOAD256(b + i + 24), s3);
-    }
-    for (; i + 8 <= dim; i += 8)
-        s0 = _mm256_fmadd_ps(LOAD256(a + i), LOAD256(b + i), s0);
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return s + ann_f16_ip_scalar(a + i, b + i, dim - i);
+    F16_IP_256(LOAD256, ann_f16_ip_scalar);
 }
 
 __attribute__((target("avx512f"))) static void widen_avx512(const ann_f16 *a, size_t count,
@@ -268,90 +284,29 @@ __attribute__((target("avx2,f16c"))) static void widen_avx2(const ann_f16 *a, si
     ann_f16_widen(a + i, count - i, out + i);
 }
 
-/* The mixed kernels: the loops above with a's loads already float32. */
 __attribute__((target("avx512f"))) static float l2sq_mixed_avx512(const float *a,
                                                                   const ann_f16 *b, size_t dim)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 64 <= dim; i += 64) {
-        __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), LOAD512(b + i));
-        __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), LOAD512(b + i + 16));
-        __m512 d2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), LOAD512(b + i + 32));
-        __m512 d3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), LOAD512(b + i + 48));
-        s0 = _mm512_fmadd_ps(d0, d0, s0);
-        s1 = _mm512_fmadd_ps(d1, d1, s1);
-        s2 = _mm512_fmadd_ps(d2, d2, s2);
-        s3 = _mm512_fmadd_ps(d3, d3, s3);
-    }
-    for (; i + 16 <= dim; i += 16) {
-        __m512 d = _mm512_sub_ps(_mm512_loadu_ps(a + i), LOAD512(b + i));
-        s0 = _mm512_fmadd_ps(d, d, s0);
-    }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    return s + ann_f16_l2sq_mixed_scalar(a + i, b + i, dim - i);
+    F16_L2SQ_512(_mm512_loadu_ps, ann_f16_l2sq_mixed_scalar);
 }
 
 __attribute__((target("avx512f"))) static float ip_mixed_avx512(const float *a, const ann_f16 *b,
                                                                 size_t dim)
 {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-    size_t i = 0;
-    for (; i + 64 <= dim; i += 64) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), LOAD512(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), LOAD512(b + i + 16), s1);
-        s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), LOAD512(b + i + 32), s2);
-        s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), LOAD512(b + i + 48), s3);
-    }
-    for (; i + 16 <= dim; i += 16)
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), LOAD512(b + i), s0);
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-    return s + ann_f16_ip_mixed_scalar(a + i, b + i, dim - i);
+    F16_IP_512(_mm512_loadu_ps, ann_f16_ip_mixed_scalar);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float l2sq_mixed_avx2(const float *a,
                                                                       const ann_f16 *b,
                                                                       size_t dim)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-        __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), LOAD256(b + i));
-        __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 8), LOAD256(b + i + 8));
-        __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 16), LOAD256(b + i + 16));
-        __m256 d3 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 24), LOAD256(b + i + 24));
-        s0 = _mm256_fmadd_ps(d0, d0, s0);
-        s1 = _mm256_fmadd_ps(d1, d1, s1);
-        s2 = _mm256_fmadd_ps(d2, d2, s2);
-        s3 = _mm256_fmadd_ps(d3, d3, s3);
-    }
-    for (; i + 8 <= dim; i += 8) {
-        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(a + i), LOAD256(b + i));
-        s0 = _mm256_fmadd_ps(d, d, s0);
-    }
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return s + ann_f16_l2sq_mixed_scalar(a + i, b + i, dim - i);
+    F16_L2SQ_256(_mm256_loadu_ps, ann_f16_l2sq_mixed_scalar);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float ip_mixed_avx2(const float *a,
                                                                     const ann_f16 *b, size_t dim)
 {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    size_t i = 0;
-    for (; i + 32 <= dim; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), LOAD256(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), LOAD256(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), LOAD256(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), LOAD256(b + i + 24), s3);
-    }
-    for (; i + 8 <= dim; i += 8)
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), LOAD256(b + i), s0);
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return s + ann_f16_ip_mixed_scalar(a + i, b + i, dim - i);
+    F16_IP_256(_mm256_loadu_ps, ann_f16_ip_mixed_scalar);
 }
 
 static const ann_f16_kernels k_avx512 = { "avx512", l2sq_avx512, ip_avx512, l2sq_mixed_avx512,

@@ -349,6 +349,13 @@ int pq_encode(const pq_codebook *cb, const float *x, uint64_t n, int threads, ui
     return rc;
 }
 
+/* Coordinates of sub-quantizer s that the (unpadded) query has. */
+static inline uint32_t pq_sub_width(const pq_codebook *cb, uint32_t s)
+{
+    uint32_t d0 = s * cb->dsub;
+    return d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+}
+
 /*
  * pq_encode_one's sub-quantizer loop: acc[c] = |x_s - centroid c|^2 over the
  * transposed centroids, and the first c with the least (ties go to the
@@ -362,8 +369,7 @@ static void encode_one_scalar(const pq_codebook *cb, const float *x, uint8_t *co
 {
     float acc[PQ_KSUB];
     for (uint32_t s = 0; s < cb->m; s++) {
-        uint32_t d0 = s * cb->dsub;
-        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        uint32_t d0 = s * cb->dsub, w = pq_sub_width(cb, s);
         const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
         for (uint32_t c = 0; c < PQ_KSUB; c++)
             acc[c] = 0.0f;
@@ -391,8 +397,7 @@ __attribute__((target("avx512f"))) static void encode_one_avx512(const pq_codebo
                                                                  const float *x, uint8_t *code)
 {
     for (uint32_t s = 0; s < cb->m; s++) {
-        uint32_t d0 = s * cb->dsub;
-        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        uint32_t d0 = s * cb->dsub, w = pq_sub_width(cb, s);
         const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
         __m512 acc[PQ_KSUB / 16];
         for (int j = 0; j < PQ_KSUB / 16; j++)
@@ -436,8 +441,7 @@ __attribute__((target("avx2,fma"))) static void encode_one_avx2(const pq_codeboo
                                                                 const float *x, uint8_t *code)
 {
     for (uint32_t s = 0; s < cb->m; s++) {
-        uint32_t d0 = s * cb->dsub;
-        uint32_t w = d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
+        uint32_t d0 = s * cb->dsub, w = pq_sub_width(cb, s);
         const float *ct = cb->centroids_t + (size_t)s * cb->dsub * PQ_KSUB;
         float b = 0.0f;
         uint32_t bi = 0;
@@ -597,13 +601,6 @@ PQ_CLONES static void sub_table_ip(const float *restrict q, const float *restric
         for (uint32_t c = 0; c < PQ_KSUB; c++)
             t[c] -= qd * row[c];
     }
-}
-
-/* Coordinates of sub-quantizer s that the (unpadded) query has. */
-static inline uint32_t pq_sub_width(const pq_codebook *cb, uint32_t s)
-{
-    uint32_t d0 = s * cb->dsub;
-    return d0 >= cb->dim ? 0 : (cb->dim - d0 < cb->dsub ? cb->dim - d0 : cb->dsub);
 }
 
 void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
