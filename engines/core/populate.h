@@ -17,7 +17,11 @@
  * ranges); below that it is malloc.  Filling 134 MiB of fresh memory took
  * 0.34-0.36 s in 4 KiB pages and 0.011 s in huge pages (2026-12-04, three
  * runs each; once 0.21 s, the first run).  A merge's graph snapshot is
- * such a buffer.  Free it with free().
+ * such a buffer, and so are a Vamana build's half-precision rows,
+ * adjacency and degrees, read at random for minutes: there huge pages cut
+ * the page walks of a 1M x 768 build (1.5 GB of rows) and took its graph
+ * phase from 422-429 s to 357 s (bench_build, 2026-12-05).  Free it with
+ * free().
  */
 #ifndef ANNLAB_CORE_POPULATE_H
 #define ANNLAB_CORE_POPULATE_H
