@@ -460,6 +460,50 @@ static void test_sorted_batch(void **state)
     }
 }
 
+/*
+ * The children that write to a store run in a fresh image of this test
+ * (main's --child), not in a forked copy of this multi-threaded process:
+ * such a copy inherits RocksDB's thread-pool condition variables with the
+ * parent's waiters counted in them, and its first flush signal can wait for
+ * them forever (test_drec_live hung so in CI, 2026-12-05).  The pipe's
+ * write end is inherited across the exec.
+ */
+static void child_exec(const char *what, int case_index, const char *path, int wfd)
+{
+    char ca[16], fa[16];
+    snprintf(ca, sizeof ca, "%d", case_index);
+    snprintf(fa, sizeof fa, "%d", wfd);
+    execl("/proc/self/exe", "test_kv", "--child", what, ca, path, fa, (char *)NULL);
+    _exit(4);
+}
+
+/* test_ingest_crash's child: commits ingested batches until killed. */
+static void ingest_child(const kv_case *c, const char *path, int wfd)
+{
+    kv_options o = { .backend = c->backend, .profile = c->profile, .create = 1,
+                     .ingest_above_bytes = 1 };
+    kv_store *s = NULL;
+    if (kv_open(path, &o, &s))
+        _exit(3);
+    uint8_t key[KV_KEY_U32_BYTES], val[4096];
+    for (uint32_t b = 0;; b++) {
+        kv_txn *t = NULL;
+        if (kv_txn_begin(s, &t))
+            _exit(4);
+        memset(val, (int)(b & 0xff), sizeof val);
+        for (uint32_t i = 0; i < 64; i++) {
+            if (kv_txn_put(t, key, kv_key_u32(key, 3, b * 64 + i), val, sizeof val))
+                _exit(5);
+            if (b > 0 && kv_txn_delete(t, key, kv_key_u32(key, 3, (b - 1) * 64 + i)))
+                _exit(5);
+        }
+        if (kv_txn_commit(t))
+            _exit(6);
+        if (write(wfd, &b, sizeof b) != sizeof b)
+            _exit(7);
+    }
+}
+
 /* kill -9 while RocksDB ingests batches: a child commits batch after
  * batch, each ingested (ingest_above_bytes 1): batch b puts keys (3, b*64
  * .. b*64+63) with value b and deletes batch b-1's keys; it reports each
@@ -479,28 +523,7 @@ static void test_ingest_crash(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         close(fd[0]);
-        kv_options o = { .backend = c->backend, .profile = c->profile, .create = 1,
-                         .ingest_above_bytes = 1 };
-        kv_store *s = NULL;
-        if (kv_open(path, &o, &s))
-            _exit(3);
-        uint8_t key[KV_KEY_U32_BYTES], val[4096];
-        for (uint32_t b = 0;; b++) {
-            kv_txn *t = NULL;
-            if (kv_txn_begin(s, &t))
-                _exit(4);
-            memset(val, (int)(b & 0xff), sizeof val);
-            for (uint32_t i = 0; i < 64; i++) {
-                if (kv_txn_put(t, key, kv_key_u32(key, 3, b * 64 + i), val, sizeof val))
-                    _exit(5);
-                if (b > 0 && kv_txn_delete(t, key, kv_key_u32(key, 3, (b - 1) * 64 + i)))
-                    _exit(5);
-            }
-            if (kv_txn_commit(t))
-                _exit(6);
-            if (write(fd[1], &b, sizeof b) != sizeof b)
-                _exit(7);
-        }
+        child_exec("ingest", 1, path, fd[1]);
     }
     close(fd[1]);
     uint32_t last = UINT32_MAX, b;
@@ -992,6 +1015,50 @@ static void test_lmdb_loose_tail(void **state)
  * committed before it reads back whole after a reopen.  The disk is a
  * 24 MiB tmpfs; skipped where mounting one is not allowed.
  */
+/* full_disk_case's child: writes until the disk is full, reports the
+ * batches committed and closes. */
+static void full_disk_child(const kv_case *c, const char *path, int wfd)
+{
+    signal(SIGBUS, SIG_DFL); /* the default actions: the writer must die of them */
+    signal(SIGABRT, SIG_DFL);
+    kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
+                     .create = 1, .relaxed_sync = 1 };
+    kv_store *s = NULL;
+    if (kv_open(path, &o, &s) != 0)
+        _exit(10);
+    static uint8_t val[256 << 10];
+    uint8_t key[KV_KEY_U32_BYTES];
+    for (uint32_t i = 0; i < 1000; i++) {
+        kv_txn *t = NULL;
+        memset(val, (int)(i & 0xff), sizeof val);
+        if (kv_txn_begin(s, &t) || kv_txn_put(t, key, kv_key_u32(key, 3, i), val, sizeof val))
+            _exit(11);
+        int rc = kv_txn_commit(t);
+        if (rc == 0)
+            continue;
+        /* LMDB: "<store>: lmdb commit: no space left on device (LMDB's
+         * write came up short ...)"; RocksDB: "<store>: rocksdb write: IO
+         * error: No space left on device: While appending to file: ..." */
+        char want[4400];
+        snprintf(want, sizeof want, "%s: %s %s", path, kv_backend_name(c->backend),
+                 c->backend == KV_BACKEND_LMDB
+                     ? "commit: no space left on device (LMDB's write came up short with "
+                     : "write: IO error: No space left on device: ");
+        if (rc != -ENOSPC || strncmp(ann_errmsg(rc), want, strlen(want)) != 0) {
+            fprintf(stderr, "commit %u: %s\n", i, ann_errmsg(rc));
+            _exit(12);
+        }
+        fprintf(stderr, "full disk after %u batches of 256 KiB: %s\n", i, ann_errmsg(rc));
+        /* the error was the right one, and i batches are committed */
+        if (write(wfd, &i, sizeof i) != (ssize_t)sizeof i)
+            _exit(15);
+        rc = kv_close(s);
+        fprintf(stderr, "close: %s\n", rc ? ann_errmsg(rc) : "ok");
+        _exit(i > 10 ? 0 : 13); /* some fitted before the disk filled */
+    }
+    _exit(14); /* 250 MB fitted on a 24 MiB disk */
+}
+
 static void full_disk_case(const kv_case *c)
 {
     char mnt[4096];
@@ -1011,45 +1078,8 @@ static void full_disk_case(const kv_case *c)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        signal(SIGBUS, SIG_DFL); /* cmocka's handler would go on with the suite here */
-        signal(SIGABRT, SIG_DFL);
         close(fds[0]);
-        kv_options o = { .backend = c->backend, .profile = c->profile, .block_cache_mb = 8,
-                         .create = 1, .relaxed_sync = 1 };
-        kv_store *s = NULL;
-        if (kv_open(path, &o, &s) != 0)
-            _exit(10);
-        static uint8_t val[256 << 10];
-        uint8_t key[KV_KEY_U32_BYTES];
-        for (uint32_t i = 0; i < 1000; i++) {
-            kv_txn *t = NULL;
-            memset(val, (int)(i & 0xff), sizeof val);
-            if (kv_txn_begin(s, &t) || kv_txn_put(t, key, kv_key_u32(key, 3, i), val, sizeof val))
-                _exit(11);
-            int rc = kv_txn_commit(t);
-            if (rc == 0)
-                continue;
-            /* LMDB: "<store>: lmdb commit: no space left on device (LMDB's
-             * write came up short ...)"; RocksDB: "<store>: rocksdb write: IO
-             * error: No space left on device: While appending to file: ..." */
-            char want[4400];
-            snprintf(want, sizeof want, "%s: %s %s", path, kv_backend_name(c->backend),
-                     c->backend == KV_BACKEND_LMDB
-                         ? "commit: no space left on device (LMDB's write came up short with "
-                         : "write: IO error: No space left on device: ");
-            if (rc != -ENOSPC || strncmp(ann_errmsg(rc), want, strlen(want)) != 0) {
-                fprintf(stderr, "commit %u: %s\n", i, ann_errmsg(rc));
-                _exit(12);
-            }
-            fprintf(stderr, "full disk after %u batches of 256 KiB: %s\n", i, ann_errmsg(rc));
-            /* the error was the right one, and i batches are committed */
-            if (write(fds[1], &i, sizeof i) != (ssize_t)sizeof i)
-                _exit(15);
-            rc = kv_close(s);
-            fprintf(stderr, "close: %s\n", rc ? ann_errmsg(rc) : "ok");
-            _exit(i > 10 ? 0 : 13); /* some fitted before the disk filled */
-        }
-        _exit(14); /* 250 MB fitted on a 24 MiB disk */
+        child_exec("full-disk", (int)(c - cases), path, fds[1]);
     }
     close(fds[1]);
     uint32_t committed = 0;
@@ -1556,8 +1586,18 @@ static void test_populate(void **state)
     munmap(m, bytes);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--child")) { /* never the suite again */
+        int ci = argc == 6 ? atoi(argv[3]) : -1;
+        if (ci < 0 || ci >= (int)N_CASES)
+            return 5;
+        if (!strcmp(argv[2], "ingest"))
+            ingest_child(&cases[ci], argv[4], atoi(argv[5]));
+        else if (!strcmp(argv[2], "full-disk"))
+            full_disk_child(&cases[ci], argv[4], atoi(argv[5]));
+        return 5;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_helpers),
         cmocka_unit_test(test_round_trip),
