@@ -768,6 +768,15 @@ static void test_bad_input(void **state)
     check_graph(path, "lmdb", 0, &c);
     assert_int_equal(c.pending, 0);
     assert_int_equal(c.tombstones, 0);
+    /* reopened, the pending id above the build's ids is still known (the
+     * insert's existence check skips the store only past every stored id) */
+    assert_int_equal(open_idx(0, path, "rocksdb", 1, 0, 100, &o), 0);
+    snprintf(msg, sizeof msg, "%s: insert id %u: the id exists", store, NALL);
+    expect_error(o.ops->insert(o.eng, NALL, vec(NBASE), DIM), ANN_EDATA, msg);
+    snprintf(msg, sizeof msg, "%s: insert id 17: the id is deleted but not merged yet: merge "
+             "before inserting it again", store);
+    expect_error(o.ops->insert(o.eng, 17, vec(17), DIM), ANN_EDATA, msg);
+    close_idx(&o);
 
     /* the entry node deleted: never returned, kept through merges as a
      * frozen navigation point, and it cannot be inserted again */

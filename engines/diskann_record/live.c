@@ -207,6 +207,8 @@ static int load_tombstone(ann_engine *e, uint32_t id, const kv_val *v, void *arg
     if (ann_idbits_set(&e->live.dead, id, 1))
         return ann_fail(-ENOMEM, "%s: no memory for the deleted-id set", e->store_dir);
     atomic_fetch_add(&e->live.deleted, 1);
+    if (id != UINT32_MAX) /* id_state's bound covers every record */
+        atomic_max_u32(&e->live.id_bound, id + 1);
     return 0;
 }
 
@@ -383,16 +385,26 @@ static int writable(ann_engine *e, const char *op)
     return 0;
 }
 
-/* Which records id has (under wlock, through the writers' reader). */
+/* Which records id has (under wlock, through the writers' reader).  Every
+ * record of every table has an id below id_bound (raised before any commit
+ * that writes a larger id, and at open by every pending, tombstone and
+ * untrained vector record), so an id at or past it has none and is
+ * answered without reading the store: a stream of new ids costs no gets. */
 static int id_state(ann_engine *e, uint32_t id, int *has_vector, int *has_tomb, int *has_pending)
 {
+    int *out[3] = { has_vector, has_tomb, has_pending };
+    if (id >= atomic_load(&e->live.id_bound)) {
+        for (int i = 0; i < 3; i++)
+            if (out[i])
+                *out[i] = 0;
+        return 0;
+    }
     kv_reader *rd = e->live.wrd;
     uint8_t key[KV_KEY_U32_BYTES];
     kv_val v = { 0 };
     int rc = kv_reader_begin(rd);
     if (rc)
         return rc;
-    int *out[3] = { has_vector, has_tomb, has_pending };
     const uint8_t tables[3] = { DREC_TABLE_VECTOR, DREC_TABLE_TOMBSTONE, DREC_TABLE_PENDING };
     for (int i = 0; i < 3 && !rc; i++) {
         if (!out[i])
