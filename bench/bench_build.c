@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: %s N DIM [--metric l2|cosine] [--threads T] [--R R] [--L L] "
                         "[--alpha A] [--passes P] [--pq-bytes B] [--seed S] [--repeats K] "
-                        "[--f16 0|1] [--data base.fbin [--queries query.fbin]]\n", argv[0]);
+                        "[--precision f16|f32|i8] [--data base.fbin [--queries query.fbin]]\n", argv[0]);
         return 2;
     }
     uint64_t n = strtoull(argv[1], NULL, 10);
@@ -163,8 +163,12 @@ int main(int argc, char **argv)
             pp.pq_bytes = (uint32_t)atoi(v);
         else if (!strcmp(k, "--seed"))
             vp.seed = pp.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(k, "--f16"))
-            vp.build_f16 = atoi(v);
+        else if (!strcmp(k, "--f16")) /* kept: 0 f32, 1 f16 */
+            vp.build_f16 = atoi(v) ? VAMANA_PREC_F16 : VAMANA_PREC_F32;
+        else if (!strcmp(k, "--precision"))
+            vp.build_f16 = !strcmp(v, "i8")    ? VAMANA_PREC_I8
+                           : !strcmp(v, "f32") ? VAMANA_PREC_F32
+                                               : VAMANA_PREC_F16;
         else if (!strcmp(k, "--repeats"))
             reps = atoi(v);
         else if (!strcmp(k, "--data"))
@@ -226,9 +230,9 @@ int main(int argc, char **argv)
     }
     const float *queries = x + n * dim;
     printf("bench_build: n %llu, dim %u, metric %s, threads %d, R %u, L_build %u, alpha %.2f, "
-           "passes %u, build_f16 %d, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
+           "passes %u, precision %s, pq_bytes %u, SIMD %s, data %s (%.1f s to %s)\n",
            (unsigned long long)n, dim, ann_metric_name(metric), threads, vp.R, vp.L_build,
-           (double)vp.alpha, vp.passes, vp.build_f16, pp.pq_bytes, ann_dist_active()->name,
+           (double)vp.alpha, vp.passes, vamana_precision_name(vp.build_f16), pp.pq_bytes, ann_dist_active()->name,
            data ? data : "generated", ann_mono_s() - t0, data ? "read" : "generate");
 
     double t_train[64], t_encode[64], t_medoid[64], t_graph[64], t_final[64], t_total[64];
@@ -242,6 +246,7 @@ int main(int argc, char **argv)
         return 1;
     }
     uint64_t evals = 0, prune_evals = 0, reprunes = 0;
+    int used = vp.build_f16;
     for (int r = 0; r < reps; r++) {
         pq_codebook *cb = NULL;
         double a = ann_mono_s(), ca = cpu_s();
@@ -277,6 +282,7 @@ int main(int argc, char **argv)
         evals = st.dist_evals;
         prune_evals = st.prune_dist_evals;
         reprunes = st.reprunes;
+        used = st.precision_used;
     }
     printf("phases (wall clock, median of %d):\n", reps);
     summary("PQ training", t_train, reps);
@@ -293,9 +299,9 @@ int main(int argc, char **argv)
     uint64_t edges = 0;
     for (uint64_t v = 0; v < g->n; v++)
         edges += g->degree[v];
-    printf("graph: mean degree %.1f of R %u, %.1f full distances per point (%.1f in prunes), "
-           "%.2f back-edge re-prunes per point\n",
-           (double)edges / (double)n, vp.R, (double)evals / (double)n,
+    printf("graph: distances on %s rows, mean degree %.1f of R %u, %.1f distances per point "
+           "(%.1f in prunes), %.2f back-edge re-prunes per point\n",
+           vamana_precision_name(used), (double)edges / (double)n, vp.R, (double)evals / (double)n,
            (double)prune_evals / (double)n, (double)reprunes / (double)n);
     printf("peak RSS: %.2f GiB (vectors %.2f GiB)\n", peak_rss_bytes() / 1073741824.0,
            (double)n * dim * 4 / 1073741824.0);
@@ -336,10 +342,12 @@ int main(int argc, char **argv)
     /* build memory model for 1M points of this dimension */
     uint64_t n1 = 1000000;
     uint32_t stride = (uint32_t)ceil(vp.slack * vp.R - 1e-6);
-    uint32_t half = vp.build_f16 ? dim * 2 : 0;
+    uint32_t half = vp.build_f16 == VAMANA_PREC_I8   ? (dim + 63) / 64 * 64 + 8
+                    : vp.build_f16 == VAMANA_PREC_F16 ? dim * 2
+                                                      : 0;
     double per_node = dim * 4.0 + half + stride * 4.0 + 4 + 4 + pp.pq_bytes + threads * 4.0;
     double sample = (double)pq_sample_rows(&pp, n1, dim) * dim * 4;
-    printf("build memory model for 1M x %u: %.0f bytes/node (vector %u, half copy %u, "
+    printf("build memory model for 1M x %u: %.0f bytes/node (vector %u, build copy %u, "
            "adjacency %u x 4, degree 4, order 4, code %u, visited 4 x %d threads) + PQ sample "
            "%.0f MiB = %.2f GiB\n",
            dim, per_node, dim * 4, half, stride, pp.pq_bytes, threads, sample / 1048576.0,

@@ -36,6 +36,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/crc32c.h"
 #include "engines/core/exact.h"
+#include "engines/core/i8.h"
 #include "engines/core/status.h"
 #include "engines/core/vamana.h"
 #include "engines/diskann_sector/dsec.h"
@@ -868,6 +869,50 @@ static void test_parameters(void **state)
     close_ctx(&o);
 }
 
+/* build_precision "i8": the build report names the rows the graph was
+ * built on (i8 where AVX-512 VNNI sums them, else f16) and the coding noise;
+ * the default is f16; an unknown precision is refused naming the field. */
+static void test_build_precision(void **state)
+{
+    fixture *f = *state;
+    char path[600];
+    const char *want = strcmp(ann_i8_active()->name, "scalar") ? "i8" : "f16";
+    for (int v = 0; v < 3; v++) {
+        static const char *const params[] = {
+            "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8, \"build_precision\": \"i8\"}",
+            "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8}",
+            "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8, \"build_precision\": \"int8\"}",
+        };
+        snprintf(path, sizeof path, "%s/prec%d", f->dir, v);
+        ann_vecsrc *src = NULL;
+        assert_int_equal(ann_vecsrc_from_memory(f->small_data, SMALL_N, SMALL_DIM, ANN_METRIC_L2,
+                                                &src),
+                         0);
+        json_t *bp = js(params[v]), *report = NULL;
+        int rc = ann_engine_build(ops(), src, bp, path, NULL, &report);
+        json_decref(bp);
+        ann_vecsrc_destroy(src);
+        if (v == 2) {
+            assert_int_equal(rc, ANN_EPARAM);
+            assert_non_null(strstr(ann_errmsg(rc), "build_precision"));
+            json_decref(report);
+            continue;
+        }
+        if (rc)
+            fail_msg("build %s: %s", params[v], ann_errmsg(rc));
+        json_t *er = json_object_get(report, "engine_report"); /* build.json's */
+        const char *got = json_string_value(json_object_get(er, "graph_precision"));
+        assert_non_null(got);
+        assert_string_equal(got, v == 0 ? want : "f16");
+        json_t *noise = json_object_get(er, "graph_i8_noise");
+        if (v == 0 && !strcmp(want, "i8"))
+            assert_true(json_real_value(noise) > 0 && json_real_value(noise) <= ANN_I8_MAX_NOISE);
+        if (v == 1)
+            assert_null(noise);
+        json_decref(report);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -879,6 +924,7 @@ int main(void)
         cmocka_unit_test(test_spanning_nodes),
         cmocka_unit_test(test_corruption),
         cmocka_unit_test(test_parameters),
+        cmocka_unit_test(test_build_precision),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -91,7 +91,7 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
         const vamana_params *g = &p->graph;
         len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s.vamana", dir, g->R,
                        g->L_build, (double)g->alpha, g->passes, (double)g->slack,
-                       (unsigned long long)g->seed, g->build_f16 ? "f16" : "f32");
+                       (unsigned long long)g->seed, vamana_precision_name(g->build_f16));
     } else {
         return ann_fail(ANN_EPARAM, "artifacts: unknown artifact '%s'", what);
     }

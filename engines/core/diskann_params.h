@@ -13,7 +13,9 @@
  *   seed             1..2^32-1   1      PQ training sample and insertion order
  *   threads          0..1024     0      build threads (0: all cores); a build
  *                                       on one thread is bit-reproducible
- *   build_precision  f16 | f32   f16    graph build distances on f16 copies
+ *   build_precision  f16|f32|i8  f16    graph build distances on f16 copies,
+ *                                       the float32 rows, or int8 codes (i8.h;
+ *                                       half precision where they do not apply)
  *
  * An engine's table is ANN_DISKANN_BUILD_PARAMS followed by its own entries
  * (diskann-record: kv) and its end entry.
@@ -29,7 +31,7 @@
 
 #define ANN_DISKANN_MAX_PQ_BYTES 1024u
 
-extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32" */
+extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32", "i8" */
 
 #define ANN_DISKANN_BUILD_PARAMS                                                                  \
     { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,                        \
@@ -46,7 +48,8 @@ extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32" */
       .help = "build threads (0: all cores)" },                                                   \
     { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \
       .choices = ann_diskann_precision_choices, .def_str = "f16",                                 \
-      .help = "graph build distances on f16 copies (half the memory) or f32" }
+      .help = "graph build distances on f16 copies (half the memory), f32, or int8 codes "      \
+              "(a quarter; L2 and cosine with AVX-512 VNNI, else f16)" }
 
 /*
  * Fill *ap (ann_artifacts_get's parameters: graph, PQ with the graph's seed

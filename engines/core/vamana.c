@@ -28,7 +28,10 @@
  * distances on half-precision copies of the rows, because a build is
  * bound by DRAM traffic (each random 768-d row is 3 KiB; half is 1.5 KiB)
  * and a relative error near 1e-3 does not change which edges RobustPrune
- * keeps in any way recall can see (the searches still use float32); and
+ * keeps in any way recall can see (the searches still use float32); with
+ * VAMANA_PREC_I8 it computes them on int8 codes (engines/core/i8.h: one
+ * step for all dimensions, so a distance is an exact integer times step^2
+ * and VNNI sums it from a quarter of float32's bytes); and
  * after the last sweep, any node not reachable
  * from the entry (rare, an artefact of concurrent pruning) gets an edge
  * from the nearest reachable node with spare degree found by a greedy
@@ -45,6 +48,7 @@
 #include "engines/core/candlist.h"
 #include "engines/core/distance.h"
 #include "engines/core/f16.h"
+#include "engines/core/i8.h"
 #include "engines/core/limits.h"
 #include "engines/core/parallel.h"
 #include "engines/core/populate.h"
@@ -75,7 +79,12 @@ static const ann_binfmt vamana_binfmt = {
 void vamana_params_default(vamana_params *p)
 {
     *p = (vamana_params){ .R = 64, .L_build = 100, .alpha = 1.2f, .passes = 1,
-                          .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = 1 };
+                          .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = VAMANA_PREC_F16 };
+}
+
+const char *vamana_precision_name(int precision)
+{
+    return precision == VAMANA_PREC_I8 ? "i8" : precision == VAMANA_PREC_F16 ? "f16" : "f32";
 }
 
 static uint64_t vm_rand(uint64_t *s)
@@ -137,6 +146,9 @@ void vamana_graph_destroy(vamana_graph *g)
 typedef struct vm_data {
     const float *x;
     const ann_f16 *h; /* NULL: use x */
+    const ann_i8_rows *q8; /* int8 codes (builds, L2 only); NULL: none */
+    int narrow;       /* h or q8: distances from a row prepared once (vm_widen) */
+    ann_i8_dot_fn dot8;
     uint32_t dim;
     ann_metric metric;
     ann_dist_fn l2sq, ip;
@@ -146,14 +158,17 @@ typedef struct vm_data {
     uint32_t lines; /* cache lines of one row (prefetch) */
 } vm_data;
 
-static void vm_data_init(vm_data *d, const float *x, const ann_f16 *h, uint32_t dim,
-                         ann_metric metric)
+static void vm_data_init(vm_data *d, const float *x, const ann_f16 *h, const ann_i8_rows *q8,
+                         uint32_t dim, ann_metric metric)
 {
     const ann_dist_kernels *k = ann_dist_active();
     const ann_f16_kernels *hk = ann_f16_active();
-    size_t row_bytes = (size_t)dim * (h ? sizeof(ann_f16) : sizeof(float));
-    *d = (vm_data){ x, h, dim, metric, k->l2sq, k->ip, hk->l2sq, hk->ip, hk->l2sq_mixed,
-                    hk->ip_mixed, hk->widen, (uint32_t)((row_bytes + 63) / 64) };
+    size_t row_bytes = q8  ? q8->stride
+                       : h ? (size_t)dim * sizeof(ann_f16)
+                           : (size_t)dim * sizeof(float);
+    *d = (vm_data){ x, h, q8, h || q8, ann_i8_active()->dot, dim, metric, k->l2sq, k->ip,
+                    hk->l2sq, hk->ip, hk->l2sq_mixed, hk->ip_mixed, hk->widen,
+                    (uint32_t)((row_bytes + 63) / 64) };
 }
 
 static inline const float *vm_vec(const vm_data *d, uint32_t id)
@@ -164,6 +179,8 @@ static inline const float *vm_vec(const vm_data *d, uint32_t id)
 /* Row id in the kind this data computes on (float32 or half). */
 static inline const void *vm_row(const vm_data *d, uint32_t id)
 {
+    if (d->q8)
+        return d->q8->rows + (size_t)id * d->q8->stride;
     return d->h ? (const void *)(d->h + (size_t)id * d->dim)
                 : (const void *)(d->x + (size_t)id * d->dim);
 }
@@ -171,15 +188,50 @@ static inline const void *vm_row(const vm_data *d, uint32_t id)
 /* Squared L2 between rows a and b. */
 static inline float vm_l2(const vm_data *d, uint32_t a, uint32_t b)
 {
+    if (d->q8) { /* not on a build's paths (they use vm_l2_wide); the same value */
+        const int8_t *x = vm_row(d, a), *y = vm_row(d, b);
+        int32_t t = 0;
+        for (uint32_t i = 0; i < d->dim; i++)
+            t += ((int32_t)x[i] - y[i]) * ((int32_t)x[i] - y[i]);
+        return (float)t * d->q8->step2;
+    }
     if (d->h)
         return d->hl2sq(d->h + (size_t)a * d->dim, d->h + (size_t)b * d->dim, d->dim);
     return d->l2sq(vm_vec(d, a), vm_vec(d, b), d->dim);
 }
 
-/* Squared L2 from a widened half row (ann_f16_widen) to row b: vm_l2's
- * value, bit for bit. */
+/* Prepare row id as the left operand of vm_l2_wide into wide (dim + 32
+ * floats): half rows widened to float32; int8 codes as unsigned bytes
+ * (ann_i8_left) followed by their |a|^2. */
+static inline void vm_widen(const vm_data *d, uint32_t id, float *wide)
+{
+    if (d->q8) {
+        int32_t na = ann_i8_left(d->q8, id, (uint8_t *)wide);
+        memcpy((char *)wide + d->q8->stride, &na, sizeof na);
+    } else {
+        d->widen(d->h + (size_t)id * d->dim, d->dim, wide);
+    }
+}
+
+/* The id of a row pointer of the data's kind (vm_row). */
+static inline uint32_t vm_row_id(const vm_data *d, const void *row)
+{
+    if (d->q8)
+        return (uint32_t)(((const int8_t *)row - d->q8->rows) / d->q8->stride);
+    if (d->h)
+        return (uint32_t)(((const ann_f16 *)row - d->h) / d->dim);
+    return (uint32_t)(((const float *)row - d->x) / d->dim);
+}
+
+/* Squared L2 from a row prepared by vm_widen to row b: vm_l2's value, bit
+ * for bit. */
 static inline float vm_l2_wide(const vm_data *d, const float *a_wide, uint32_t b)
 {
+    if (d->q8) {
+        int32_t na;
+        memcpy(&na, (const char *)a_wide + d->q8->stride, sizeof na);
+        return ann_i8_l2(d->q8, d->dot8, (const uint8_t *)a_wide, na, b);
+    }
     return d->ml2sq(a_wide, d->h + (size_t)b * d->dim, d->dim);
 }
 
@@ -188,6 +240,8 @@ static inline float vm_l2_wide(const vm_data *d, const float *a_wide, uint32_t b
  * row widened to float32 (vm_greedy does it once per search). */
 static inline float vm_dist(const vm_data *d, const void *q, uint32_t id)
 {
+    if (d->q8) /* builds only, whose distances are L2 (vm_build_data) */
+        return vm_l2_wide(d, q, id);
     if (d->h) {
         const ann_f16 *v = d->h + (size_t)id * d->dim;
         switch (d->metric) {
@@ -259,7 +313,7 @@ static int vm_scratch_init(vm_scratch *s, uint64_t n, uint32_t L, uint32_t strid
         rc = ann_visited_init(&s->vis, n);
     s->nbuf = malloc(((size_t)stride + 1) * sizeof *s->nbuf);
     s->unvisited = malloc(((size_t)stride + 1) * sizeof *s->unvisited);
-    s->wide = malloc(((size_t)dim + 1) * sizeof *s->wide);
+    s->wide = malloc(((size_t)dim + 32) * sizeof *s->wide); /* vm_widen */
     if (for_build) {
         s->pool_reserve = stride + 1;
         s->pool_cap = (4 * L > VAMANA_MAX_POOL ? 4 * L : VAMANA_MAX_POOL) + s->pool_reserve;
@@ -285,8 +339,8 @@ static uint32_t vm_greedy(const vamana_graph *g, const vm_data *d, pthread_mutex
                           const void *q, uint32_t L, vm_scratch *s, int record_pool)
 {
     uint32_t hops = 0;
-    if (d->h) { /* widened once, not at every distance */
-        d->widen(q, d->dim, s->wide);
+    if (d->narrow) { /* widened once, not at every distance */
+        vm_widen(d, vm_row_id(d, q), s->wide);
         q = s->wide;
     }
     ann_candlist_reset_cap(&s->cl, L);
@@ -376,9 +430,9 @@ static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t 
             occl[i] = INFINITY; /* selected */
             out[nout++] = pool[i].id;
             /* half rows: the selected one widened once for the rest */
-            int widened = d->h && wide && i + 1 < m;
+            int widened = d->narrow && wide && i + 1 < m;
             if (widened)
-                d->widen(d->h + (size_t)pool[i].id * d->dim, d->dim, wide);
+                vm_widen(d, pool[i].id, wide);
             uint32_t ahead = i + 1;
             for (uint32_t t = i + 1; t < m; t++) {
                 if (occl[t] > alpha)
@@ -434,7 +488,7 @@ int vamana_prune_rows(const float *rows, uint32_t dim, const float *dist, uint32
         return ann_fail(-ENOMEM, "vamana: no memory to prune a pool of %u", np);
     }
     vm_data d;
-    vm_data_init(&d, rows, NULL, dim, ANN_METRIC_L2);
+    vm_data_init(&d, rows, NULL, NULL, dim, ANN_METRIC_L2);
     for (uint32_t i = 0; i < np; i++)
         pool[i] = (ann_cand){ dist[i], i, 0 };
     uint64_t evals = 0;
@@ -487,8 +541,8 @@ static void vm_reprune(vm_build *b, vm_scratch *s, uint32_t j, uint32_t extra)
     pthread_mutex_unlock(lk);
     if (extra != VAMANA_NO_ID)
         s->nbuf[deg++] = extra;
-    if (b->d.h) {
-        b->d.widen(b->d.h + (size_t)j * b->d.dim, b->d.dim, s->wide);
+    if (b->d.narrow) {
+        vm_widen(&b->d, j, s->wide);
         for (uint32_t i = 0; i < deg; i++)
             s->pool[i] = (ann_cand){ vm_l2_wide(&b->d, s->wide, s->nbuf[i]), s->nbuf[i], 0 };
     } else {
@@ -520,7 +574,7 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     uint32_t np = s->pool_n;
     /* with half rows, the search left p widened in s->wide */
     for (uint32_t i = 0; i < deg && np < s->pool_cap; i++) {
-        float dist = b->d.h ? vm_l2_wide(&b->d, s->wide, s->nbuf[i]) : vm_l2(&b->d, p, s->nbuf[i]);
+        float dist = b->d.narrow ? vm_l2_wide(&b->d, s->wide, s->nbuf[i]) : vm_l2(&b->d, p, s->nbuf[i]);
         s->pool[np++] = (ann_cand){ dist, s->nbuf[i], 0 };
         s->dist_evals++;
     }
@@ -764,8 +818,10 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     uint32_t *order = NULL;
     vm_scratch *scratch = NULL;
     ann_f16 *half = NULL;
+    ann_i8_rows q8 = { 0 };
+    int have_q8 = 0;
     int nscratch = 0;
-    vamana_build_stats st = { 0 };
+    vamana_build_stats st = { .i8_noise = -1.0 };
     *out = NULL;
     if (p->R == 0 || p->L_build == 0 || !(p->alpha >= 1.0f) || (p->passes != 1 && p->passes != 2) ||
         !(p->slack >= 1.0f) || dim == 0)
@@ -806,7 +862,16 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     double t1 = ann_mono_s();
     st.medoid_s = t1 - t0;
 
-    if (p->build_f16) {
+    /* int8 only where a vector kernel sums it: the scalar one is slower than half rows */
+    if (p->build_f16 == VAMANA_PREC_I8 && metric != ANN_METRIC_IP &&
+        strcmp(ann_i8_active()->name, "scalar") != 0) {
+        rc = ann_i8_rows_make(vectors, n, dim, threads, &q8, &st.i8_noise);
+        if (rc < 0)
+            goto out;
+        have_q8 = rc == 0; /* 1: rows it cannot code: half precision instead */
+        rc = 0;
+    }
+    if (p->build_f16 != VAMANA_PREC_F32 && !have_q8) {
         /* half copies; data outside the half range keeps float32 */
         half = ann_alloc_large(n * dim * sizeof *half);
         if (!half) {
@@ -822,6 +887,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
         }
     }
     st.half_precision = half != NULL;
+    st.precision_used = have_q8 ? VAMANA_PREC_I8 : half ? VAMANA_PREC_F16 : VAMANA_PREC_F32;
 
     ann_progress prog;
     char what[96];
@@ -829,7 +895,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
              p->passes == 1 ? "" : "es");
     ann_progress_begin(&prog, what, n * p->passes, "points");
     vm_build b = { .g = g, .p = p, .locks = locks, .order = order, .scratch = scratch, .prog = &prog };
-    vm_data_init(&b.d, vectors, half, dim, metric);
+    vm_data_init(&b.d, vectors, half, have_q8 ? &q8 : NULL, dim, metric);
     uint64_t rng = p->seed ^ 0x76616d616e61ull; /* "vamana" */
     for (uint32_t pass = 0; pass < p->passes; pass++) {
         for (uint64_t i = 0; i < n; i++)
@@ -887,6 +953,7 @@ out:
     free(locks);
     free(order);
     free(half);
+    ann_i8_rows_free(&q8);
     vamana_graph_destroy(g);
     return rc;
 }
@@ -1009,7 +1076,7 @@ int vamana_searcher_create(const vamana_graph *g, const float *vectors, uint32_t
         return ann_fail(-ENOMEM, "vamana search: no memory");
     s->g = g;
     s->L_max = L_max;
-    vm_data_init(&s->d, vectors, NULL, dim, metric);
+    vm_data_init(&s->d, vectors, NULL, NULL, dim, metric);
     int rc = vm_scratch_init(&s->s, g->n, L_max, g->stride, s->d.dim, 0);
     if (rc) {
         free(s);

@@ -46,6 +46,9 @@
 #define VAMANA_OFF_SEED 40
 #define VAMANA_NO_ID 0xFFFFFFFFu
 #define VAMANA_DEFAULT_SLACK 1.3f /* back-edge slack of Microsoft DiskANN */
+#define VAMANA_PREC_F32 0
+#define VAMANA_PREC_F16 1
+#define VAMANA_PREC_I8 2
 
 typedef struct vamana_params {
     uint32_t R;        /* max out-degree (default 64) */
@@ -57,13 +60,22 @@ typedef struct vamana_params {
                           re-pruned to R (default 1.3) */
     uint64_t seed;     /* insertion order (default 1) */
     int threads;       /* <= 0: all online cores (default 0) */
-    int build_f16;     /* 1: build distances on half-precision copies of the rows
-                          (half the memory traffic; n * dim * 2 bytes more memory;
-                          float32 is kept when a value is outside the half range)
-                          (default 1) */
+    int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_F16):
+                          VAMANA_PREC_F32 (0): the float32 rows;
+                          VAMANA_PREC_F16 (1): half-precision copies (half the memory
+                          traffic; n * dim * 2 bytes more memory; float32 is kept when a
+                          value is outside the half range);
+                          VAMANA_PREC_I8 (2): int8 codes with one step for all dimensions
+                          (engines/core/i8.h; a quarter of the traffic, n * dim bytes more;
+                          L2 and cosine, on a CPU with AVX-512 VNNI; inner product, rows
+                          it cannot code well (i8.h) or another CPU fall back to half
+                          precision; vamana_build_stats.precision_used says which) */
 } vamana_params;
 
 void vamana_params_default(vamana_params *p);
+
+/* "f32", "f16" or "i8" for a VAMANA_PREC_* value. */
+const char *vamana_precision_name(int precision);
 
 typedef struct vamana_graph {
     uint64_t n;        /* nodes, ids in [0, n) */
@@ -104,6 +116,9 @@ typedef struct vamana_build_stats {
     uint64_t prune_dist_evals; /* of which inside RobustPrune */
     uint64_t reprunes;  /* back-edge overflows that re-pruned a node */
     int half_precision; /* 1: distances were computed on half-precision rows */
+    int precision_used; /* VAMANA_PREC_*: the rows the distances were computed on */
+    double i8_noise;    /* VAMANA_PREC_I8 asked: the codes' noise share (ann_i8_rows_make; over
+                           ANN_I8_MAX_NOISE: half precision instead), or -1 when not computed */
 } vamana_build_stats;
 
 /*
