@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +93,7 @@ typedef struct i8_job {
     uint32_t dim;
     float *lo, *hi; /* per block: dim each (range pass) */
     double *sum, *sq; /* per block: dim each (range pass) */
-    int bad;        /* a value that is not finite (range pass) */
+    atomic_int bad; /* a value that is not finite (range pass) */
     ann_i8_rows *r;
 } i8_job;
 
@@ -113,7 +114,7 @@ static int i8_range_run(void *arg, uint64_t bgn, uint64_t end, int worker)
             const float *v = j->x + r * j->dim;
             for (uint32_t d = 0; d < j->dim; d++) {
                 if (!isfinite(v[d]))
-                    j->bad = 1; /* a benign race: every writer stores 1 */
+                    atomic_store_explicit(&j->bad, 1, memory_order_relaxed);
                 lo[d] = v[d] < lo[d] ? v[d] : lo[d];
                 hi[d] = v[d] > hi[d] ? v[d] : hi[d];
                 sum[d] += v[d];
@@ -185,7 +186,8 @@ int ann_i8_rows_make(const float *x, uint64_t n, uint32_t dim, int threads, ann_
     ann_parallel_for(threads, nb, 1, i8_range_run, &j);
     float half = 0.0f;
     double var = 0.0; /* total variance over the dimensions */
-    for (uint32_t d = 0; d < dim && !j.bad; d++) {
+    int bad = atomic_load(&j.bad);
+    for (uint32_t d = 0; d < dim && !bad; d++) {
         float lo = INFINITY, hi = -INFINITY;
         double s1 = 0.0, s2 = 0.0;
         for (uint64_t b = 0; b < nb; b++) {
@@ -209,7 +211,7 @@ int ann_i8_rows_make(const float *x, uint64_t n, uint32_t dim, int threads, ann_
     free(j.hi);
     free(j.sum);
     free(j.sq);
-    if (j.bad || !(half > 0.0f) || !isfinite(half) || !(var > 0.0)) {
+    if (bad || !(half > 0.0f) || !isfinite(half) || !(var > 0.0)) {
         free(centre);
         return 1;
     }
