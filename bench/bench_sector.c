@@ -342,7 +342,7 @@ int main(int argc, char **argv)
     bench_opts o;
     if (parse_args(argc, argv, &o) != 0) {
         fprintf(stderr, "usage: bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100] "
-                        "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32] [--seed 1] "
+                        "[--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16|f32|i8] [--seed 1] "
                         "[--io io_uring] [--sqpoll 0|1] "
                         "[--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3] "
                         "[--modes round,pipeline] [--groups 0,2] [--adaptive 1] [--queries N] "
