@@ -329,3 +329,14 @@ int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t *
 {
     return codes_load(path, n, m, out);
 }
+
+void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report)
+{
+    if (a->graph_cached)
+        return;
+    const vamana_build_stats *st = &a->graph_stats;
+    json_object_set_new(report, "graph_precision",
+                        json_string(vamana_precision_name(st->precision_used)));
+    if (st->i8_noise >= 0) /* i8 asked */
+        json_object_set_new(report, "graph_i8_noise", json_real(st->i8_noise));
+}

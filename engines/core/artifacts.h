@@ -10,7 +10,7 @@
  *
  *   <cache_dir>/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcb
  *   <cache_dir>/<source>/pq-b<pq_bytes>-s<seed>-r<sample_rows>-i<iters>.pqcodes
- *   <cache_dir>/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>-<f16|f32>.vamana
+ *   <cache_dir>/<source>/vamana-R<R>-L<L_build>-a<alpha>-p<passes>-k<slack>-s<seed>-<f16|f32|i8>.vamana
  *
  * The codebook and graph files are pq.h's and vamana.h's.  The codes file:
  *     0  char[8]  magic "ANNPQCD\0"
@@ -40,6 +40,7 @@
 #include "engines/core/vamana.h"
 #include "engines/core/vecsrc.h"
 
+#include <jansson.h>
 #include <stdint.h>
 
 typedef struct ann_artifacts_params {
@@ -81,6 +82,13 @@ int ann_artifacts_get(const ann_vecsrc *src, const ann_artifacts_params *p, ann_
 
 /* Free everything held by a (NULL or zeroed is fine); a is zeroed. */
 void ann_artifacts_fini(ann_artifacts *a);
+
+/*
+ * Add to a build report what a graph built here (not from the cache) was
+ * computed on: graph_precision (the rows actually used) and, when int8
+ * was asked, graph_i8_noise (the codes' noise share).
+ */
+void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report);
 
 /*
  * The cache path of one artifact for src and p ("pqcb", "pqcodes" or

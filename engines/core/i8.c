@@ -248,8 +248,13 @@ int ann_i8_rows_make(const float *x, uint64_t n, uint32_t dim, int threads, ann_
 
 int32_t ann_i8_left(const ann_i8_rows *r, uint64_t id, uint8_t *u)
 {
-    const uint8_t *a = (const uint8_t *)(r->rows + id * r->stride);
-    for (uint32_t i = 0; i < r->stride; i++)
-        u[i] = a[i] ^ 0x80u; /* two's complement a + 128 */
+    /* the stride in a local and restrict pointers: without them the
+     * compiler reloads r->stride after every byte store (u might alias r)
+     * and the loop runs a byte at a time, about 7% of a build */
+    const size_t stride = r->stride;
+    const uint8_t *restrict a = (const uint8_t *)(r->rows + id * stride);
+    uint8_t *restrict w = u;
+    for (size_t i = 0; i < stride; i++)
+        w[i] = a[i] ^ 0x80u; /* two's complement a + 128 */
     return r->norm[id];
 }

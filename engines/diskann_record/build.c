@@ -271,11 +271,7 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
                                "pq_encode_s", art.pq_encode_s, "graph_s", art.graph_s, "load_s",
                                art.load_s, "layout_write_s", ann_mono_s() - t0);
         json_object_set_new(report, "phases", ph);
-        if (!art.graph_cached) /* what the graph's distances were computed on */
-            json_object_set_new(report, "graph_precision",
-                                json_string(vamana_precision_name(art.graph_stats.precision_used)));
-        if (!art.graph_cached && art.graph_stats.i8_noise >= 0) /* i8 asked: the coding noise */
-            json_object_set_new(report, "graph_i8_noise", json_real(art.graph_stats.i8_noise));
+        ann_artifacts_report_graph(&art, report); /* what the graph was computed on */
         json_object_set_new(report, "stores", stores);
         json_object_set_new(report, "mode",
                             json_string(r.meta.mode == DREC_MODE_SCAN ? "scan" : "graph"));

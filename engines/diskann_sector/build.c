@@ -234,11 +234,7 @@ int dsec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
                                art.pq_cached, "graph_cached", art.graph_cached);
         if (ph)
             json_object_set_new(report, "phases", ph);
-        if (!art.graph_cached) /* what the graph's distances were computed on */
-            json_object_set_new(report, "graph_precision",
-                                json_string(vamana_precision_name(art.graph_stats.precision_used)));
-        if (!art.graph_cached && art.graph_stats.i8_noise >= 0) /* i8 asked: the coding noise */
-            json_object_set_new(report, "graph_i8_noise", json_real(art.graph_stats.i8_noise));
+        ann_artifacts_report_graph(&art, report); /* what the graph was computed on */
         json_object_set_new(report, "nodes_per_sector", json_integer(h.nodes_per_sector));
         json_object_set_new(report, "sectors_per_node", json_integer(h.sectors_per_node));
         json_object_set_new(report, "medoid", json_integer(h.medoid));
