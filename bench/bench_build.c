@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: %s N DIM [--metric l2|cosine] [--threads T] [--R R] [--L L] "
                         "[--alpha A] [--passes P] [--pq-bytes B] [--seed S] [--repeats K] "
-                        "[--precision f16|f32|i8] [--data base.fbin [--queries query.fbin]]\n", argv[0]);
+                        "[--precision i8|f16|f32] [--data base.fbin [--queries query.fbin]]\n", argv[0]);
         return 2;
     }
     uint64_t n = strtoull(argv[1], NULL, 10);
@@ -165,10 +165,15 @@ int main(int argc, char **argv)
             vp.seed = pp.seed = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--f16")) /* kept: 0 f32, 1 f16 */
             vp.build_f16 = atoi(v) ? VAMANA_PREC_F16 : VAMANA_PREC_F32;
-        else if (!strcmp(k, "--precision"))
+        else if (!strcmp(k, "--precision")) {
+            if (strcmp(v, "i8") && strcmp(v, "f16") && strcmp(v, "f32")) {
+                fprintf(stderr, "bench_build: --precision must be i8, f16 or f32 (got %s)\n", v);
+                return 2;
+            }
             vp.build_f16 = !strcmp(v, "i8")    ? VAMANA_PREC_I8
-                           : !strcmp(v, "f32") ? VAMANA_PREC_F32
-                                               : VAMANA_PREC_F16;
+                           : !strcmp(v, "f16") ? VAMANA_PREC_F16
+                                               : VAMANA_PREC_F32;
+        }
         else if (!strcmp(k, "--repeats"))
             reps = atoi(v);
         else if (!strcmp(k, "--data"))

@@ -2,7 +2,7 @@
  * bench_sector.c: the diskann-sector table of issue 4 on a prepared bundle.
  *
  *   build/bench/bench_sector BUNDLE_DIR INDEX_DIR [--R 64] [--L-build 100]
- *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision f16] [--seed 1]
+ *       [--alpha 1.2] [--pq-bytes 96] [--threads 2] [--precision i8] [--seed 1]
  *       [--io io_uring|libaio|pread|buffered|mmap] [--sqpoll 0|1]
  *       [--Ls 50,100,200] [--Ws 2,4,8] [--caches 0,10000] [--repeats 3]
  *       [--modes round,pipeline] [--groups 0,2] [--adaptive 1] [--queries N]
@@ -102,7 +102,7 @@ static int parse_args(int argc, char **argv, bench_opts *o)
 {
     *o = (bench_opts){ .R = 64, .L_build = 100, .alpha = 1.2, .pq_bytes = 96, .threads = 2,
                        .repeats = 3, .device_batches = 2000, .io = "io_uring",
-                       .precision = "f16", .adaptive = 1, .seed = 1 };
+                       .precision = "i8", .adaptive = 1, .seed = 1 };
     static char default_modes[] = "round,pipeline";
     o->nmodes = bench_parse_words(default_modes, o->modes, MAX_LIST);
     o->ngroup = parse_list("0", o->groups);

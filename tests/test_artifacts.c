@@ -70,7 +70,7 @@ static void test_artifacts_cache(void **state)
     p.cache_dir = dir;
     assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
     char want[4096];
-    snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-f16.vamana",
+    snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8.vamana",
              dir);
     assert_string_equal(path, want);
 

@@ -869,19 +869,21 @@ static void test_parameters(void **state)
     close_ctx(&o);
 }
 
-/* build_precision "i8": the build report names the rows the graph was
- * built on (i8 where AVX-512 VNNI sums them, else f16) and the coding noise;
- * the default is f16; an unknown precision is refused naming the field. */
+/* build_precision: the build report names the rows the graph was built
+ * on (i8, the default, where AVX-512 VNNI sums them, else f16) and, when
+ * i8 was asked, the coding noise; f16 asked is f16; an unknown precision is
+ * refused naming the field. */
 static void test_build_precision(void **state)
 {
     fixture *f = *state;
     char path[600];
     const char *want = strcmp(ann_i8_active()->name, "scalar") ? "i8" : "f16";
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         static const char *const params[] = {
             "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8, \"build_precision\": \"i8\"}",
             "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8}",
             "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8, \"build_precision\": \"int8\"}",
+            "{\"R\": 8, \"L_build\": 32, \"pq_bytes\": 8, \"build_precision\": \"f16\"}",
         };
         snprintf(path, sizeof path, "%s/prec%d", f->dir, v);
         ann_vecsrc *src = NULL;
@@ -903,11 +905,11 @@ static void test_build_precision(void **state)
         json_t *er = json_object_get(report, "engine_report"); /* build.json's */
         const char *got = json_string_value(json_object_get(er, "graph_precision"));
         assert_non_null(got);
-        assert_string_equal(got, v == 0 ? want : "f16");
+        assert_string_equal(got, v == 3 ? "f16" : want);
         json_t *noise = json_object_get(er, "graph_i8_noise");
-        if (v == 0 && !strcmp(want, "i8"))
+        if (v < 2 && !strcmp(want, "i8"))
             assert_true(json_real_value(noise) > 0 && json_real_value(noise) <= ANN_I8_MAX_NOISE);
-        if (v == 1)
+        if (v == 3)
             assert_null(noise);
         json_decref(report);
     }

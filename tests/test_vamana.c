@@ -133,11 +133,11 @@ static void test_vamana_recall_cosine_two_passes(void **state)
 }
 
 /*
- * int8 build distances (VAMANA_PREC_I8): recall at a low L within 0.025 of
- * the half-precision graph's on the hard 10k x 128-d L2 set (where it costs
- * about 0.01) and within 0.01 on a cosine set; a single-threaded i8 build
- * is deterministic, and inner product falls back to half precision (the
- * codes' centring does not keep inner products), saying so in the stats.
+ * int8 build distances (VAMANA_PREC_I8, the default): recall at a low L
+ * within 0.025 of the half-precision graph's on the hard 10k x 128-d L2 set
+ * and within 0.01 on a cosine set; a single-threaded i8 build is
+ * deterministic, and inner product falls back to half precision (the codes'
+ * centring does not keep inner products), saying so in the stats.
  */
 static void test_vamana_i8_build(void **state)
 {
@@ -153,7 +153,8 @@ static void test_vamana_i8_build(void **state)
     vamana_build_stats st;
     /* int8 where a vector kernel sums it, else half rows (the default) */
     const int want = strcmp(ann_i8_active()->name, "scalar") ? VAMANA_PREC_I8 : VAMANA_PREC_F16;
-    assert_int_equal(p.build_f16, VAMANA_PREC_F16);
+    assert_int_equal(p.build_f16, VAMANA_PREC_I8);
+    p.build_f16 = VAMANA_PREC_F16;
     assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &gh, &st), 0);
     assert_int_equal(st.precision_used, VAMANA_PREC_F16);
     assert_true(st.i8_noise == -1.0);
@@ -166,8 +167,11 @@ static void test_vamana_i8_build(void **state)
     double rh = recall_at_10(gh, x, n, dim, ANN_METRIC_L2, q, nq, 20);
     double ri = recall_at_10(gi, x, n, dim, ANN_METRIC_L2, q, nq, 20);
     print_message("recall@10 L=20 (L2, 10k x 128): f16 %.4f, i8 %.4f\n", rh, ri);
-    /* these heavily overlapping clusters are where the codes' error shows:
-     * 0.007-0.013 below f16 at L 20 in five builds here (0.002 at L 48) */
+    /* heavily overlapping clusters, where the codes' error could show: on
+     * these 200 queries i8 finds 0.005-0.013 less than f16 at L 20 in every
+     * build (0.002 at L 48); on three other draws of the same family with
+     * 2,000 queries each, within 0.003 of f16 either way at L 12-48, so the
+     * gap here belongs to this query sample (docs/reproducing.md) */
     assert_true(ri >= rh - 0.025);
     assert_true(ri >= 0.80);
     vamana_graph_destroy(gh);

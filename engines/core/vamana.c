@@ -79,7 +79,7 @@ static const ann_binfmt vamana_binfmt = {
 void vamana_params_default(vamana_params *p)
 {
     *p = (vamana_params){ .R = 64, .L_build = 100, .alpha = 1.2f, .passes = 1,
-                          .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = VAMANA_PREC_F16 };
+                          .slack = VAMANA_DEFAULT_SLACK, .seed = 1, .threads = 0, .build_f16 = VAMANA_PREC_I8 };
 }
 
 const char *vamana_precision_name(int precision)

@@ -60,7 +60,7 @@ typedef struct vamana_params {
                           re-pruned to R (default 1.3) */
     uint64_t seed;     /* insertion order (default 1) */
     int threads;       /* <= 0: all online cores (default 0) */
-    int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_F16):
+    int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_I8):
                           VAMANA_PREC_F32 (0): the float32 rows;
                           VAMANA_PREC_F16 (1): half-precision copies (half the memory
                           traffic; n * dim * 2 bytes more memory; float32 is kept when a
