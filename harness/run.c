@@ -630,7 +630,8 @@ static json_t *build_status(json_t *b, const char *status, const char *fmt, ...)
  * or NULL when interrupted.
  *
  * The cache directory: index_root/<engine>/<hash>, hash over the engine,
- * build parameters, dataset checksum and metric, with -f<N> appended when
+ * build parameters (with the default of any keyed_default parameter the
+ * config leaves out, params.h), dataset checksum and metric, with -f<N> appended when
  * the engine's format version N is 2 or more.  So an engine that raises its
  * format builds into a new directory and leaves the old one as it is,
  * while the directories of format-1 indexes keep the names they had before
@@ -659,9 +660,26 @@ static void build_name(const run_ctx *rc_, const json_t *cell, char name[32], ui
     *format = ops && ops->format_version ? ops->format_version : 1;
     /* the metric too: two bundles of the same base.fbin (one imported as
      * cosine, one as l2) have the same checksum but need their own index */
-    json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build",
-                            json_object_get(cell, "build"), "dataset", rc_->ds.checksum,
-                            "metric", ann_metric_name(rc_->ds.metric));
+    const json_t *build = json_object_get(cell, "build");
+    json_t *key = json_pack("{s:s, s:O, s:s, s:s}", "engine", engine, "build", build,
+                            "dataset", rc_->ds.checksum, "metric",
+                            ann_metric_name(rc_->ds.metric));
+    /* a default that changed (build_precision: f16, then i8) is part of the
+     * name when the config leaves it out, so an index built under the old
+     * default is not taken for one built under the new.  It goes in beside
+     * the build parameters, not among them: the index records the
+     * parameters as the config gave them (build.json), so a config naming
+     * the default explicitly has an index of its own.  Every other index
+     * keeps its name. */
+    json_t *defaults = json_object();
+    for (const ann_param_spec *s = ops ? ops->build_params : NULL; s && s->name; s++)
+        if (s->keyed_default && !json_object_get(build, s->name))
+            json_object_set_new(defaults, s->name,
+                                s->type == ANN_PARAM_ENUM ? json_string(s->def_str)
+                                                          : json_real(s->def));
+    if (json_object_size(defaults) > 0)
+        json_object_set(key, "defaults", defaults);
+    json_decref(defaults);
     /* an index over the first rows only (a workload's first step) is its own */
     if (build_rows(rc_) < rc_->ds.n)
         json_object_set_new(key, "base_rows", json_integer((json_int_t)build_rows(rc_)));

@@ -17,6 +17,7 @@
 #include "engines/engine.h"
 #include "engines/flat/layout.h"
 #include "engines/ivfpq_record/layout.h"
+#include "harness/config.h"
 #include "harness/run.h"
 #include "tests/support/harness_fixture.h"
 #include "tests/support/testutil.h"
@@ -921,6 +922,75 @@ static void test_sector_cell_reports(void **state)
     json_decref(cells);
 }
 
+/*
+ * build_precision's default changed (f16, then i8): a config that leaves it
+ * out names its index with the default beside the parameters, so it is
+ * not the index of the same config built under the old default (whose
+ * name was the hash without it), nor of a config asking "i8" or "f16"
+ * explicitly (build.json records the parameters as given).  A second run
+ * of the first config finds its index.
+ */
+static void test_index_keyed_default(void **state)
+{
+    fx *f = *state;
+    if (!f)
+        skip();
+    static const char *const prec[4] = { NULL, "i8", "f16", NULL };
+    const char *dirs[4];
+    json_t *cells[4];
+    for (int i = 0; i < 4; i++) {
+        char cfg_path[4400], out[4400];
+        snprintf(cfg_path, sizeof cfg_path, "%s/keyed-%d.json", f->dir, i);
+        snprintf(out, sizeof out, "%s/out-keyed-%d", f->dir, i);
+        json_t *build = json_pack("{s:i, s:i, s:i}", "R", 8, "L_build", 16, "pq_bytes", 8);
+        if (prec[i])
+            json_object_set_new(build, "build_precision", json_string(prec[i]));
+        json_t *cfg = json_pack("{s:s, s:{s:s}, s:i, s:[{s:s, s:o, s:{s:i}}], s:[i], s:[s], s:b,"
+                                " s:i, s:s}",
+                                "name", "keyed", "dataset", "path", f->bundle, "k", 10, "engines",
+                                "engine", "diskann-sector", "build", build, "search", "L", 20,
+                                "threads", 1, "modes", "warm", "drop_caches", 0, "queries", 5,
+                                "index_root", "index-keyed");
+        assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+        json_decref(cfg);
+        char *log = NULL;
+        int rc = run(f, cfg_path, out, 0, &log);
+        if (rc)
+            print_message("%s\n", log);
+        assert_int_equal(rc, 0);
+        free(log);
+        cells[i] = load_cells(out);
+        const json_t *c = json_array_get(cells[i], 0);
+        const json_t *ix = json_object_get(c, "index");
+        dirs[i] = json_string_value(json_object_get(ix, "dir"));
+        if (!dirs[i])
+            fail_msg("%s: %s", json_string_value(json_object_get(c, "status")),
+                     json_string_value(json_object_get(c, "reason")));
+        /* the last run finds the first one's index; the others build */
+        assert_true(json_is_boolean(json_object_get(ix, "cached_at_run")));
+        assert_int_equal(json_is_true(json_object_get(ix, "cached_at_run")), i == 3);
+    }
+    assert_string_not_equal(dirs[0], dirs[1]);
+    assert_string_not_equal(dirs[0], dirs[2]);
+    assert_string_not_equal(dirs[1], dirs[2]);
+    assert_string_equal(dirs[0], dirs[3]);
+    /* the name of the first index is not the name it had under the old
+     * default: the hash of the same key without "defaults" */
+    const json_t *ds = json_object_get(json_array_get(cells[0], 0), "dataset");
+    const char *sum = json_string_value(json_object_get(ds, "checksum"));
+    assert_non_null(sum);
+    json_t *old = json_pack("{s:s, s:{s:i, s:i, s:i}, s:s, s:s}", "engine", "diskann-sector",
+                            "build", "R", 8, "L_build", 16, "pq_bytes", 8, "dataset", sum,
+                            "metric", "l2");
+    char hash[17], want[40];
+    harness_json_hash16(old, hash);
+    json_decref(old);
+    snprintf(want, sizeof want, "/%s-f", hash);
+    assert_null(strstr(dirs[0], want));
+    for (int i = 0; i < 4; i++)
+        json_decref(cells[i]);
+}
+
 /* The only index directory under root/engine (its name), for tests that
  * reach into the cache. */
 static void only_index(const fx *f, const char *root, const char *engine, char *name, size_t cap)
@@ -1704,6 +1774,7 @@ int main(void)
         cmocka_unit_test(test_capped_cell_oom),
         cmocka_unit_test(test_time_bounded_cell),
         cmocka_unit_test(test_reused_artifacts_shapes),
+        cmocka_unit_test(test_index_keyed_default),
         cmocka_unit_test(test_warm_capped_reads_device),
         cmocka_unit_test(test_dry_run_and_build_progress),
     };

@@ -44,19 +44,19 @@ template <class F> static inline int ann_cxx_guard(int exc_code, const char *wha
 static inline constexpr ann_param_spec ann_cxx_param_int(const char *name, double min, double max,
                                                          double def, const char *help)
 {
-    return ann_param_spec{ name, ANN_PARAM_INT, min, max, def, nullptr, nullptr, help, 0, nullptr };
+    return ann_param_spec{ name, ANN_PARAM_INT, min, max, def, nullptr, nullptr, help, 0, nullptr, 0 };
 }
 /* An int search parameter that must be >= k (ann_param_spec.at_least_k). */
 static inline constexpr ann_param_spec ann_cxx_param_int_k(const char *name, double min,
                                                            double max, double def,
                                                            const char *help)
 {
-    return ann_param_spec{ name, ANN_PARAM_INT, min, max, def, nullptr, nullptr, help, 1, nullptr };
+    return ann_param_spec{ name, ANN_PARAM_INT, min, max, def, nullptr, nullptr, help, 1, nullptr, 0 };
 }
 /* The end of a table; owner as ANN_PARAM_END_OF's (params.h). */
 static inline constexpr ann_param_spec ann_cxx_param_end(const char *owner)
 {
-    return ann_param_spec{ nullptr, ANN_PARAM_INT, 0, 0, 0, nullptr, nullptr, nullptr, 0, owner };
+    return ann_param_spec{ nullptr, ANN_PARAM_INT, 0, 0, 0, nullptr, nullptr, nullptr, 0, owner, 0 };
 }
 
 #endif

@@ -47,7 +47,7 @@ extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32", "i8" 
     { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,                  \
       .help = "build threads (0: all cores)" },                                                   \
     { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \
-      .choices = ann_diskann_precision_choices, .def_str = "i8",                                  \
+      .choices = ann_diskann_precision_choices, .def_str = "i8", .keyed_default = 1,             \
       .help = "graph build distances on int8 codes (a quarter of the memory traffic; L2 and "   \
               "cosine with AVX-512 VNNI, else f16), f16 copies (half), or f32" }
 

@@ -32,6 +32,11 @@ typedef struct ann_param_spec {
                                     list shorter than k cannot return k results) */
     const char *owner;           /* end entry only: whose table this is, for
                                     messages ("diskann-sector search") */
+    int keyed_default;           /* build: the harness names a cached index by this
+                                    parameter's default when a config leaves it out
+                                    (harness/run.c build_name), because the default
+                                    changed: an index built under the old default must
+                                    not be reused as one built under the new */
 } ann_param_spec;
 
 /* A spec table ends with an entry whose name is NULL; ANN_PARAM_END_OF
