@@ -101,6 +101,21 @@ static json_t *load_cells(const char *out_dir)
     return cells;
 }
 
+/* Writes cfg (and drops it) to cfg_path, runs it into out, which must
+ * succeed (its log is printed if not), and returns the cells. */
+static json_t *run_cells(const fx *f, json_t *cfg, const char *cfg_path, const char *out)
+{
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    char *log = NULL;
+    int rc = run(f, cfg_path, out, 0, &log);
+    if (rc)
+        print_message("%s\n", log);
+    assert_int_equal(rc, 0);
+    free(log);
+    return load_cells(out);
+}
+
 static const json_t *cell_by(const json_t *cells, const char *mode, int threads)
 {
     size_t i;
@@ -630,15 +645,7 @@ static void test_index_per_metric(void **state)
                                 "index-metric");
         snprintf(cfg_path, sizeof cfg_path, "%s/metric-%d.json", f->dir, i);
         snprintf(out[i], sizeof out[i], "%s/out-metric-%d", f->dir, i);
-        assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-        json_decref(cfg);
-        char *log = NULL;
-        int rc = run(f, cfg_path, out[i], 0, &log);
-        if (rc)
-            print_message("%s\n", log);
-        assert_int_equal(rc, 0);
-        free(log);
-        cells[i] = load_cells(out[i]);
+        cells[i] = run_cells(f, cfg, cfg_path, out[i]);
         assert_int_equal(json_array_size(cells[i]), 1);
         const json_t *ix = json_object_get(json_array_get(cells[i], 0), "index");
         dirs[i] = json_string_value(json_object_get(ix, "dir"));
@@ -894,15 +901,7 @@ static void test_sector_cell_reports(void **state)
         "diskann-sector", "build", "R", 16, "L_build", 32, "pq_bytes", 8, "open", "io", "buffered",
         "mmap", "search", "L", 30, "search_mode", "pipeline", "threads", 1, "modes", "warm",
         "drop_caches", 0, "queries", 20, "index_root", "index-sector");
-    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-    json_decref(cfg);
-    char *log = NULL;
-    int rc = run(f, cfg_path, out, 0, &log);
-    if (rc)
-        print_message("%s\n", log);
-    assert_int_equal(rc, 0);
-    free(log);
-    json_t *cells = load_cells(out);
+    json_t *cells = run_cells(f, cfg, cfg_path, out);
     assert_int_equal(json_array_size(cells), 2);
     for (size_t i = 0; i < 2; i++) {
         const json_t *c = json_array_get(cells, i);
@@ -951,15 +950,7 @@ static void test_index_keyed_default(void **state)
                                 "engine", "diskann-sector", "build", build, "search", "L", 20,
                                 "threads", 1, "modes", "warm", "drop_caches", 0, "queries", 5,
                                 "index_root", "index-keyed");
-        assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-        json_decref(cfg);
-        char *log = NULL;
-        int rc = run(f, cfg_path, out, 0, &log);
-        if (rc)
-            print_message("%s\n", log);
-        assert_int_equal(rc, 0);
-        free(log);
-        cells[i] = load_cells(out);
+        cells[i] = run_cells(f, cfg, cfg_path, out);
         const json_t *c = json_array_get(cells[i], 0);
         const json_t *ix = json_object_get(c, "index");
         dirs[i] = json_string_value(json_object_get(ix, "dir"));
@@ -1453,15 +1444,7 @@ static void test_warm_capped_reads_device(void **state)
                             "flat", "threads", 1, "modes", "warm", "memory_caps", "32MiB",
                             "drop_caches", 0, "queries", 20, "warmup_queries", 10,
                             "qps_min_seconds", 0.01, "index_root", "index-cap");
-    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-    json_decref(cfg);
-    char *log = NULL;
-    int rc = run(f, cfg_path, out, 0, &log);
-    if (rc)
-        print_message("%s\n", log);
-    assert_int_equal(rc, 0);
-    free(log);
-    json_t *cells = load_cells(out);
+    json_t *cells = run_cells(f, cfg, cfg_path, out);
     assert_int_equal(json_array_size(cells), 2);
     const json_t *free_cell = json_array_get(cells, 0), *capped = json_array_get(cells, 1);
     assert_true(json_is_null(json_object_get(free_cell, "memory_cap_bytes")));
@@ -1633,15 +1616,7 @@ static void test_time_bounded_cell(void **state)
                             "flat", "engine", "flat", "label", "flat-bounded", "max_cell_seconds",
                             0.001, "threads", 1, "modes", "warm", "drop_caches", 0, "repeats", 2,
                             "warmup_queries", 10, "qps_min_seconds", 0.01, "index_root", "index-tb");
-    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-    json_decref(cfg);
-    char *log = NULL;
-    int rc = run(f, cfg_path, out, 0, &log);
-    if (rc)
-        print_message("%s\n", log);
-    assert_int_equal(rc, 0);
-    free(log);
-    json_t *cells = load_cells(out);
+    json_t *cells = run_cells(f, cfg, cfg_path, out);
     assert_int_equal(json_array_size(cells), 2);
     const json_t *full = json_array_get(cells, 0), *cut = json_array_get(cells, 1);
     assert_false(json_is_true(json_object_get(full, "partial")));
