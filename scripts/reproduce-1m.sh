@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole 1M reproduction from nothing (issue 18 item 5): the six paper
+# The whole 1M reproduction from nothing (issue 18 item 5): the seven paper
 # configs of configs/paper/ at 1M, one after the other, each into its own
 # fixed run directory, so the script is resumable: run it again after an
 # interruption (Ctrl-C, a reboot, a failed cell) and it goes on where it
@@ -18,7 +18,8 @@
 #                                            machine can run offline
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
-#                                            memcap, rss-1m: no index_root of their own) use
+#                                            memcap, memcap-matched, rss-1m: no index_root of
+#                                            their own) use
 #                                            cohere-build's index root, so the six 1M indexes
 #                                            are built once instead of twice (54 min
 #                                            less here); run cohere-build first, e.g.
@@ -46,7 +47,7 @@ case "$STANDIN" in 0|1) ;; *) echo "reproduce-1m: STANDIN='$STANDIN': 0 or 1" >&
 SHARE_BUILDS=${SHARE_BUILDS:-0}
 case "$SHARE_BUILDS" in 0|1) ;; *) echo "reproduce-1m: SHARE_BUILDS='$SHARE_BUILDS': 0 or 1" >&2; exit 2 ;; esac
 BUILD_ROOT=$(jq -r '.index_root' configs/paper/cohere-build.json)
-ALL="cohere-effort cohere-memcap cohere-rss-1m cohere-build sector-cohere sector-gist"
+ALL="cohere-effort cohere-memcap cohere-memcap-matched cohere-rss-1m cohere-build sector-cohere sector-gist"
 ONLY=${ONLY:-$ALL}
 for c in $ONLY; do
   [ -f "configs/paper/$c.json" ] || { echo "reproduce-1m: ONLY names '$c': no configs/paper/$c.json (known: $ALL)" >&2; exit 2; }

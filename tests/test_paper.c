@@ -112,7 +112,7 @@ static void test_paper_configs_valid_and_twinned(void **state)
         json_decref(cfg);
     }
     closedir(d);
-    assert_int_equal(full, 7);
+    assert_int_equal(full, 8);
     assert_true(twins >= 6);
 }
 
