@@ -101,12 +101,10 @@ static json_t *load_cells(const char *out_dir)
     return cells;
 }
 
-/* Writes cfg (and drops it) to cfg_path, runs it into out, which must
- * succeed (its log is printed if not), and returns the cells. */
-static json_t *run_cells(const fx *f, json_t *cfg, const char *cfg_path, const char *out)
+/* Runs cfg_path into out, which must succeed (its log is printed if not),
+ * and returns the cells. */
+static json_t *run_ok(const fx *f, const char *cfg_path, const char *out)
 {
-    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
-    json_decref(cfg);
     char *log = NULL;
     int rc = run(f, cfg_path, out, 0, &log);
     if (rc)
@@ -114,6 +112,14 @@ static json_t *run_cells(const fx *f, json_t *cfg, const char *cfg_path, const c
     assert_int_equal(rc, 0);
     free(log);
     return load_cells(out);
+}
+
+/* Writes cfg (and drops it) to cfg_path, then run_ok. */
+static json_t *run_cells(const fx *f, json_t *cfg, const char *cfg_path, const char *out)
+{
+    assert_int_equal(hf_write_json(cfg_path, cfg), 0);
+    json_decref(cfg);
+    return run_ok(f, cfg_path, out);
 }
 
 static const json_t *cell_by(const json_t *cells, const char *mode, int threads)
@@ -737,13 +743,7 @@ static json_t *format_run(const fx *f, const char *cfg_path, int i)
 {
     char out[4400];
     snprintf(out, sizeof out, "%s/out-format-%d", f->dir, i);
-    char *log = NULL;
-    int rc = run(f, cfg_path, out, 0, &log);
-    if (rc)
-        print_message("%s\n", log);
-    assert_int_equal(rc, 0);
-    free(log);
-    json_t *cells = load_cells(out);
+    json_t *cells = run_ok(f, cfg_path, out);
     assert_int_equal(json_array_size(cells), 2);
     return cells;
 }
