@@ -28,6 +28,19 @@
  * own sub-centre, set apart from the rest of the cluster.  Sub-centres are
  * drawn from their own stream (seed, sub-centre index), not stored.
  *
+ * Optionally (spread_sd > 0; the presets have none) each row's departure
+ * from the mean is scaled by its own factor t = exp(spread_sd z -
+ * spread_sd^2), z standard normal, so E[t^2] = 1 and the total variance is
+ * kept: x = mu + t (B^T (c_k + w) + e).  The real Cohere sample's points are
+ * more unequal in how near they sit to the common direction (the cosine
+ * with the sample mean has a longer upper tail) and hubs follow from that
+ * (datasets/README.md).  z is the row's last draw, so every other draw of
+ * a row is the same with and without it.  And query_scale (the presets:
+ * 1) scales the departure of the test and warm-up rows alone, so queries
+ * can sit nearer the common direction than the rows they search: the real
+ * set's queries find the same few central rows far more often than its
+ * base rows find each other (datasets/README.md).
+ *
  * with the non-mean variance normalised to 1.  Cosine rows are normalised.
  * Tuned values are in ann_gen_shape_default (rank 160, decay 1, 400
  * clusters holding 75% of the latent variance, 22% noise, |mu|^2 2.5); on
@@ -178,6 +191,11 @@ int ann_gen_shape_check(const ann_gen_shape *s)
                         s->subclusters, GEN_MAX_SUBCLUSTERS);
     if (!(s->sub_frac >= 0.0 && s->sub_frac <= 1.0))
         return ann_fail(ANN_EPARAM, "generate: shape.sub_frac %g outside [0, 1]", s->sub_frac);
+    if (!(s->spread_sd >= 0.0 && s->spread_sd <= 2.0))
+        return ann_fail(ANN_EPARAM, "generate: shape.spread_sd %g outside [0, 2]", s->spread_sd);
+    if (!(s->query_scale >= 0.0 && s->query_scale <= 4.0))
+        return ann_fail(ANN_EPARAM, "generate: shape.query_scale %g outside [0, 4]",
+                        s->query_scale);
     return 0;
 }
 
@@ -336,6 +354,18 @@ static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_
         float a = latent[j];
         for (uint32_t d = 0; d < dim; d++)
             row[d] += a * b[d];
+    }
+    double t = 1.0;
+    if (g->shape.spread_sd > 0.0) {
+        double sd = g->shape.spread_sd;
+        t = exp(sd * gen_rng_gauss(&rng) - sd * sd);
+    }
+    if (stream != ANN_GEN_BASE && g->shape.query_scale > 0.0)
+        t *= g->shape.query_scale;
+    if (t != 1.0) {
+        float tf = (float)t;
+        for (uint32_t d = 0; d < dim; d++)
+            row[d] = g->mean[d] + tf * (row[d] - g->mean[d]);
     }
     if (g->metric == ANN_METRIC_COSINE) {
         ann_normalize(row, dim);

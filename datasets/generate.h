@@ -34,6 +34,13 @@ typedef struct ann_gen_shape {
     uint32_t subclusters;/* S sub-centres per cluster (0: none, the presets) */
     double sub_frac;     /* share of the within-cluster latent variance between
                             the sub-centres of a cluster (used when S > 0) */
+    double spread_sd;    /* standard deviation of log t, a per-row factor on
+                            x - mu: rows with a small t sit near the common
+                            direction and become hubs (0: none, the presets) */
+    double query_scale;  /* test and warm-up rows' departure from mu times
+                            this: below 1 they sit nearer the common
+                            direction than the base rows (0 is read as 1,
+                            the presets) */
 } ann_gen_shape;
 
 /*

@@ -93,6 +93,10 @@ static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
         json_object_set_new(shape, "subclusters", json_integer(s->subclusters));
         json_object_set_new(shape, "sub_frac", json_real(s->sub_frac));
     }
+    if (shape && s->spread_sd > 0.0)
+        json_object_set_new(shape, "spread_sd", json_real(s->spread_sd));
+    if (shape && s->query_scale > 0.0 && s->query_scale != 1.0)
+        json_object_set_new(shape, "query_scale", json_real(s->query_scale));
     return j;
 }
 
@@ -240,8 +244,9 @@ static void gen_usage(FILE *fp)
                 "         (1000 queries, 2000 warm-up, seed 42; default out datasets/data/NAME)\n"
                 "shape (default: the metric's tuned shape, datasets/generate.c): [--rank R]\n"
                 "         [--decay D] [--clusters K] [--between-frac F] [--noise-frac F]\n"
-                "         [--mean-sq M] [--subclusters S --sub-frac F]; with --preset they\n"
-                "         need --out and --name (the bundle is no longer the preset)\n"
+                "         [--mean-sq M] [--subclusters S --sub-frac F] [--spread-sd F]\n"
+                "         [--query-scale F]; with --preset they need --out and --name\n"
+                "         (the bundle is no longer the preset)\n"
                 "--force: replace an existing output (kept until the new bundle is complete)\n");
 }
 
@@ -282,6 +287,7 @@ int ann_generate_cli(int argc, char **argv)
     int have_n = 0, have_dim = 0, rc = 0;
     /* shape overrides: NAN / 0 = not given */
     double decay = NAN, between = NAN, noise = NAN, mean_sq = NAN, sub_frac = NAN;
+    double spread = NAN, qscale = NAN;
     uint64_t rank = 0, clusters = 0, subclusters = 0;
     int shaped = 0;
     unsigned out_flags = 0;
@@ -351,11 +357,14 @@ int ann_generate_cli(int argc, char **argv)
             shaped = 1;
         } else if (!strcmp(a, "--decay") || !strcmp(a, "--between-frac") ||
                    !strcmp(a, "--noise-frac") || !strcmp(a, "--mean-sq") ||
-                   !strcmp(a, "--sub-frac")) {
+                   !strcmp(a, "--sub-frac") || !strcmp(a, "--spread-sd") ||
+                   !strcmp(a, "--query-scale")) {
             double *dst = !strcmp(a, "--decay")          ? &decay
                           : !strcmp(a, "--between-frac") ? &between
                           : !strcmp(a, "--noise-frac")   ? &noise
                           : !strcmp(a, "--sub-frac")     ? &sub_frac
+                          : !strcmp(a, "--spread-sd")    ? &spread
+                          : !strcmp(a, "--query-scale")  ? &qscale
                                                          : &mean_sq;
             if ((rc = gen_parse_real(a, val, dst)))
                 goto bad;
@@ -426,6 +435,16 @@ int ann_generate_cli(int argc, char **argv)
             shape.noise_frac = noise;
         if (!isnan(mean_sq))
             shape.mean_sq = mean_sq;
+        if (!isnan(spread))
+            shape.spread_sd = spread;
+        if (!isnan(qscale)) {
+            if (!(qscale > 0.0)) {
+                fprintf(stderr, "annlab dataset generate: --query-scale %g: must be above 0\n",
+                        qscale);
+                return 2;
+            }
+            shape.query_scale = qscale;
+        }
         if ((subclusters != 0) != !isnan(sub_frac)) {
             fprintf(stderr, "annlab dataset generate: --subclusters and --sub-frac go "
                             "together\n");

@@ -26,6 +26,7 @@ extern void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a,
                     int *info, size_t jobz_len, size_t uplo_len);
 
 #define STATS_LID_K 20
+#define STATS_HUB_K 10
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -107,12 +108,86 @@ out:
     return rc;
 }
 
+/* Spread of centrality: the cosine of each row of v (n x dim) with the
+ * rows' mean; its standard deviation and 99th percentile (nearest rank)
+ * into out.  m: dim doubles, tmp: n doubles, both scratch. */
+static void stats_centre(const double *v, uint32_t n, uint32_t dim, double *m, double *tmp,
+                         ann_data_stats *out)
+{
+    double mnorm = 0.0;
+    for (uint32_t d = 0; d < dim; d++)
+        m[d] = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < dim; d++)
+            m[d] += v[(size_t)i * dim + d];
+    for (uint32_t d = 0; d < dim; d++)
+        mnorm += m[d] * m[d];
+    mnorm = sqrt(mnorm);
+    double sum = 0.0, sq = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+        double dot = 0.0, vn = 0.0;
+        for (uint32_t d = 0; d < dim; d++) {
+            dot += v[(size_t)i * dim + d] * m[d];
+            vn += v[(size_t)i * dim + d] * v[(size_t)i * dim + d];
+        }
+        tmp[i] = mnorm > 0 && vn > 0 ? dot / (mnorm * sqrt(vn)) : 0.0;
+        sum += tmp[i];
+    }
+    double avg = sum / n;
+    for (uint32_t i = 0; i < n; i++)
+        sq += (tmp[i] - avg) * (tmp[i] - avg);
+    out->centre_cos_sd = sqrt(sq / n);
+    qsort(tmp, n, sizeof *tmp, cmp_double);
+    out->centre_cos_p99 = tmp[(size_t)ceil(0.99 * n) - 1];
+}
+
+/* Hubness: the skewness of N_k(j), how many rows i != j have j among their
+ * k nearest (squared distances d2(i, j) = sqn[i] + sqn[j] - 2 g[i][j];
+ * ties go to the lower index).  ids: k, best: k, cnt: n, scratch. */
+static double stats_hub_skew(const double *g, const double *sqn, uint32_t n, uint32_t k,
+                             uint32_t *ids, double *best, double *cnt)
+{
+    for (uint32_t j = 0; j < n; j++)
+        cnt[j] = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t m = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            if (j == i)
+                continue;
+            double d2 = sqn[i] + sqn[j] - 2.0 * g[(size_t)i * n + j];
+            if (m == k && d2 >= best[k - 1])
+                continue;
+            uint32_t p = m < k ? m++ : k - 1;
+            while (p > 0 && best[p - 1] > d2) {
+                best[p] = best[p - 1];
+                ids[p] = ids[p - 1];
+                p--;
+            }
+            best[p] = d2;
+            ids[p] = j;
+        }
+        for (uint32_t t = 0; t < m; t++)
+            cnt[ids[t]] += 1.0;
+    }
+    /* the mean of N_k is k exactly */
+    double m2 = 0.0, m3 = 0.0;
+    for (uint32_t j = 0; j < n; j++) {
+        double e = cnt[j] - k;
+        m2 += e * e;
+        m3 += e * e * e;
+    }
+    m2 /= n;
+    m3 /= n;
+    return m2 > 0 ? m3 / pow(m2, 1.5) : 0.0;
+}
+
 int ann_stats_compute(const float *x, uint32_t n, uint32_t dim, ann_metric metric,
                       uint32_t pca_k, ann_data_stats *out)
 {
     int rc = 0;
     double *xd = NULL, *xn = NULL, *g = NULL, *pairs = NULL, *row = NULL;
-    double *nn = NULL, *rcs = NULL, *lids = NULL, *sqn = NULL;
+    double *nn = NULL, *rcs = NULL, *lids = NULL, *sqn = NULL, *mvec = NULL, *hbest = NULL;
+    uint32_t *hids = NULL;
     if (n < 3 || dim == 0)
         return ann_fail(ANN_EPARAM, "stats: need at least 3 vectors of dim >= 1 (got %u x %u)",
                         n, dim);
@@ -126,7 +201,11 @@ int ann_stats_compute(const float *x, uint32_t n, uint32_t dim, ann_metric metri
     rcs = malloc((size_t)n * sizeof *rcs);
     lids = malloc((size_t)n * sizeof *lids);
     sqn = malloc((size_t)n * sizeof *sqn);
-    if (!xd || !xn || !g || !pairs || !row || !nn || !rcs || !lids || !sqn) {
+    mvec = malloc((size_t)dim * sizeof *mvec);
+    hbest = malloc(STATS_HUB_K * sizeof *hbest);
+    hids = malloc(STATS_HUB_K * sizeof *hids);
+    if (!xd || !xn || !g || !pairs || !row || !nn || !rcs || !lids || !sqn || !mvec || !hbest ||
+        !hids) {
         rc = -ENOMEM;
         goto out;
     }
@@ -135,6 +214,7 @@ int ann_stats_compute(const float *x, uint32_t n, uint32_t dim, ann_metric metri
     out->dim = dim;
     out->pca_k = pca_k < (n < dim ? n : dim) ? pca_k : (n < dim ? n : dim);
     out->lid_k = STATS_LID_K < n - 2 ? STATS_LID_K : n - 2;
+    out->hub_k = STATS_HUB_K < n - 2 ? STATS_HUB_K : n - 2;
 
     for (uint32_t i = 0; i < n; i++) {
         double s = 0.0;
@@ -204,6 +284,8 @@ int ann_stats_compute(const float *x, uint32_t n, uint32_t dim, ann_metric metri
     }
     out->rc_median = nrc ? median_of(rcs, nrc) : 0.0;
     out->lid_median = nlid ? median_of(lids, nlid) : 0.0;
+    out->hub_skew = stats_hub_skew(g, sqn, n, out->hub_k, hids, hbest, row);
+    stats_centre(metric == ANN_METRIC_L2 ? xd : xn, n, dim, mvec, row, out);
 
     rc = stats_spectrum(xd, n, dim, out->pca_k, &out->pca_top_frac);
 out:
@@ -216,14 +298,21 @@ out:
     free(rcs);
     free(lids);
     free(sqn);
+    free(mvec);
+    free(hbest);
+    free(hids);
     return rc;
 }
 
 json_t *ann_stats_to_json(const ann_data_stats *s)
 {
-    return json_pack("{s:i, s:i, s:f, s:f, s:i, s:f, s:f, s:i, s:f}", "sample_n", (json_int_t)s->n,
-                     "dim", (json_int_t)s->dim, "pairwise_cosine_median", s->pair_cos_median,
-                     "nn_cosine_median", s->nn_cos_median, "pca_k", (json_int_t)s->pca_k,
+    return json_pack("{s:i, s:i, s:f, s:f, s:i, s:f, s:f, s:i, s:f, s:f, s:f, s:i, s:f}",
+                     "sample_n", (json_int_t)s->n, "dim", (json_int_t)s->dim,
+                     "pairwise_cosine_median", s->pair_cos_median, "nn_cosine_median",
+                     s->nn_cos_median, "pca_k", (json_int_t)s->pca_k,
                      "pca_top_variance_fraction", s->pca_top_frac, "relative_contrast_median",
-                     s->rc_median, "lid_k", (json_int_t)s->lid_k, "lid_median", s->lid_median);
+                     s->rc_median, "lid_k", (json_int_t)s->lid_k, "lid_median", s->lid_median,
+                     "centre_cosine_sd", s->centre_cos_sd, "centre_cosine_p99",
+                     s->centre_cos_p99, "hub_k", (json_int_t)s->hub_k, "hub_skewness",
+                     s->hub_skew);
 }

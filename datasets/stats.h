@@ -16,6 +16,15 @@
  *   lid_median        local intrinsic dimensionality, MLE of Levina and
  *                     Bickel (NIPS 2004) on the lid_k nearest neighbours;
  *                     median over points.  Higher means harder.
+ *   centre_cos_sd,    spread of how central the points are: the standard
+ *   centre_cos_p99    deviation and 99th percentile of the cosine between
+ *                     each vector and the sample's mean vector.  Points
+ *                     nearer the common direction than the rest become
+ *                     hubs (Radovanovic, Nanopoulos, Ivanovic, JMLR 2010).
+ *   hub_skew          hubness: the skewness of N_hub_k, the number of
+ *                     times a point is among the hub_k nearest neighbours
+ *                     of the others (within the sample).  0 for no hubs;
+ *                     large when a few points are near nearly everyone.
  *
  * Distances for rc and lid are Euclidean (not squared) under the metric:
  * on the raw vectors for L2, on unit-normalised vectors for cosine and IP.
@@ -32,17 +41,21 @@ typedef struct ann_data_stats {
     uint32_t n, dim;
     uint32_t pca_k;   /* components counted in pca_top_frac */
     uint32_t lid_k;   /* neighbours used by the LID estimate */
+    uint32_t hub_k;   /* neighbours counted by hub_skew */
     double pair_cos_median;
     double nn_cos_median;
     double pca_top_frac;
     double rc_median;
     double lid_median;
+    double centre_cos_sd;
+    double centre_cos_p99;
+    double hub_skew;
 } ann_data_stats;
 
 /*
  * Compute every statistic above on x (n x dim floats, row-major, borrowed,
- * not modified).  pca_k is clamped to min(n, dim); lid_k is 20 (clamped to
- * n - 2).  n must be at least 3.  Allocates O(n^2 + min(n,dim)^2) doubles.
+ * not modified).  pca_k is clamped to min(n, dim); lid_k is 20 and hub_k
+ * 10 (each clamped to n - 2).  n must be at least 3.  Allocates O(n^2 + min(n,dim)^2) doubles.
  * Thread-safe (no shared state; BLAS may use its own threads).
  * Errors: ANN_EPARAM (n < 3, dim 0), -ENOMEM, ANN_EINTERNAL (the LAPACK
  * eigensolver failed), ANN_EDATA (a zero vector: its cosine is undefined).

@@ -93,6 +93,108 @@ static void test_stats_known_values(void **state)
     assert_true(fabs(s.pair_cos_median) < 1e-9); /* 4 of 6 pairs are orthogonal */
 }
 
+/* Hubness and centrality against a naive computation: every row's full
+ * distance list sorted (ties to the lower index), counts, moments; the
+ * cosine of each row with the mean, sorted.  Random rows around a common
+ * offset, a few of them pulled towards the mean so there are hubs. */
+static void test_stats_hubness_naive(void **state)
+{
+    (void)state;
+    const uint32_t n = 300, dim = 12, k = 10;
+    float *x = malloc((size_t)n * dim * sizeof *x);
+    assert_non_null(x);
+    uint64_t r = 12345;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < dim; d++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            float u = (float)((r >> 40) * 0x1.0p-24) - 0.5f;
+            x[(size_t)i * dim + d] = (d == 0 ? 2.0f : 0.0f) + (i % 37 == 0 ? 0.1f : 1.0f) * u;
+        }
+    for (int m = 0; m < 2; m++) {
+        ann_metric metric = m ? ANN_METRIC_L2 : ANN_METRIC_COSINE;
+        ann_data_stats s;
+        assert_int_equal(ann_stats_compute(x, n, dim, metric, 4, &s), 0);
+        assert_int_equal(s.hub_k, k);
+        double *v = malloc((size_t)n * dim * sizeof *v), *cnt = calloc(n, sizeof *cnt);
+        double *dist = malloc((size_t)n * sizeof *dist), *cs = malloc((size_t)n * sizeof *cs);
+        uint32_t *ord = malloc((size_t)n * sizeof *ord);
+        assert_true(v && cnt && dist && cs && ord);
+        for (uint32_t i = 0; i < n; i++) {
+            double nrm = 0.0;
+            for (uint32_t d = 0; d < dim; d++)
+                nrm += (double)x[(size_t)i * dim + d] * x[(size_t)i * dim + d];
+            for (uint32_t d = 0; d < dim; d++)
+                v[(size_t)i * dim + d] = x[(size_t)i * dim + d] / (m ? 1.0 : sqrt(nrm));
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t c = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                double d2 = 0.0;
+                for (uint32_t d = 0; d < dim; d++) {
+                    double e = v[(size_t)i * dim + d] - v[(size_t)j * dim + d];
+                    d2 += e * e;
+                }
+                dist[j] = d2;
+                if (j != i)
+                    ord[c++] = j;
+            }
+            /* insertion sort by (distance, index) */
+            for (uint32_t a = 1; a < c; a++) {
+                uint32_t t = ord[a], b = a;
+                while (b > 0 && (dist[ord[b - 1]] > dist[t] + 1e-12 ||
+                                 (fabs(dist[ord[b - 1]] - dist[t]) <= 1e-12 && ord[b - 1] > t))) {
+                    ord[b] = ord[b - 1];
+                    b--;
+                }
+                ord[b] = t;
+            }
+            for (uint32_t a = 0; a < k; a++)
+                cnt[ord[a]] += 1.0;
+        }
+        double m2 = 0.0, m3 = 0.0, mean[12] = {0}, mn = 0.0, avg = 0.0, sd = 0.0;
+        for (uint32_t j = 0; j < n; j++) {
+            m2 += (cnt[j] - k) * (cnt[j] - k) / n;
+            m3 += (cnt[j] - k) * (cnt[j] - k) * (cnt[j] - k) / n;
+        }
+        double skew = m3 / pow(m2, 1.5);
+        for (uint32_t i = 0; i < n; i++)
+            for (uint32_t d = 0; d < dim; d++)
+                mean[d] += v[(size_t)i * dim + d];
+        for (uint32_t d = 0; d < dim; d++)
+            mn += mean[d] * mean[d];
+        for (uint32_t i = 0; i < n; i++) {
+            double dot = 0.0, vn = 0.0;
+            for (uint32_t d = 0; d < dim; d++) {
+                dot += v[(size_t)i * dim + d] * mean[d];
+                vn += v[(size_t)i * dim + d] * v[(size_t)i * dim + d];
+            }
+            cs[i] = dot / sqrt(mn * vn);
+            avg += cs[i] / n;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            sd += (cs[i] - avg) * (cs[i] - avg) / n;
+        sd = sqrt(sd);
+        /* the 99th percentile, nearest rank: the 297th smallest of 300 */
+        uint32_t above = 0;
+        for (uint32_t i = 0; i < n; i++)
+            above += cs[i] > s.centre_cos_p99 + 1e-12;
+        print_message("%s: hub skew %.4f (naive %.4f), centre cosine sd %.5f (naive %.5f), "
+                      "p99 %.5f with %u rows above\n",
+                      m ? "l2" : "cosine", s.hub_skew, skew, s.centre_cos_sd, sd,
+                      s.centre_cos_p99, above);
+        assert_true(skew > 1.0); /* the pulled-in rows are hubs */
+        assert_true(fabs(s.hub_skew - skew) < 1e-9);
+        assert_true(fabs(s.centre_cos_sd - sd) < 1e-9);
+        assert_int_equal(above, 3);
+        free(v);
+        free(cnt);
+        free(dist);
+        free(cs);
+        free(ord);
+    }
+    free(x);
+}
+
 static void test_stats_bad_input(void **state)
 {
     (void)state;
@@ -161,6 +263,14 @@ static void test_generate_matches_real_cohere(void **state)
     check_close("top-100 spectrum share vs real", s.pca_top_frac, r.pca_top_frac);
     print_message("relative contrast %.3f (real %.3f), LID %.2f (real %.2f)\n", s.rc_median,
                   r.rc_median, s.lid_median, r.lid_median);
+    /* what the default shape does not have (datasets/README.md): the real
+     * rows are more unequal in how central they are, and hubbier */
+    print_message("centre cosine sd %.4f (real %.4f), p99 %.4f (real %.4f), hub skew %.2f "
+                  "(real %.2f)\n",
+                  s.centre_cos_sd, r.centre_cos_sd, s.centre_cos_p99, r.centre_cos_p99,
+                  s.hub_skew, r.hub_skew);
+    assert_true(r.centre_cos_p99 > s.centre_cos_p99 + 0.01);
+    assert_true(r.hub_skew > s.hub_skew);
     assert_true(fabs(s.rc_median - r.rc_median) < 0.1 * r.rc_median);
     assert_true(fabs(s.lid_median - r.lid_median) < 0.15 * r.lid_median);
     free(real);
@@ -284,6 +394,92 @@ static void test_generate_subclusters(void **state)
     assert_int_equal(ann_gen_shape_check(&bad), ANN_EPARAM);
     assert_string_equal(ann_errmsg(ANN_EPARAM),
                         "generate: shape.subclusters 2000000 outside [0, 1000000]");
+}
+
+/*
+ * Spread and query scale: 0 and 1 (the presets) give the default model's
+ * bytes; a query scale leaves the base rows as they were and pulls the
+ * queries towards the common direction; a spread changes the base rows,
+ * makes how central a row is more unequal and the sample hubbier; bad
+ * values name the field.
+ */
+static void test_generate_spread_query_scale(void **state)
+{
+    (void)state;
+    const uint32_t dim = 768, n = 1000, nq = 200;
+    ann_gen_params p = {.dim = dim, .metric = ANN_METRIC_COSINE, .seed = 42};
+    float *plain = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    float *plain_q = gen_rows(&p, ANN_GEN_QUERY, 0, nq);
+    ann_gen_shape sh;
+    ann_gen_shape_default(ANN_METRIC_COSINE, &sh);
+    sh.spread_sd = 0.0;
+    sh.query_scale = 1.0;
+    p.shape = &sh;
+    float *same = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    float *same_q = gen_rows(&p, ANN_GEN_QUERY, 0, nq);
+    assert_memory_equal(plain, same, (size_t)n * dim * sizeof *same);
+    assert_memory_equal(plain_q, same_q, (size_t)nq * dim * sizeof *same_q);
+
+    sh.query_scale = 0.8;
+    float *qs_base = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    float *qs_q = gen_rows(&p, ANN_GEN_QUERY, 0, nq);
+    assert_memory_equal(plain, qs_base, (size_t)n * dim * sizeof *qs_base);
+    assert_memory_not_equal(plain_q, qs_q, (size_t)nq * dim * sizeof *qs_q);
+    /* nearer the base rows' mean direction than before */
+    double mean[768] = {0}, c_plain = 0.0, c_scaled = 0.0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < dim; d++)
+            mean[d] += plain[(size_t)i * dim + d];
+    double mn = 0.0;
+    for (uint32_t d = 0; d < dim; d++)
+        mn += mean[d] * mean[d];
+    for (uint32_t i = 0; i < nq; i++) {
+        double a = 0.0, b = 0.0;
+        for (uint32_t d = 0; d < dim; d++) {
+            a += plain_q[(size_t)i * dim + d] * mean[d];
+            b += qs_q[(size_t)i * dim + d] * mean[d];
+        }
+        c_plain += a / sqrt(mn) / nq;
+        c_scaled += b / sqrt(mn) / nq;
+    }
+    print_message("mean cosine of a query with the base mean: %.4f, %.4f at query scale 0.8\n",
+                  c_plain, c_scaled);
+    assert_true(c_scaled > c_plain + 0.02);
+
+    sh.query_scale = 1.0;
+    sh.spread_sd = 0.1;
+    float *sp = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    float *sp_again = gen_rows(&p, ANN_GEN_BASE, 0, n);
+    assert_memory_equal(sp, sp_again, (size_t)n * dim * sizeof *sp);
+    assert_memory_not_equal(plain, sp, (size_t)n * dim * sizeof *sp);
+    ann_data_stats a, b;
+    assert_int_equal(ann_stats_compute(plain, n, dim, ANN_METRIC_COSINE, 100, &a), 0);
+    assert_int_equal(ann_stats_compute(sp, n, dim, ANN_METRIC_COSINE, 100, &b), 0);
+    print_message("spread 0 / 0.1: centre cosine sd %.4f / %.4f, p99 %.4f / %.4f, hub skew "
+                  "%.2f / %.2f, nn cosine %.4f / %.4f\n",
+                  a.centre_cos_sd, b.centre_cos_sd, a.centre_cos_p99, b.centre_cos_p99,
+                  a.hub_skew, b.hub_skew, a.nn_cos_median, b.nn_cos_median);
+    assert_true(b.centre_cos_sd > a.centre_cos_sd + 0.004);
+    assert_true(b.centre_cos_p99 > a.centre_cos_p99 + 0.01);
+    assert_true(b.hub_skew > a.hub_skew + 1.0);
+    check_cohere_like(sp, "synth-768 seed 42, spread 0.1");
+    free(plain);
+    free(plain_q);
+    free(same);
+    free(same_q);
+    free(qs_base);
+    free(qs_q);
+    free(sp);
+    free(sp_again);
+
+    ann_gen_shape bad = sh;
+    bad.spread_sd = 2.5;
+    assert_int_equal(ann_gen_shape_check(&bad), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), "generate: shape.spread_sd 2.5 outside [0, 2]");
+    bad = sh;
+    bad.query_scale = 5;
+    assert_int_equal(ann_gen_shape_check(&bad), ANN_EPARAM);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), "generate: shape.query_scale 5 outside [0, 4]");
 }
 
 /* Queries come from the same distribution but are not copies of base rows. */
@@ -796,12 +992,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_known_values),
         cmocka_unit_test(test_stats_bad_input),
+        cmocka_unit_test(test_stats_hubness_naive),
         cmocka_unit_test(test_stats_real_cohere),
         cmocka_unit_test(test_generate_matches_cohere),
         cmocka_unit_test(test_generate_matches_real_cohere),
         cmocka_unit_test(test_generate_deterministic),
         cmocka_unit_test(test_generate_queries_not_copies),
         cmocka_unit_test(test_generate_subclusters),
+        cmocka_unit_test(test_generate_spread_query_scale),
         cmocka_unit_test(test_generate_l2_gist_like),
         cmocka_unit_test(test_generate_bad_params),
         cmocka_unit_test(test_generate_bundle_end_to_end),

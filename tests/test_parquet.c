@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static const char *node_dir(void)
 {
@@ -386,6 +387,85 @@ static void test_parquet_real_neighbors(void **state)
 }
 
 
+/* Run cmd (stderr joined), its output into out; the exit status. */
+static int run_out(const char *cmd, char *out, size_t cap)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *fp = popen(full, "r");
+    assert_non_null(fp);
+    size_t got = fread(out, 1, cap - 1, fp);
+    out[got] = '\0';
+    int st = pclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * hubness.mjs: the figures of a hand-worked gt.ibin (ids then distances,
+ * as bundles write it), the real VectorDBBench 1% file's figures quoted in
+ * datasets/README.md, and errors naming the file or the option.
+ */
+static void test_hubness_script(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("hub");
+    char path[4096], cmd[8192], out[8192];
+    /* 4 queries, depth 3, counted at k 2 over n 10: row 1 three times,
+     * rows 2..6 once, four rows never; queries 0, 1, 2 share row 1 */
+    int32_t ids[4][3] = {{1, 2, 9}, {1, 3, 9}, {4, 1, 9}, {5, 6, 9}};
+    snprintf(path, sizeof path, "%s/gt.ibin", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint32_t hdr[2] = {4, 3};
+    float dist[12] = {0};
+    assert_int_equal(fwrite(hdr, sizeof hdr, 1, f), 1);
+    assert_int_equal(fwrite(ids, sizeof ids, 1, f), 1);
+    assert_int_equal(fwrite(dist, sizeof dist, 1, f), 1);
+    assert_int_equal(fclose(f), 0);
+    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10 --k 2 %s", node_dir(), path);
+    assert_int_equal(run_out(cmd, out, sizeof out), 0);
+    /* mean 0.8; m2 = (2.2^2 + 5 * 0.2^2 + 4 * 0.8^2) / 10 = 0.76, m3 = 0.864,
+     * skewness 0.864 / 0.76^1.5 = 1.304; uniform: 10 (1 - e^-0.8) = 5.5 */
+    char want[8192];
+    snprintf(want, sizeof want,
+             "{\"file\":\"%s\",\"queries\":4,\"k\":2,\"n\":10,\"distinct\":6,"
+             "\"distinct_if_uniform\":6,\"max_occurrence\":3,\"top1pct_slot_share\":0.375,"
+             "\"skewness\":1.304,\"query_pairs_sharing\":3,\"query_pairs\":6}\n",
+             path);
+    assert_string_equal(out, want);
+
+    /* errors: a truncated file, k above the depth, no --n */
+    assert_int_equal(truncate(path, 8 + 4 * 11), 0);
+    assert_int_equal(run_out(cmd, out, sizeof out), 1);
+    snprintf(want, sizeof want,
+             "hubness: %s: 52 bytes, expected 56 (ids) or 104 (ids and distances) for 4 x 3\n",
+             path);
+    assert_string_equal(out, want);
+    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --k 2 %s", node_dir(), path);
+    assert_int_equal(run_out(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "hubness: --n N is required"));
+
+    /* the real file: figures quoted in datasets/README.md ("Hubs") */
+    const char *shared = tu_shared_data();
+    if (shared) {
+        snprintf(path, sizeof path,
+                 "%s/vectordbbench-cohere-neighbors/"
+                 "cohere_medium_1m__neighbors_labels_label_1p.parquet",
+                 shared);
+        if (access(path, R_OK) == 0) {
+            snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10000 --k 100 %s", node_dir(),
+                     path);
+            assert_int_equal(run_out(cmd, out, sizeof out), 0);
+            assert_non_null(strstr(out, "\"distinct\":8064,"));
+            assert_non_null(strstr(out, "\"max_occurrence\":487,"));
+            assert_non_null(strstr(out, "\"query_pairs_sharing\":428878,"));
+        } else {
+            print_message("%s absent: real-file figures not checked\n", path);
+        }
+    }
+    tu_rmdir(dir);
+}
+
 /* `annlab dataset import *.parquet --out DIR --metric M` */
 static void test_parquet_cli_import(void **state)
 {
@@ -435,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_parquet_corrupt_page_header),
         cmocka_unit_test(test_parquet_missing_file),
         cmocka_unit_test(test_parquet_real_neighbors),
+        cmocka_unit_test(test_hubness_script),
         cmocka_unit_test(test_parquet_cli_import),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
