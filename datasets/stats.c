@@ -13,6 +13,7 @@
 #include "datasets/stats.h"
 
 #include "engines/core/status.h"
+#include "engines/core/topk.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -142,32 +143,22 @@ static void stats_centre(const double *v, uint32_t n, uint32_t dim, double *m, d
 }
 
 /* Hubness: the skewness of N_k(j), how many rows i != j have j among their
- * k nearest (squared distances d2(i, j) = sqn[i] + sqn[j] - 2 g[i][j];
- * ties go to the lower index).  ids: k, best: k, cnt: n, scratch. */
+ * k nearest (squared distances d2(i, j) = sqn[i] + sqn[j] - 2 g[i][j], kept
+ * by engines/core/topk.h: ties with the k-th go to the lower index).
+ * ids: k, best: k, cnt: n, scratch. */
 static double stats_hub_skew(const double *g, const double *sqn, uint32_t n, uint32_t k,
-                             uint32_t *ids, double *best, double *cnt)
+                             uint32_t *ids, float *best, double *cnt)
 {
     for (uint32_t j = 0; j < n; j++)
         cnt[j] = 0.0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t m = 0;
-        for (uint32_t j = 0; j < n; j++) {
-            if (j == i)
-                continue;
-            double d2 = sqn[i] + sqn[j] - 2.0 * g[(size_t)i * n + j];
-            if (m == k && d2 >= best[k - 1])
-                continue;
-            uint32_t p = m < k ? m++ : k - 1;
-            while (p > 0 && best[p - 1] > d2) {
-                best[p] = best[p - 1];
-                ids[p] = ids[p - 1];
-                p--;
-            }
-            best[p] = d2;
-            ids[p] = j;
-        }
-        for (uint32_t t = 0; t < m; t++)
-            cnt[ids[t]] += 1.0;
+        ann_topk t;
+        ann_topk_init(&t, best, ids, k);
+        for (uint32_t j = 0; j < n; j++)
+            if (j != i)
+                ann_topk_push(&t, (float)(sqn[i] + sqn[j] - 2.0 * g[(size_t)i * n + j]), j);
+        for (uint32_t m = 0; m < t.n; m++)
+            cnt[ids[m]] += 1.0;
     }
     /* the mean of N_k is k exactly */
     double m2 = 0.0, m3 = 0.0;
@@ -186,7 +177,8 @@ int ann_stats_compute(const float *x, uint32_t n, uint32_t dim, ann_metric metri
 {
     int rc = 0;
     double *xd = NULL, *xn = NULL, *g = NULL, *pairs = NULL, *row = NULL;
-    double *nn = NULL, *rcs = NULL, *lids = NULL, *sqn = NULL, *mvec = NULL, *hbest = NULL;
+    double *nn = NULL, *rcs = NULL, *lids = NULL, *sqn = NULL, *mvec = NULL;
+    float *hbest = NULL;
     uint32_t *hids = NULL;
     if (n < 3 || dim == 0)
         return ann_fail(ANN_EPARAM, "stats: need at least 3 vectors of dim >= 1 (got %u x %u)",

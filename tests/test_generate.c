@@ -756,17 +756,6 @@ static void test_generate_presets(void **state)
                         "synth-960-l2-{10k,100k,1m})");
 }
 
-/* Run a shell command, capture stdout+stderr into out; return the exit code. */
-static int run_capture(const char *cmd, char *out, size_t len)
-{
-    FILE *fp = popen(cmd, "r");
-    assert_non_null(fp);
-    size_t got = fread(out, 1, len - 1, fp);
-    out[got] = '\0';
-    int st = pclose(fp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_generate_cli(void **state)
 {
     (void)state;
@@ -778,28 +767,28 @@ static void test_generate_cli(void **state)
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --n 10 --dim 8 --metric ip --out %s/a 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--metric: 'ip' is not l2 or cosine"));
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --n 1e3 --dim 8 --metric l2 --out %s/a 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--n: '1e3' is not an integer in [1, 2147483647]"));
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --dim 8 --metric l2 --out %s/a 2>&1", bin,
              dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--n is required"));
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --preset nope 2>&1", bin);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "nope: no such generator preset"));
 
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 2000 --dim 24 --metric l2 --queries 20 --warmup 10 "
              "--seed 5 --out %s/ok 2>&1 && %s dataset verify %s/ok >/dev/null 2>&1",
              bin, dir, bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 0);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 0);
     char path[4096];
     snprintf(path, sizeof path, "%s/ok", dir);
     ann_bundle b;
@@ -814,29 +803,29 @@ static void test_generate_cli(void **state)
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --preset synth-768-cosine-10k --noise-frac 0.1 --out %s/p 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "a shape option with --preset synth-768-cosine-10k needs --out "
                                 "and a --name other than the preset's"));
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 10 --dim 8 --metric l2 --noise-frac 1.5 --out %s/a 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "generate: shape.noise_frac 1.5 outside [0, 1]"));
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 10 --dim 8 --metric l2 --decay nan --out %s/a 2>&1", bin,
              dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--decay: 'nan' is not a finite number"));
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 10 --dim 8 --metric l2 --subclusters 5 --out %s/a 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--subclusters and --sub-frac go together"));
     snprintf(cmd, sizeof cmd,
              "%s dataset generate --n 2000 --dim 24 --metric l2 --queries 20 --warmup 10 "
              "--seed 5 --clusters 50 --noise-frac 0.05 --out %s/shaped 2>&1",
              bin, dir);
-    assert_int_equal(run_capture(cmd, out, sizeof out), 0);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 0);
     snprintf(path, sizeof path, "%s/shaped/manifest.json", dir);
     json_error_t je;
     json_t *man = json_load_file(path, 0, &je);

@@ -387,19 +387,6 @@ static void test_parquet_real_neighbors(void **state)
 }
 
 
-/* Run cmd (stderr joined), its output into out; the exit status. */
-static int run_out(const char *cmd, char *out, size_t cap)
-{
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *fp = popen(full, "r");
-    assert_non_null(fp);
-    size_t got = fread(out, 1, cap - 1, fp);
-    out[got] = '\0';
-    int st = pclose(fp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /*
  * hubness.mjs: the figures of a hand-worked gt.ibin (ids then distances,
  * as bundles write it), the real VectorDBBench 1% file's figures quoted in
@@ -422,8 +409,8 @@ static void test_hubness_script(void **state)
     assert_int_equal(fwrite(ids, sizeof ids, 1, f), 1);
     assert_int_equal(fwrite(dist, sizeof dist, 1, f), 1);
     assert_int_equal(fclose(f), 0);
-    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10 --k 2 %s", node_dir(), path);
-    assert_int_equal(run_out(cmd, out, sizeof out), 0);
+    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10 --k 2 %s 2>&1", node_dir(), path);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 0);
     /* mean 0.8; m2 = (2.2^2 + 5 * 0.2^2 + 4 * 0.8^2) / 10 = 0.76, m3 = 0.864,
      * skewness 0.864 / 0.76^1.5 = 1.304; uniform: 10 (1 - e^-0.8) = 5.5 */
     char want[8192];
@@ -436,13 +423,13 @@ static void test_hubness_script(void **state)
 
     /* errors: a truncated file, k above the depth, no --n */
     assert_int_equal(truncate(path, 8 + 4 * 11), 0);
-    assert_int_equal(run_out(cmd, out, sizeof out), 1);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 1);
     snprintf(want, sizeof want,
              "hubness: %s: 52 bytes, expected 56 (ids) or 104 (ids and distances) for 4 x 3\n",
              path);
     assert_string_equal(out, want);
-    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --k 2 %s", node_dir(), path);
-    assert_int_equal(run_out(cmd, out, sizeof out), 2);
+    snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --k 2 %s 2>&1", node_dir(), path);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "hubness: --n N is required"));
 
     /* the real file: figures quoted in datasets/README.md ("Hubs") */
@@ -453,9 +440,9 @@ static void test_hubness_script(void **state)
                  "cohere_medium_1m__neighbors_labels_label_1p.parquet",
                  shared);
         if (access(path, R_OK) == 0) {
-            snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10000 --k 100 %s", node_dir(),
+            snprintf(cmd, sizeof cmd, "node %s/hubness.mjs --n 10000 --k 100 %s 2>&1", node_dir(),
                      path);
-            assert_int_equal(run_out(cmd, out, sizeof out), 0);
+            assert_int_equal(tu_run_capture(cmd, out, sizeof out), 0);
             assert_non_null(strstr(out, "\"distinct\":8064,"));
             assert_non_null(strstr(out, "\"max_occurrence\":487,"));
             assert_non_null(strstr(out, "\"query_pairs_sharing\":428878,"));
@@ -480,11 +467,7 @@ static void test_parquet_cli_import(void **state)
              "%s dataset import %s/shuffle_train.parquet %s/test.parquet %s/neighbors.parquet "
              "--out %s/b 2>&1",
              bin, dir, dir, dir, dir);
-    FILE *fp = popen(cmd, "r");
-    size_t got = fread(out, 1, sizeof out - 1, fp);
-    out[got] = '\0';
-    int st = pclose(fp);
-    assert_int_equal(WEXITSTATUS(st), 2);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "parquet files carry no metric: give --metric l2, ip or cosine"));
 
     snprintf(cmd, sizeof cmd,

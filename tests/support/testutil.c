@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 char *tu_tmpdir(const char *tag)
@@ -242,4 +243,14 @@ void tu_churn_stop(tu_churn *c)
     c->stop = 1;
     pthread_join(c->th, NULL);
     free(c);
+}
+
+int tu_run_capture(const char *cmd, char *out, size_t len)
+{
+    FILE *fp = popen(cmd, "r");
+    assert_non_null(fp);
+    size_t got = fread(out, 1, len - 1, fp);
+    out[got] = '\0';
+    int st = pclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

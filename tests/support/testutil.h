@@ -47,6 +47,11 @@ typedef struct tu_churn tu_churn;
 tu_churn *tu_churn_start(const char *dir);
 void tu_churn_stop(tu_churn *c);
 
+/* Run a shell command (popen), its standard output into out (len bytes,
+ * NUL-terminated; add 2>&1 to the command for stderr too); returns the
+ * exit code, -1 when it did not exit. */
+int tu_run_capture(const char *cmd, char *out, size_t len);
+
 /* Path of the shared real-data folder, or NULL when absent. */
 const char *tu_shared_data(void);
 
