@@ -3,7 +3,8 @@
  * clustered data (recall bound on both record stores, one read per scored
  * node, more effort finds more), graph invariants checked on the records
  * themselves (degree bounds, no self-loops or duplicate links, ids in
- * range, level distribution, layer-0 reachability from the entry point), golden bytes of the records, bad
+ * range, level distribution, layer-0 reachability from the entry point), a
+ * layer 0 built with M0 = M, golden bytes of the records, bad
  * parameters with their exact messages, and damaged records (a link out of
  * range, a missing node, a metadata record of another version or with a bad
  * checksum).
@@ -319,6 +320,58 @@ static void test_graph_invariants(void **state)
     free(r.adj0);
 }
 
+/* `M0` = M: one degree at every layer (as some HNSW implementations build
+ * layer 0).  The records keep layer 0 within M0, it fills to M0 (so the
+ * bound is the build's, not 2M), the graph stays nearly connected, and searching
+ * it finds most true neighbours but no more than the default 2M graph at
+ * the same ef. */
+static void test_layer0_degree(void **state)
+{
+    fixture *f = *state;
+    char path[4096], store[4200];
+    snprintf(path, sizeof path, "%s/m0", f->dir);
+    assert_int_equal(build(f->base, N, ANN_METRIC_L2,
+                           "{\"M\": 12, \"M0\": 12, \"ef_construction\": 100, \"kv\": \"lmdb\"}",
+                           path),
+                     0);
+    snprintf(store, sizeof store, "%s/lmdb", path);
+    records r;
+    load_records(store, &r); /* asserts every layer-0 count <= M0 */
+    assert_int_equal(r.M, 12);
+    assert_int_equal(r.M0, 12);
+    uint32_t full = 0;
+    uint64_t reach = 0;
+    uint8_t *seen = calloc(r.n, 1);
+    uint32_t *queue = malloc(r.n * sizeof *queue);
+    queue[reach++] = r.entry;
+    seen[r.entry] = 1;
+    for (uint64_t h = 0; h < reach; h++) {
+        const uint32_t *l = r.adj0 + queue[h] * (1 + (size_t)r.M0);
+        full += l[0] == 12;
+        for (uint32_t j = 0; j < l[0]; j++)
+            if (!seen[l[1 + j]]) {
+                seen[l[1 + j]] = 1;
+                queue[reach++] = l[1 + j];
+            }
+    }
+    print_message("M0 12: %u nodes at full layer-0 degree, %llu of %d reachable\n", full,
+                  (unsigned long long)reach, N);
+    assert_true(full > 0);
+    /* half the layer-0 links orphan more nodes than the default (46 of 10,000
+     * here, against at most 10); more than 1% would mean broken back-links */
+    assert_true(reach >= N - N / 100);
+    run_result narrow, wide;
+    assert_int_equal(run(f, path, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 40}", &narrow), 0);
+    assert_int_equal(run(f, f->index, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 40}", &wide), 0);
+    print_message("ef 40: recall %.3f (M0 12) against %.3f (M0 24)\n", narrow.recall, wide.recall);
+    assert_true(narrow.recall >= 0.85);
+    assert_true(narrow.recall <= wide.recall);
+    free(seen);
+    free(queue);
+    free(r.level);
+    free(r.adj0);
+}
+
 /* Pin both record layouts on a 2-vector index. */
 /* Every node record of an LMDB store, concatenated (key order), and its CRC. */
 static uint32_t store_crc(const char *index, uint64_t n)
@@ -478,6 +531,14 @@ static void test_bad_parameters(void **state)
     assert_non_null(strstr(ann_errmsg(rc), "build.M: 1 is out of range [2, 512]"));
     struct stat st;
     assert_int_not_equal(stat(path, &st), 0);
+    rc = build(f->base, 100, ANN_METRIC_L2, "{\"M\": 12, \"M0\": 11}", path);
+    assert_int_equal(rc, ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(rc), "/bad: hnsw-record build: M0 11 is below M 12 (layer 0 "
+                                           "keeps at least the M links each node takes there)"));
+    assert_int_not_equal(stat(path, &st), 0);
+    rc = build(f->base, 100, ANN_METRIC_L2, "{\"M0\": 1025}", path);
+    assert_int_equal(rc, ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(rc), "build.M0: 1025 is out of range [0, 1024]"));
 
     run_result r;
     rc = run(f, f->index, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 5}", &r);
@@ -576,6 +637,14 @@ static void test_corrupt_records(void **state)
     run_result ok;
     assert_int_equal(run(f, path, "{\"kv\": \"lmdb\"}", "{\"ef_search\": 32}", &ok), 0);
 
+    /* metadata: M0 below M (checksum kept valid) */
+    uint32_t m0 = ann_get_u32(meta + 32);
+    ann_put_u32(meta + 32, ann_get_u32(meta + 28) - 1);
+    ann_put_u32(meta + 60, (uint32_t)crc32(0L, meta, 60));
+    put_record(path, HNSW_TABLE_META, 0, meta, mlen);
+    expect_search_error(f, path, ANN_ECORRUPT, "lmdb: metadata record: fields out of range");
+    ann_put_u32(meta + 32, m0);
+
     /* metadata: another version (checksum kept valid), then a bad checksum */
     ann_put_u32(meta + 8, HNSW_VERSION + 1);
     ann_put_u32(meta + 60, (uint32_t)crc32(0L, meta, 60));
@@ -600,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_effort_sweep),
         cmocka_unit_test(test_reads_in_flight),
         cmocka_unit_test(test_graph_invariants),
+        cmocka_unit_test(test_layer0_degree),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_base_sources),
         cmocka_unit_test(test_golden_records),

@@ -10,7 +10,8 @@
  * its layers runs SEARCH-LAYER with ef_construction (Algorithm 2) and links
  * the node to neighbours chosen by the select-neighbours heuristic
  * (Algorithm 4); a neighbour whose list overflows (M above layer 0,
- * M0 = 2M at layer 0) is pruned back with the same heuristic.  The entry
+ * M0 = 2M at layer 0, or the build's `M0`) is pruned back with the same
+ * heuristic.  The entry
  * point is the node of the highest level.
  *
  * Deliberate choices: the heuristic runs without extendCandidates and
@@ -55,7 +56,9 @@
 
 const ann_param_spec hnsw_build_params[] = {
     { .name = "M", .type = ANN_PARAM_INT, .min = 2, .max = 512, .def = 16,
-      .help = "links per node above layer 0 (M0 = 2M at layer 0)" },
+      .help = "links per node above layer 0 (M0 = 2M at layer 0 unless M0 is given)" },
+    { .name = "M0", .type = ANN_PARAM_INT, .min = 0, .max = HNSW_MAX_M0, .def = 0,
+      .help = "links per node at layer 0 (0 = 2M, as hnswlib and the paper; at least M)" },
     { .name = "ef_construction", .type = ANN_PARAM_INT, .min = 1, .max = 1 << 16, .def = 128,
       .help = "candidate list size while inserting" },
     { .name = "seed", .type = ANN_PARAM_INT, .min = 0, .max = 9007199254740991.0, .def = 1,
@@ -458,7 +461,11 @@ int hnsw_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
         .ef_construction = (uint32_t)ann_param_int(params, hnsw_build_params, "ef_construction"),
         .metric = src->metric,
     };
-    g.M0 = 2 * g.M;
+    uint32_t m0 = (uint32_t)ann_param_int(params, hnsw_build_params, "M0");
+    if (m0 != 0 && m0 < g.M)
+        return ann_fail(ANN_EPARAM, "hnsw-record build: M0 %u is below M %u (layer 0 keeps at "
+                        "least the M links each node takes there)", m0, g.M);
+    g.M0 = m0 ? m0 : 2 * g.M;
     g.threads = (int)ann_param_int(params, hnsw_build_params, "threads");
     if (g.threads <= 0)
         g.threads = ann_ncores();

@@ -18,7 +18,7 @@
  *    16  u64      n (vectors; ids 0..n-1)
  *    24  u32      dim
  *    28  u32      M (links per node above layer 0)
- *    32  u32      M0 (links per node at layer 0, 2M)
+ *    32  u32      M0 (links per node at layer 0: M..HNSW_MAX_M0, 2M by default)
  *    36  u32      ef_construction
  *    40  u32      entry point (HNSW_NO_NODE when n = 0)
  *    44  u32      max level (level of the entry point; 0 when n = 0)
@@ -99,5 +99,6 @@
 #define HNSW_NODE_HEADER_BYTES 8
 #define HNSW_NO_NODE 0xffffffffu
 #define HNSW_MAX_LEVEL 31 /* level draws are capped here (p < 16^-31 at M 16) */
+#define HNSW_MAX_M0 1024 /* layer-0 links: 2 x the largest M the build takes */
 
 #endif

@@ -50,7 +50,7 @@ int hnsw_meta_decode(const uint8_t *rec, size_t len, const char *store, hnsw_met
     hnsw_meta m = { 0 };
     ann_fields_get(rec, hnsw_meta_fields, HNSW_META_FIELDS, &m);
     if (!ann_metric_name(m.metric) || m.dim == 0 || m.dim > ANN_MAX_DIM || m.M < 2 ||
-        m.M0 != 2 * m.M || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
+        m.M0 < m.M || m.M0 > HNSW_MAX_M0 || m.n >= HNSW_NO_NODE || m.max_level > HNSW_MAX_LEVEL ||
         (m.n == 0 ? m.entry != HNSW_NO_NODE : m.entry >= m.n))
         return ann_fail(ANN_ECORRUPT,
                         "%s: metadata record: fields out of range (metric %u, n %llu, dim %u, "
