@@ -376,10 +376,24 @@ static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_
     }
 }
 
+uint64_t ann_generator_group(const ann_generator *g, ann_gen_stream stream, uint64_t row_id)
+{
+    gen_rng rng;
+    gen_rng_seed(&rng, g->seed, (uint32_t)stream, row_id);
+    uint64_t k = gen_rng_next(&rng) % g->clusters;
+    if (!g->sub_sd)
+        return k;
+    for (uint32_t j = 0; j < g->rank; j++) /* the within-cluster draw, as gen_row */
+        (void)gen_rng_gauss(&rng);
+    uint32_t S = g->shape.subclusters;
+    return k * S + gen_rng_next(&rng) % S;
+}
+
 typedef struct {
     const ann_generator *g;
     ann_gen_stream stream;
     uint64_t first, count;
+    const uint32_t *ids; /* row ids (then first indexes ids), or NULL: rows first.. */
     float *out;
     int rc;
 } gen_job;
@@ -393,13 +407,14 @@ static void *gen_job_run(void *arg)
         return NULL;
     }
     for (uint64_t i = 0; i < j->count; i++)
-        gen_row(j->g, j->stream, j->first + i, latent, j->out + i * j->g->dim);
+        gen_row(j->g, j->stream, j->ids ? j->ids[j->first + i] : j->first + i, latent,
+                j->out + i * j->g->dim);
     free(latent);
     return NULL;
 }
 
-int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t first,
-                       uint64_t count, float *out)
+static int gen_rows(const ann_generator *g, ann_gen_stream stream, uint64_t first,
+                    const uint32_t *ids, uint64_t count, float *out)
 {
     gen_job jobs[GEN_MAX_THREADS];
     pthread_t tids[GEN_MAX_THREADS];
@@ -414,7 +429,7 @@ int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t f
     for (uint64_t t = 0; t < nt; t++) {
         uint64_t a = count * t / nt, b = count * (t + 1) / nt;
         jobs[t] = (gen_job){.g = g, .stream = stream, .first = first + a, .count = b - a,
-                            .out = out + a * g->dim};
+                            .ids = ids, .out = out + a * g->dim};
     }
     /* job 0 runs on the calling thread */
     for (uint64_t t = 1; t < nt; t++) {
@@ -431,4 +446,16 @@ int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t f
             rc = jobs[t].rc;
     }
     return rc;
+}
+
+int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t first,
+                       uint64_t count, float *out)
+{
+    return gen_rows(g, stream, first, NULL, count, out);
+}
+
+int ann_generator_rows_at(const ann_generator *g, ann_gen_stream stream, const uint32_t *ids,
+                          uint64_t count, float *out)
+{
+    return gen_rows(g, stream, 0, ids, count, out);
 }

@@ -41,6 +41,11 @@ typedef struct ann_gen_shape {
                             this: below 1 they sit nearer the common
                             direction than the base rows (0 is read as 1,
                             the presets) */
+    int grouped;         /* base.fbin holds the base rows in group order
+                            (cluster, then sub-centre, then draw), as a
+                            corpus kept in document order: neighbours are
+                            inserted together by builds that take rows in
+                            file order (0: as drawn, the presets) */
 } ann_gen_shape;
 
 /*
@@ -89,6 +94,17 @@ int ann_generator_create(const ann_gen_params *p, ann_generator **out);
  */
 int ann_generator_rows(const ann_generator *g, ann_gen_stream stream, uint64_t first,
                        uint64_t count, float *out);
+
+/*
+ * Rows ids[0..count) of a stream into out, as ann_generator_rows would give
+ * each (the order of out follows ids).  Returns 0 or -ENOMEM.
+ */
+int ann_generator_rows_at(const ann_generator *g, ann_gen_stream stream, const uint32_t *ids,
+                          uint64_t count, float *out);
+
+/* The group of row row_id of a stream: cluster k, or k * S + sub-centre
+ * when the shape has S sub-centres (the draws gen_row makes first). */
+uint64_t ann_generator_group(const ann_generator *g, ann_gen_stream stream, uint64_t row_id);
 
 /* Free a generator (NULL is fine). */
 void ann_generator_destroy(ann_generator *g);

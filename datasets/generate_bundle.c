@@ -40,9 +40,11 @@
 #define GEN_DEFAULT_GT_K 100u
 #define GEN_PRESET_SEED 42u
 
-/* Generate rows [0, count) of a stream into dir/file, chunk by chunk. */
+/* Generate rows [0, count) of a stream into dir/file, chunk by chunk; with
+ * order, row i of the file is row order[i] of the stream. */
 static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream stream,
-                            uint64_t count, const char *dir, const char *file, float *buf)
+                            uint64_t count, const uint32_t *order, const char *dir,
+                            const char *file, float *buf)
 {
     int rc = 0;
     char path[4096];
@@ -60,7 +62,8 @@ static int gen_write_stream(const ann_generator *g, uint32_t dim, ann_gen_stream
     ann_progress_begin(&prog, what, count, "vectors");
     for (uint64_t first = 0; first < count && !rc; first += GEN_CHUNK_ROWS) {
         uint64_t nb = count - first < GEN_CHUNK_ROWS ? count - first : GEN_CHUNK_ROWS;
-        rc = ann_generator_rows(g, stream, first, nb, buf);
+        rc = order ? ann_generator_rows_at(g, stream, order + first, nb, buf)
+                   : ann_generator_rows(g, stream, first, nb, buf);
         if (!rc)
             rc = ann_vecwriter_append(&w, buf, nb);
         ann_progress_add(&prog, nb);
@@ -74,6 +77,41 @@ out:
     if (is_open)
         ann_vecwriter_abort(&w);
     return rc;
+}
+
+typedef struct {
+    uint64_t group;
+    uint32_t id;
+} gen_grouped_row;
+
+static int gen_grouped_cmp(const void *a, const void *b)
+{
+    const gen_grouped_row *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The base rows' file order when the shape is grouped: by group (cluster,
+ * then sub-centre), then by draw. */
+static int gen_group_order(const ann_generator *g, uint64_t n, uint32_t **out)
+{
+    gen_grouped_row *rows = malloc((size_t)n * sizeof *rows);
+    uint32_t *order = malloc((size_t)n * sizeof *order);
+    if (!rows || !order) {
+        free(rows);
+        free(order);
+        return ann_fail(-ENOMEM, "generate: no memory for the group order of %" PRIu64 " rows",
+                        n);
+    }
+    for (uint64_t i = 0; i < n; i++)
+        rows[i] = (gen_grouped_row){ ann_generator_group(g, ANN_GEN_BASE, i), (uint32_t)i };
+    qsort(rows, (size_t)n, sizeof *rows, gen_grouped_cmp);
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = rows[i].id;
+    free(rows);
+    *out = order;
+    return 0;
 }
 
 static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
@@ -97,6 +135,8 @@ static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
         json_object_set_new(shape, "spread_sd", json_real(s->spread_sd));
     if (shape && s->query_scale > 0.0 && s->query_scale != 1.0)
         json_object_set_new(shape, "query_scale", json_real(s->query_scale));
+    if (shape && s->grouped)
+        json_object_set_new(shape, "order", json_string("grouped"));
     return j;
 }
 
@@ -107,6 +147,7 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
     ann_gen_shape shape;
     ann_generator *g = NULL;
     float *buf = NULL;
+    uint32_t *order = NULL; /* file order of the base rows when grouped */
     json_t *extra = NULL, *stats_json = NULL;
     char name[256];
     ann_stagedir sd;
@@ -150,9 +191,13 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
                       p.dim);
         goto out;
     }
-    if ((rc = gen_write_stream(g, p.dim, ANN_GEN_BASE, p.n, out_dir, "base.fbin", buf)) ||
-        (rc = gen_write_stream(g, p.dim, ANN_GEN_QUERY, p.queries, out_dir, "query.fbin", buf)) ||
-        (rc = gen_write_stream(g, p.dim, ANN_GEN_WARMUP, p.warmup, out_dir, "warmup.fbin", buf)))
+    if (shape.grouped && (rc = gen_group_order(g, p.n, &order)))
+        goto out;
+    if ((rc = gen_write_stream(g, p.dim, ANN_GEN_BASE, p.n, order, out_dir, "base.fbin", buf)) ||
+        (rc = gen_write_stream(g, p.dim, ANN_GEN_QUERY, p.queries, NULL, out_dir, "query.fbin",
+                               buf)) ||
+        (rc = gen_write_stream(g, p.dim, ANN_GEN_WARMUP, p.warmup, NULL, out_dir, "warmup.fbin",
+                               buf)))
         goto out;
 
     extra = json_object();
@@ -169,7 +214,10 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
         if (rc)
             goto out;
         stats_json = ann_stats_to_json(&st);
-        json_object_set_new(stats_json, "sample", json_string("first base rows"));
+        /* the first rows drawn, a random sample (in a grouped file they are
+         * spread over it, not its first rows, which are one group's) */
+        json_object_set_new(stats_json, "sample",
+                            json_string(order ? "first base rows drawn" : "first base rows"));
         json_object_set(extra, "statistics", stats_json);
     }
     rc = ann_bundle_finish(out_dir, name, p.metric, p.gt_k, extra);
@@ -180,6 +228,7 @@ out:
     json_decref(stats_json);
     json_decref(extra);
     free(buf);
+    free(order);
     ann_generator_destroy(g);
     return rc;
 }
@@ -245,8 +294,10 @@ static void gen_usage(FILE *fp)
                 "shape (default: the metric's tuned shape, datasets/generate.c): [--rank R]\n"
                 "         [--decay D] [--clusters K] [--between-frac F] [--noise-frac F]\n"
                 "         [--mean-sq M] [--subclusters S --sub-frac F] [--spread-sd F]\n"
-                "         [--query-scale F]; with --preset they need --out and --name\n"
-                "         (the bundle is no longer the preset)\n"
+                "         [--query-scale F] [--order drawn|grouped]; with --preset they need\n"
+                "         --out and --name (the bundle is no longer the preset)\n"
+                "--order grouped: base rows in group order (cluster, sub-centre), as a corpus\n"
+                "         in document order; queries and the row set unchanged\n"
                 "--force: replace an existing output (kept until the new bundle is complete)\n");
 }
 
@@ -289,7 +340,7 @@ int ann_generate_cli(int argc, char **argv)
     double decay = NAN, between = NAN, noise = NAN, mean_sq = NAN, sub_frac = NAN;
     double spread = NAN, qscale = NAN;
     uint64_t rank = 0, clusters = 0, subclusters = 0;
-    int shaped = 0;
+    int shaped = 0, grouped = -1;
     unsigned out_flags = 0;
     uint64_t v = 0;
     char out_buf[4096];
@@ -354,6 +405,14 @@ int ann_generate_cli(int argc, char **argv)
             if ((rc = gen_parse_u64(a, val, 1, 1000000, &v)))
                 goto bad;
             subclusters = v;
+            shaped = 1;
+        } else if (!strcmp(a, "--order")) {
+            if (!val || (strcmp(val, "drawn") && strcmp(val, "grouped"))) {
+                fprintf(stderr, "annlab dataset generate: --order: '%s' is not drawn or grouped\n",
+                        val ? val : "");
+                return 2;
+            }
+            grouped = !strcmp(val, "grouped");
             shaped = 1;
         } else if (!strcmp(a, "--decay") || !strcmp(a, "--between-frac") ||
                    !strcmp(a, "--noise-frac") || !strcmp(a, "--mean-sq") ||
@@ -437,6 +496,8 @@ int ann_generate_cli(int argc, char **argv)
             shape.mean_sq = mean_sq;
         if (!isnan(spread))
             shape.spread_sd = spread;
+        if (grouped >= 0)
+            shape.grouped = grouped;
         if (!isnan(qscale)) {
             if (!(qscale > 0.0)) {
                 fprintf(stderr, "annlab dataset generate: --query-scale %g: must be above 0\n",

@@ -686,6 +686,105 @@ static void test_generate_bundle_end_to_end(void **state)
     tu_rmdir(dir);
 }
 
+/* --order grouped: the same rows, queries and warm-up rows, the base rows
+ * sorted by group (cluster, then sub-centre, then draw); the ground truth
+ * names the same rows through the permutation; the manifest says so and
+ * keeps the statistics of the rows as drawn. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_generate_grouped_order(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("gengrp");
+    char drawn[4096], grouped[4096];
+    snprintf(drawn, sizeof drawn, "%s/drawn", dir);
+    snprintf(grouped, sizeof grouped, "%s/grouped", dir);
+    const uint32_t dim = 32, nq = 30, k = 10;
+    const uint64_t n = 6000;
+    ann_gen_shape sh;
+    ann_gen_shape_default(ANN_METRIC_COSINE, &sh);
+    sh.clusters = 20;
+    sh.subclusters = 6;
+    sh.sub_frac = 0.5;
+    ann_gen_params p = {.n = n, .dim = dim, .metric = ANN_METRIC_COSINE, .queries = nq,
+                        .warmup = 20, .seed = 3, .gt_k = k, .name = "t-grp", .shape = &sh};
+    assert_int_equal(ann_generate_bundle(&p, drawn, 0), 0);
+    sh.grouped = 1;
+    assert_int_equal(ann_generate_bundle(&p, grouped, 0), 0);
+
+    ann_bundle a, b;
+    assert_int_equal(ann_bundle_open(drawn, &a), 0);
+    assert_int_equal(ann_bundle_open(grouped, &b), 0);
+    float *qa = NULL, *qb = NULL;
+    assert_int_equal(ann_bundle_queries(&a, &qa), 0);
+    assert_int_equal(ann_bundle_queries(&b, &qb), 0);
+    assert_memory_equal(qa, qb, (size_t)nq * dim * sizeof *qa);
+    free(qa);
+    free(qb);
+
+    /* the file order the generator's groups give, recomputed here */
+    ann_generator *g = NULL;
+    assert_int_equal(ann_generator_create(&p, &g), 0);
+    uint64_t *key = malloc(n * sizeof *key); /* group << 32 | draw */
+    for (uint64_t i = 0; i < n; i++)
+        key[i] = ann_generator_group(g, ANN_GEN_BASE, i) << 32 | i;
+    qsort(key, n, sizeof *key, cmp_u64);
+    ann_generator_destroy(g);
+    assert_true(key[0] >> 32 != key[n - 1] >> 32); /* more than one group */
+
+    float *ra = malloc(n * dim * sizeof *ra), *rb = malloc(n * dim * sizeof *rb);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_bundle_base(&a, &src), 0);
+    assert_int_equal(ann_vecsrc_read(src, 0, n, ra), 0);
+    ann_vecsrc_destroy(src);
+    assert_int_equal(ann_bundle_base(&b, &src), 0);
+    assert_int_equal(ann_vecsrc_read(src, 0, n, rb), 0);
+    ann_vecsrc_destroy(src);
+    uint32_t *pos = malloc(n * sizeof *pos); /* draw -> row of the grouped file */
+    uint64_t runs = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t id = (uint32_t)key[i];
+        assert_memory_equal(rb + i * dim, ra + (size_t)id * dim, dim * sizeof *ra);
+        pos[id] = (uint32_t)i;
+        runs += i > 0 && key[i] >> 32 != key[i - 1] >> 32;
+    }
+    print_message("grouped: %llu runs of one group in %llu rows\n", (unsigned long long)runs,
+                  (unsigned long long)n);
+    assert_true(runs <= 20 * 6);
+
+    /* the ground truth: the same rows, renumbered */
+    ann_gt ga, gb;
+    assert_int_equal(ann_bundle_gt(&a, &ga), 0);
+    assert_int_equal(ann_bundle_gt(&b, &gb), 0);
+    assert_int_equal(gb.k, k);
+    for (uint32_t q = 0; q < nq; q++)
+        for (uint32_t r = 0; r < k; r++)
+            assert_int_equal(gb.ids[q * k + r], (int32_t)pos[ga.ids[q * k + r]]);
+    ann_gt_free(&ga);
+    ann_gt_free(&gb);
+
+    json_t *shb = json_object_get(json_object_get(b.manifest, "generator"), "shape");
+    assert_string_equal(json_string_value(json_object_get(shb, "order")), "grouped");
+    assert_null(json_object_get(json_object_get(json_object_get(a.manifest, "generator"), "shape"),
+                                "order"));
+    json_t *sta = json_object_get(a.manifest, "statistics");
+    json_t *stb = json_object_get(b.manifest, "statistics");
+    assert_string_equal(json_string_value(json_object_get(stb, "sample")), "first base rows drawn");
+    assert_true(json_real_value(json_object_get(sta, "nn_cosine_median")) ==
+                json_real_value(json_object_get(stb, "nn_cosine_median")));
+    free(pos);
+    free(key);
+    free(ra);
+    free(rb);
+    ann_bundle_close(&a);
+    ann_bundle_close(&b);
+    tu_rmdir(dir);
+}
+
 /* Bad parameters fail before anything is written; no stale manifest survives. */
 static void test_generate_bundle_bad(void **state)
 {
@@ -779,6 +878,12 @@ static void test_generate_cli(void **state)
              dir);
     assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
     assert_non_null(strstr(out, "--n is required"));
+
+    snprintf(cmd, sizeof cmd,
+             "%s dataset generate --n 10 --dim 8 --metric l2 --order sorted --out %s/a 2>&1", bin,
+             dir);
+    assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "--order: 'sorted' is not drawn or grouped"));
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --preset nope 2>&1", bin);
     assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
@@ -1037,6 +1142,7 @@ int main(void)
         cmocka_unit_test(test_generate_l2_gist_like),
         cmocka_unit_test(test_generate_bad_params),
         cmocka_unit_test(test_generate_bundle_end_to_end),
+        cmocka_unit_test(test_generate_grouped_order),
         cmocka_unit_test(test_generate_bundle_bad),
         cmocka_unit_test(test_generate_presets),
         cmocka_unit_test(test_generate_cli),
