@@ -49,6 +49,10 @@
  * sample's 0.724, 0.894, 0.782, 1.58 and 18.2.  tests/test_generate.c
  * checks the three statistics against the real file and the target numbers.
  *
+ * The order of the rows in a file is not part of the model: the bundle
+ * writer can put the base rows in group order (ann_gen_shape.grouped,
+ * generate_bundle.c), as a corpus kept in document order is.
+ *
  * The L2 shape stands in for GIST-960: descriptor-like data whose mean has
  * non-negative coordinates (|Gaussian|), the same low-rank-plus-noise
  * structure, scaled so a vector's norm is about 1.  Values are

@@ -8,8 +8,11 @@
  * distribution (generate.h), so they follow the base's statistics without
  * being copies of base rows.  Ground truth and the manifest come from
  * ann_bundle_finish; the manifest also records the generator's parameters
- * and the statistics (stats.h) of the first 1,000 base rows (rows are
- * independent draws, so the first rows are a random sample).
+ * and the statistics (stats.h) of the first 1,000 base rows drawn (rows are
+ * independent draws, so the first rows are a random sample).  A grouped
+ * shape writes the base rows in group order (cluster, then sub-centre,
+ * then draw: a corpus in document order); the statistics stay those of the
+ * first rows drawn, which a grouped file spreads over its length.
  */
 #include "datasets/bundle.h"
 #include "datasets/generate.h"
