@@ -50,7 +50,7 @@
  * checks the three statistics against the real file and the target numbers.
  *
  * The order of the rows in a file is not part of the model: the bundle
- * writer can put the base rows in group order (ann_gen_shape.grouped,
+ * writer can put the base rows in group order (ann_gen_shape.order,
  * generate_bundle.c), as a corpus kept in document order is.
  *
  * The L2 shape stands in for GIST-960: descriptor-like data whose mean has

@@ -21,6 +21,17 @@
 
 #include <stdint.h>
 
+/* The order of the base rows in a generated file.  A corpus kept in document
+ * order holds each document's passages together, so a build that takes
+ * rows in file order inserts neighbours together. */
+typedef enum {
+    ANN_GEN_ORDER_DRAWN = 0,   /* as drawn: independent rows, a random order */
+    ANN_GEN_ORDER_GROUPED = 1, /* by cluster, then sub-centre, then draw */
+    ANN_GEN_ORDER_RUNS = 2,    /* each group (sub-centre, or cluster without
+                                  them) in one run, the runs in a seeded
+                                  random order, rows in draw order within */
+} ann_gen_order;
+
 /* The shape of the distribution; see ann_gen_shape_default. */
 typedef struct ann_gen_shape {
     uint32_t rank;       /* latent dimensions r (clamped to dim) */
@@ -41,11 +52,8 @@ typedef struct ann_gen_shape {
                             this: below 1 they sit nearer the common
                             direction than the base rows (0 is read as 1,
                             the presets) */
-    int grouped;         /* base.fbin holds the base rows in group order
-                            (cluster, then sub-centre, then draw), as a
-                            corpus kept in document order: neighbours are
-                            inserted together by builds that take rows in
-                            file order (0: as drawn, the presets) */
+    int order;           /* the base rows' order in base.fbin (ann_gen_order;
+                            0: as drawn, the presets) */
 } ann_gen_shape;
 
 /*

@@ -9,10 +9,10 @@
  * being copies of base rows.  Ground truth and the manifest come from
  * ann_bundle_finish; the manifest also records the generator's parameters
  * and the statistics (stats.h) of the first 1,000 base rows drawn (rows are
- * independent draws, so the first rows are a random sample).  A grouped
- * shape writes the base rows in group order (cluster, then sub-centre,
- * then draw: a corpus in document order); the statistics stay those of the
- * first rows drawn, which a grouped file spreads over its length.
+ * independent draws, so the first rows are a random sample).  A shape with
+ * an order writes the base rows group by group (ann_gen_order: a corpus in
+ * document order); the statistics stay those of the first rows drawn,
+ * which such a file spreads over its length.
  */
 #include "datasets/bundle.h"
 #include "datasets/generate.h"
@@ -83,21 +83,33 @@ out:
 }
 
 typedef struct {
-    uint64_t group;
+    uint64_t key, group;
     uint32_t id;
 } gen_grouped_row;
 
 static int gen_grouped_cmp(const void *a, const void *b)
 {
     const gen_grouped_row *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
     if (x->group != y->group)
         return x->group < y->group ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The base rows' file order when the shape is grouped: by group (cluster,
- * then sub-centre), then by draw. */
-static int gen_group_order(const ann_generator *g, uint64_t n, uint32_t **out)
+/* splitmix64's finaliser: the seeded rank of a run */
+static uint64_t gen_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* The base rows' file order for an ordered shape: by group (cluster, then
+ * sub-centre), or by the group's seeded random rank (runs); then by draw. */
+static int gen_group_order(const ann_generator *g, uint64_t n, int order_kind, uint64_t seed,
+                           uint32_t **out)
 {
     gen_grouped_row *rows = malloc((size_t)n * sizeof *rows);
     uint32_t *order = malloc((size_t)n * sizeof *order);
@@ -107,8 +119,11 @@ static int gen_group_order(const ann_generator *g, uint64_t n, uint32_t **out)
         return ann_fail(-ENOMEM, "generate: no memory for the group order of %" PRIu64 " rows",
                         n);
     }
-    for (uint64_t i = 0; i < n; i++)
-        rows[i] = (gen_grouped_row){ ann_generator_group(g, ANN_GEN_BASE, i), (uint32_t)i };
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t grp = ann_generator_group(g, ANN_GEN_BASE, i);
+        uint64_t key = order_kind == ANN_GEN_ORDER_RUNS ? gen_mix(gen_mix(seed) ^ grp) : grp;
+        rows[i] = (gen_grouped_row){ key, grp, (uint32_t)i };
+    }
     qsort(rows, (size_t)n, sizeof *rows, gen_grouped_cmp);
     for (uint64_t i = 0; i < n; i++)
         order[i] = rows[i].id;
@@ -138,8 +153,9 @@ static json_t *gen_params_json(const ann_gen_params *p, const ann_gen_shape *s)
         json_object_set_new(shape, "spread_sd", json_real(s->spread_sd));
     if (shape && s->query_scale > 0.0 && s->query_scale != 1.0)
         json_object_set_new(shape, "query_scale", json_real(s->query_scale));
-    if (shape && s->grouped)
-        json_object_set_new(shape, "order", json_string("grouped"));
+    if (shape && s->order != ANN_GEN_ORDER_DRAWN)
+        json_object_set_new(shape, "order", json_string(s->order == ANN_GEN_ORDER_GROUPED
+                                                            ? "grouped" : "runs"));
     return j;
 }
 
@@ -150,7 +166,7 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
     ann_gen_shape shape;
     ann_generator *g = NULL;
     float *buf = NULL;
-    uint32_t *order = NULL; /* file order of the base rows when grouped */
+    uint32_t *order = NULL; /* file order of the base rows, when the shape has one */
     json_t *extra = NULL, *stats_json = NULL;
     char name[256];
     ann_stagedir sd;
@@ -194,7 +210,8 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
                       p.dim);
         goto out;
     }
-    if (shape.grouped && (rc = gen_group_order(g, p.n, &order)))
+    if (shape.order != ANN_GEN_ORDER_DRAWN &&
+        (rc = gen_group_order(g, p.n, shape.order, p.seed, &order)))
         goto out;
     if ((rc = gen_write_stream(g, p.dim, ANN_GEN_BASE, p.n, order, out_dir, "base.fbin", buf)) ||
         (rc = gen_write_stream(g, p.dim, ANN_GEN_QUERY, p.queries, NULL, out_dir, "query.fbin",
@@ -217,7 +234,7 @@ int ann_generate_bundle(const ann_gen_params *p_in, const char *final_dir, unsig
         if (rc)
             goto out;
         stats_json = ann_stats_to_json(&st);
-        /* the first rows drawn, a random sample (in a grouped file they are
+        /* the first rows drawn, a random sample (in an ordered file they are
          * spread over it, not its first rows, which are one group's) */
         json_object_set_new(stats_json, "sample",
                             json_string(order ? "first base rows drawn" : "first base rows"));
@@ -297,10 +314,11 @@ static void gen_usage(FILE *fp)
                 "shape (default: the metric's tuned shape, datasets/generate.c): [--rank R]\n"
                 "         [--decay D] [--clusters K] [--between-frac F] [--noise-frac F]\n"
                 "         [--mean-sq M] [--subclusters S --sub-frac F] [--spread-sd F]\n"
-                "         [--query-scale F] [--order drawn|grouped]; with --preset they need\n"
-                "         --out and --name (the bundle is no longer the preset)\n"
-                "--order grouped: base rows in group order (cluster, sub-centre), as a corpus\n"
-                "         in document order; queries and the row set unchanged\n"
+                "         [--query-scale F] [--order drawn|grouped|runs]; with --preset they\n"
+                "         need --out and --name (the bundle is no longer the preset)\n"
+                "--order: the base rows' file order, as a corpus in document order: grouped\n"
+                "         (by cluster, then sub-centre) or runs (one run per sub-centre, runs\n"
+                "         in a seeded random order); queries and the row set unchanged\n"
                 "--force: replace an existing output (kept until the new bundle is complete)\n");
 }
 
@@ -343,7 +361,7 @@ int ann_generate_cli(int argc, char **argv)
     double decay = NAN, between = NAN, noise = NAN, mean_sq = NAN, sub_frac = NAN;
     double spread = NAN, qscale = NAN;
     uint64_t rank = 0, clusters = 0, subclusters = 0;
-    int shaped = 0, grouped = -1;
+    int shaped = 0, order_kind = -1;
     unsigned out_flags = 0;
     uint64_t v = 0;
     char out_buf[4096];
@@ -410,12 +428,16 @@ int ann_generate_cli(int argc, char **argv)
             subclusters = v;
             shaped = 1;
         } else if (!strcmp(a, "--order")) {
-            if (!val || (strcmp(val, "drawn") && strcmp(val, "grouped"))) {
-                fprintf(stderr, "annlab dataset generate: --order: '%s' is not drawn or grouped\n",
-                        val ? val : "");
+            if (!strcmp(val, "drawn") || !strcmp(val, "grouped") || !strcmp(val, "runs")) {
+                order_kind = !strcmp(val, "drawn")     ? ANN_GEN_ORDER_DRAWN
+                             : !strcmp(val, "grouped") ? ANN_GEN_ORDER_GROUPED
+                                                       : ANN_GEN_ORDER_RUNS;
+            } else {
+                fprintf(stderr,
+                        "annlab dataset generate: --order: '%s' is not drawn, grouped or runs\n",
+                        val);
                 return 2;
             }
-            grouped = !strcmp(val, "grouped");
             shaped = 1;
         } else if (!strcmp(a, "--decay") || !strcmp(a, "--between-frac") ||
                    !strcmp(a, "--noise-frac") || !strcmp(a, "--mean-sq") ||
@@ -499,8 +521,8 @@ int ann_generate_cli(int argc, char **argv)
             shape.mean_sq = mean_sq;
         if (!isnan(spread))
             shape.spread_sd = spread;
-        if (grouped >= 0)
-            shape.grouped = grouped;
+        if (order_kind >= 0)
+            shape.order = order_kind;
         if (!isnan(qscale)) {
             if (!(qscale > 0.0)) {
                 fprintf(stderr, "annlab dataset generate: --query-scale %g: must be above 0\n",

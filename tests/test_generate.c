@@ -686,55 +686,34 @@ static void test_generate_bundle_end_to_end(void **state)
     tu_rmdir(dir);
 }
 
-/* --order grouped: the same rows, queries and warm-up rows, the base rows
- * sorted by group (cluster, then sub-centre, then draw); the ground truth
- * names the same rows through the permutation; the manifest says so and
- * keeps the statistics of the rows as drawn. */
-static int cmp_u64(const void *a, const void *b)
+/* --order grouped / runs: the same rows, queries and warm-up rows, the base
+ * rows group by group (grouped: by cluster, then sub-centre, then draw;
+ * runs: one run per sub-centre, the runs shuffled, draws in order within);
+ * the ground truth names the same rows through the permutation; the
+ * manifest says so and keeps the statistics of the rows as drawn. */
+static const float *g_rows;
+static uint32_t g_dim;
+
+static int cmp_row(const void *a, const void *b)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    return memcmp(g_rows + (size_t)*(const uint32_t *)a * g_dim,
+                  g_rows + (size_t)*(const uint32_t *)b * g_dim, g_dim * sizeof(float));
 }
 
-static void test_generate_grouped_order(void **state)
+static void check_ordered(const ann_gen_params *p, const char *drawn, const char *dir,
+                          int kind)
 {
-    (void)state;
-    char *dir = tu_tmpdir("gengrp");
-    char drawn[4096], grouped[4096];
-    snprintf(drawn, sizeof drawn, "%s/drawn", dir);
-    snprintf(grouped, sizeof grouped, "%s/grouped", dir);
-    const uint32_t dim = 32, nq = 30, k = 10;
-    const uint64_t n = 6000;
-    ann_gen_shape sh;
-    ann_gen_shape_default(ANN_METRIC_COSINE, &sh);
-    sh.clusters = 20;
-    sh.subclusters = 6;
-    sh.sub_frac = 0.5;
-    ann_gen_params p = {.n = n, .dim = dim, .metric = ANN_METRIC_COSINE, .queries = nq,
-                        .warmup = 20, .seed = 3, .gt_k = k, .name = "t-grp", .shape = &sh};
-    assert_int_equal(ann_generate_bundle(&p, drawn, 0), 0);
-    sh.grouped = 1;
-    assert_int_equal(ann_generate_bundle(&p, grouped, 0), 0);
-
+    const uint64_t n = p->n;
+    const uint32_t dim = p->dim, nq = p->queries, k = p->gt_k;
     ann_bundle a, b;
     assert_int_equal(ann_bundle_open(drawn, &a), 0);
-    assert_int_equal(ann_bundle_open(grouped, &b), 0);
+    assert_int_equal(ann_bundle_open(dir, &b), 0);
     float *qa = NULL, *qb = NULL;
     assert_int_equal(ann_bundle_queries(&a, &qa), 0);
     assert_int_equal(ann_bundle_queries(&b, &qb), 0);
     assert_memory_equal(qa, qb, (size_t)nq * dim * sizeof *qa);
     free(qa);
     free(qb);
-
-    /* the file order the generator's groups give, recomputed here */
-    ann_generator *g = NULL;
-    assert_int_equal(ann_generator_create(&p, &g), 0);
-    uint64_t *key = malloc(n * sizeof *key); /* group << 32 | draw */
-    for (uint64_t i = 0; i < n; i++)
-        key[i] = ann_generator_group(g, ANN_GEN_BASE, i) << 32 | i;
-    qsort(key, n, sizeof *key, cmp_u64);
-    ann_generator_destroy(g);
-    assert_true(key[0] >> 32 != key[n - 1] >> 32); /* more than one group */
 
     float *ra = malloc(n * dim * sizeof *ra), *rb = malloc(n * dim * sizeof *rb);
     ann_vecsrc *src = NULL;
@@ -744,17 +723,66 @@ static void test_generate_grouped_order(void **state)
     assert_int_equal(ann_bundle_base(&b, &src), 0);
     assert_int_equal(ann_vecsrc_read(src, 0, n, rb), 0);
     ann_vecsrc_destroy(src);
-    uint32_t *pos = malloc(n * sizeof *pos); /* draw -> row of the grouped file */
-    uint64_t runs = 1;
+
+    /* each row of the ordered file is one drawn row (found by its bytes) */
+    uint32_t *sorted = malloc(n * sizeof *sorted), *draw = malloc(n * sizeof *draw);
+    uint32_t *pos = malloc(n * sizeof *pos); /* draw -> row of the ordered file */
+    uint8_t *used = calloc(n, 1);
+    for (uint64_t i = 0; i < n; i++)
+        sorted[i] = (uint32_t)i;
+    g_rows = ra;
+    g_dim = dim;
+    qsort(sorted, n, sizeof *sorted, cmp_row);
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t id = (uint32_t)key[i];
-        assert_memory_equal(rb + i * dim, ra + (size_t)id * dim, dim * sizeof *ra);
-        pos[id] = (uint32_t)i;
-        runs += i > 0 && key[i] >> 32 != key[i - 1] >> 32;
+        uint64_t lo = 0, hi = n;
+        while (lo < hi) {
+            uint64_t mid = (lo + hi) / 2;
+            if (memcmp(ra + (size_t)sorted[mid] * dim, rb + i * dim, dim * sizeof *ra) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        assert_true(lo < n);
+        assert_memory_equal(ra + (size_t)sorted[lo] * dim, rb + i * dim, dim * sizeof *ra);
+        draw[i] = sorted[lo];
+        assert_int_equal(used[draw[i]], 0);
+        used[draw[i]] = 1;
+        pos[draw[i]] = (uint32_t)i;
     }
-    print_message("grouped: %llu runs of one group in %llu rows\n", (unsigned long long)runs,
-                  (unsigned long long)n);
-    assert_true(runs <= 20 * 6);
+
+    /* the order: groups in runs, each group in one run, draws rising within */
+    ann_generator *g = NULL;
+    assert_int_equal(ann_generator_create(p, &g), 0);
+    uint64_t runs = 1, groups = 0, out_of_sort = 0;
+    uint8_t *seen = calloc(1u << 20, 1);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t grp = ann_generator_group(g, ANN_GEN_BASE, draw[i]);
+        assert_true(grp < (1u << 20));
+        if (i > 0) {
+            uint64_t prev = ann_generator_group(g, ANN_GEN_BASE, draw[i - 1]);
+            if (grp == prev) {
+                assert_true(draw[i] > draw[i - 1]);
+            } else {
+                runs++;
+                out_of_sort += grp < prev;
+            }
+        }
+        if (!seen[grp]) {
+            seen[grp] = 1;
+            groups++;
+        }
+    }
+    ann_generator_destroy(g);
+    print_message("%s: %llu runs of %llu groups in %llu rows, %llu steps down\n",
+                  kind == ANN_GEN_ORDER_GROUPED ? "grouped" : "runs", (unsigned long long)runs,
+                  (unsigned long long)groups, (unsigned long long)n,
+                  (unsigned long long)out_of_sort);
+    assert_true(groups > 1);
+    assert_int_equal(runs, groups);
+    if (kind == ANN_GEN_ORDER_GROUPED)
+        assert_int_equal(out_of_sort, 0);
+    else
+        assert_true(out_of_sort > groups / 4);
 
     /* the ground truth: the same rows, renumbered */
     ann_gt ga, gb;
@@ -768,7 +796,8 @@ static void test_generate_grouped_order(void **state)
     ann_gt_free(&gb);
 
     json_t *shb = json_object_get(json_object_get(b.manifest, "generator"), "shape");
-    assert_string_equal(json_string_value(json_object_get(shb, "order")), "grouped");
+    assert_string_equal(json_string_value(json_object_get(shb, "order")),
+                        kind == ANN_GEN_ORDER_GROUPED ? "grouped" : "runs");
     assert_null(json_object_get(json_object_get(json_object_get(a.manifest, "generator"), "shape"),
                                 "order"));
     json_t *sta = json_object_get(a.manifest, "statistics");
@@ -776,12 +805,40 @@ static void test_generate_grouped_order(void **state)
     assert_string_equal(json_string_value(json_object_get(stb, "sample")), "first base rows drawn");
     assert_true(json_real_value(json_object_get(sta, "nn_cosine_median")) ==
                 json_real_value(json_object_get(stb, "nn_cosine_median")));
+    free(seen);
+    free(used);
     free(pos);
-    free(key);
+    free(draw);
+    free(sorted);
     free(ra);
     free(rb);
     ann_bundle_close(&a);
     ann_bundle_close(&b);
+}
+
+static void test_generate_grouped_order(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("gengrp");
+    char drawn[4096], grouped[4096], runs[4096];
+    snprintf(drawn, sizeof drawn, "%s/drawn", dir);
+    snprintf(grouped, sizeof grouped, "%s/grouped", dir);
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    ann_gen_shape sh;
+    ann_gen_shape_default(ANN_METRIC_COSINE, &sh);
+    sh.clusters = 20;
+    sh.subclusters = 6;
+    sh.sub_frac = 0.5;
+    ann_gen_params p = {.n = 6000, .dim = 32, .metric = ANN_METRIC_COSINE, .queries = 30,
+                        .warmup = 20, .seed = 3, .gt_k = 10, .name = "t-grp", .shape = &sh};
+    assert_int_equal(ann_generate_bundle(&p, drawn, 0), 0);
+    sh.order = ANN_GEN_ORDER_GROUPED;
+    assert_int_equal(ann_generate_bundle(&p, grouped, 0), 0);
+    sh.order = ANN_GEN_ORDER_RUNS;
+    assert_int_equal(ann_generate_bundle(&p, runs, 0), 0);
+    sh.order = ANN_GEN_ORDER_DRAWN;
+    check_ordered(&p, drawn, grouped, ANN_GEN_ORDER_GROUPED);
+    check_ordered(&p, drawn, runs, ANN_GEN_ORDER_RUNS);
     tu_rmdir(dir);
 }
 
@@ -883,7 +940,7 @@ static void test_generate_cli(void **state)
              "%s dataset generate --n 10 --dim 8 --metric l2 --order sorted --out %s/a 2>&1", bin,
              dir);
     assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
-    assert_non_null(strstr(out, "--order: 'sorted' is not drawn or grouped"));
+    assert_non_null(strstr(out, "--order: 'sorted' is not drawn, grouped or runs"));
 
     snprintf(cmd, sizeof cmd, "%s dataset generate --preset nope 2>&1", bin);
     assert_int_equal(tu_run_capture(cmd, out, sizeof out), 2);
