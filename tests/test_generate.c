@@ -881,6 +881,9 @@ static void test_generate_presets(void **state)
         {"synth-768-cosine-cal-10k", 10000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-cal-100k", 100000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-cal-1m", 1000000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-doc-10k", 10000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-doc-100k", 100000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal-doc-1m", 1000000, 768, ANN_METRIC_COSINE},
         {"synth-960-l2-10k", 10000, 960, ANN_METRIC_L2},
         {"synth-960-l2-100k", 100000, 960, ANN_METRIC_L2},
         {"synth-960-l2-1m", 1000000, 960, ANN_METRIC_L2},
@@ -902,6 +905,9 @@ static void test_generate_presets(void **state)
             assert_int_equal(p.shape->subclusters, 50);
             assert_true(p.shape->sub_frac == 0.71);
             assert_int_equal(ann_gen_shape_check(p.shape), 0);
+            /* -cal-doc-: the same shape, the base rows in document order */
+            assert_int_equal(p.shape->order, strstr(want[i].name, "-cal-doc-")
+                                                 ? ANN_GEN_ORDER_RUNS : ANN_GEN_ORDER_DRAWN);
         }
     }
     ann_gen_params p;
@@ -909,7 +915,7 @@ static void test_generate_presets(void **state)
     assert_string_equal(ann_errmsg(ANN_ENOTFOUND),
                         "synth-768-cosine-2k: no such generator preset "
                         "(synth-768-cosine-{10k,100k,1m}, synth-768-cosine-cal-{10k,100k,1m}, "
-                        "synth-960-l2-{10k,100k,1m})");
+                        "synth-768-cosine-cal-doc-{10k,100k,1m}, synth-960-l2-{10k,100k,1m})");
 }
 
 static void test_generate_cli(void **state)
