@@ -73,6 +73,14 @@ static void test_artifacts_cache(void **state)
     snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8.vamana",
              dir);
     assert_string_equal(path, want);
+    /* a graph built in file order is a graph of its own */
+    p.graph.file_order = 1;
+    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
+    snprintf(want, sizeof want,
+             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file.vamana", dir);
+    assert_string_equal(path, want);
+    p.graph.file_order = 0;
+    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
 
     ann_artifacts b, c;
     assert_int_equal(ann_artifacts_get(src, &p, &b), 0);

@@ -242,6 +242,55 @@ static void test_vamana_deterministic_single_thread(void **state)
     vamana_graph_destroy(b);
 }
 
+/* file_order: points go in in id order, so the seed orders nothing: one
+ * thread and two seeds give one graph (two seeds give two graphs when
+ * shuffled), and the graph is as sound as a shuffled one (degree, links,
+ * recall on held-out queries). */
+static vamana_graph *seeded_graph(const float *x, uint64_t n, uint32_t dim, uint64_t seed,
+                                  int file_order)
+{
+    vamana_params p;
+    vamana_params_default(&p);
+    p.R = 16;
+    p.L_build = 32;
+    p.threads = 1;
+    p.seed = seed;
+    p.file_order = file_order;
+    vamana_graph *g = NULL;
+    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &g, NULL), 0);
+    assert_int_equal(vamana_check(g, g->R, "graph"), 0);
+    return g;
+}
+
+static int same_graph(const vamana_graph *a, const vamana_graph *b)
+{
+    return a->entry == b->entry &&
+           !memcmp(a->degree, b->degree, a->n * sizeof *a->degree) &&
+           !memcmp(a->adj, b->adj, a->n * a->R * sizeof *a->adj);
+}
+
+static void test_vamana_file_order(void **state)
+{
+    (void)state;
+    const uint64_t n = 3000;
+    const uint32_t dim = 32, nq = 100;
+    float *x = overlapping(n + nq, dim, 30, 2.0f, 77);
+    vamana_graph *f1 = seeded_graph(x, n, dim, 1, 1), *f2 = seeded_graph(x, n, dim, 2, 1);
+    vamana_graph *s1 = seeded_graph(x, n, dim, 1, 0), *s2 = seeded_graph(x, n, dim, 2, 0);
+    assert_true(same_graph(f1, f2));
+    assert_false(same_graph(s1, s2));
+    assert_false(same_graph(f1, s1));
+    double rf = recall_at_10(f1, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    double rs = recall_at_10(s1, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    print_message("recall@10 L=40: file order %.4f, shuffled %.4f\n", rf, rs);
+    assert_true(rf >= 0.9);
+    vamana_graph_destroy(f1);
+    vamana_graph_destroy(f2);
+    vamana_graph_destroy(s1);
+    vamana_graph_destroy(s2);
+    free(x);
+}
+
 static void test_vamana_checker_catches_defects(void **state)
 {
     (void)state;
@@ -500,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_vamana_bad_params),
         cmocka_unit_test(test_vamana_checker_catches_defects),
         cmocka_unit_test(test_vamana_deterministic_single_thread),
+        cmocka_unit_test(test_vamana_file_order),
         cmocka_unit_test(test_vamana_save_load),
         cmocka_unit_test(test_vamana_load_fuzz),
         cmocka_unit_test(test_vamana_recall_cosine_two_passes),

@@ -9,6 +9,7 @@
 #include <string.h>
 
 const char *const ann_diskann_precision_choices[] = { "f16", "f32", "i8", NULL };
+const char *const ann_diskann_order_choices[] = { "shuffled", "file", NULL };
 
 int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
                            const ann_vecsrc *src, const ann_build_ctx *bctx,
@@ -20,6 +21,7 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     ap->graph.alpha = (float)ann_param_real(params, specs, "alpha");
     ap->graph.seed = (uint64_t)ann_param_int(params, specs, "seed");
     ap->graph.threads = (int)ann_param_int(params, specs, "threads");
+    ap->graph.file_order = !strcmp(ann_param_enum(params, specs, "insert_order"), "file");
     const char *prec = ann_param_enum(params, specs, "build_precision");
     ap->graph.build_f16 = !strcmp(prec, "f16")  ? VAMANA_PREC_F16
                           : !strcmp(prec, "i8") ? VAMANA_PREC_I8

@@ -32,6 +32,7 @@
 #define ANN_DISKANN_MAX_PQ_BYTES 1024u
 
 extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32", "i8" */
+extern const char *const ann_diskann_order_choices[];     /* "shuffled", "file" */
 
 #define ANN_DISKANN_BUILD_PARAMS                                                                  \
     { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,                        \
@@ -44,6 +45,10 @@ extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32", "i8" 
       .def = 0, .help = "PQ code bytes per vector (0: dim/8)" },                                  \
     { .name = "seed", .type = ANN_PARAM_INT, .min = 1, .max = 4294967295.0, .def = 1,             \
       .help = "seed of PQ training and insertion order" },                                        \
+    { .name = "insert_order", .type = ANN_PARAM_ENUM, .choices = ann_diskann_order_choices,       \
+      .def_str = "shuffled",                                                                      \
+      .help = "order the graph build inserts points in: a seeded shuffle, or file (id) order, "  \
+              "as a database loading documents" },                                                \
     { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,                  \
       .help = "build threads (0: all cores)" },                                                   \
     { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \

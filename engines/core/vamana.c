@@ -900,7 +900,7 @@ int vamana_build_from_memory(const float *vectors, uint64_t n, uint32_t dim, ann
     for (uint32_t pass = 0; pass < p->passes; pass++) {
         for (uint64_t i = 0; i < n; i++)
             order[i] = (uint32_t)i;
-        for (uint64_t i = n - 1; i > 0; i--) {
+        for (uint64_t i = n - 1; i > 0 && !p->file_order; i--) {
             uint64_t r = vm_rand(&rng) % (i + 1);
             uint32_t t = order[i];
             order[i] = order[r];

@@ -59,6 +59,8 @@ typedef struct vamana_params {
     float slack;       /* back-edges may grow a node to ceil(slack*R) before it is
                           re-pruned to R (default 1.3) */
     uint64_t seed;     /* insertion order (default 1) */
+    int file_order;    /* 1: insert points in id order, as a database loads documents
+                          (the seed then orders nothing); 0: a seeded shuffle (default) */
     int threads;       /* <= 0: all online cores (default 0) */
     int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_I8):
                           VAMANA_PREC_F32 (0): the float32 rows;
