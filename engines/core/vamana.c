@@ -6,7 +6,9 @@
  * Build: entry = medoid (the point nearest the mean); the graph starts
  * empty (as Microsoft DiskANN's builder does, rather than the paper's
  * random R-regular graph); each pass visits all points in a seeded random
- * order and, for point p: GreedySearch(entry, p, L_build) gives the
+ * order (or in id order with `file_order`, as Microsoft DiskANN's link()
+ * and a database loading documents do: on a corpus in document order it
+ * finds less, datasets/README.md "File order") and, for point p: GreedySearch(entry, p, L_build) gives the
  * expanded set V; RobustPrune(p, V u N_out(p), alpha, R) sets N_out(p); for
  * each new neighbour j, p is appended to N_out(j) while j has fewer than
  * ceil(slack*R) neighbours, else N_out(j) u {p} is re-pruned to R (the

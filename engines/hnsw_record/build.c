@@ -11,8 +11,10 @@
  * the node to neighbours chosen by the select-neighbours heuristic
  * (Algorithm 4); a neighbour whose list overflows (M above layer 0,
  * M0 = 2M at layer 0, or the build's `M0`) is pruned back with the same
- * heuristic.  The entry
- * point is the node of the highest level.
+ * heuristic.  The entry point is the node of the highest level.  Nodes go
+ * in in id order (file order), as hnswlib's do: on a corpus in document
+ * order that finds less than on the same rows shuffled (datasets/README.md,
+ * "File order").
  *
  * Deliberate choices: the heuristic runs without extendCandidates and
  * without keepPrunedConnections (as hnswlib, and as the paper recommends
