@@ -330,6 +330,28 @@ out:
     return rc;
 }
 
+/* A row's first draws, into *rng seeded for it: its cluster k, the
+ * within-cluster part of its latent (c_k + w, into latent unless NULL) and,
+ * with sub-centres, its sub-centre.  Returns its group: k, or k * S + the
+ * sub-centre.  gen_row and ann_generator_group share it, so a row's group
+ * is the one its bytes were drawn with. */
+static uint64_t gen_group_draws(const ann_generator *g, ann_gen_stream stream, uint64_t row_id,
+                                gen_rng *rng, float *latent)
+{
+    gen_rng_seed(rng, g->seed, (uint32_t)stream, row_id);
+    uint32_t k = (uint32_t)(gen_rng_next(rng) % g->clusters);
+    const float *c = g->centres + (size_t)k * g->rank;
+    for (uint32_t j = 0; j < g->rank; j++) {
+        float z = (float)gen_rng_gauss(rng);
+        if (latent)
+            latent[j] = c[j] + g->within[j] * z;
+    }
+    if (!g->sub_sd)
+        return k;
+    uint32_t S = g->shape.subclusters;
+    return (uint64_t)k * S + gen_rng_next(rng) % S;
+}
+
 /* One row, entirely from its own generator state: plain C in a fixed order
  * (no BLAS, whose blocking and CPU dispatch change the rounding), so the
  * bytes are the same whatever the chunking, thread count or machine. */
@@ -338,14 +360,8 @@ static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_
 {
     uint32_t dim = g->dim, rank = g->rank;
     gen_rng rng;
-    gen_rng_seed(&rng, g->seed, (uint32_t)stream, row_id);
-    uint32_t k = (uint32_t)(gen_rng_next(&rng) % g->clusters);
-    const float *c = g->centres + (size_t)k * rank;
-    for (uint32_t j = 0; j < rank; j++)
-        latent[j] = c[j] + g->within[j] * (float)gen_rng_gauss(&rng);
+    uint64_t sub = gen_group_draws(g, stream, row_id, &rng, latent);
     if (g->sub_sd) {
-        uint32_t S = g->shape.subclusters;
-        uint64_t sub = (uint64_t)k * S + gen_rng_next(&rng) % S;
         gen_rng srng;
         gen_rng_seed(&srng, g->seed, GEN_SUB_STREAM, sub);
         for (uint32_t j = 0; j < rank; j++)
@@ -383,14 +399,7 @@ static void gen_row(const ann_generator *g, ann_gen_stream stream, uint64_t row_
 uint64_t ann_generator_group(const ann_generator *g, ann_gen_stream stream, uint64_t row_id)
 {
     gen_rng rng;
-    gen_rng_seed(&rng, g->seed, (uint32_t)stream, row_id);
-    uint64_t k = gen_rng_next(&rng) % g->clusters;
-    if (!g->sub_sd)
-        return k;
-    for (uint32_t j = 0; j < g->rank; j++) /* the within-cluster draw, as gen_row */
-        (void)gen_rng_gauss(&rng);
-    uint32_t S = g->shape.subclusters;
-    return k * S + gen_rng_next(&rng) % S;
+    return gen_group_draws(g, stream, row_id, &rng, NULL);
 }
 
 typedef struct {
