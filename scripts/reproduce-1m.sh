@@ -12,10 +12,12 @@
 # build build it once.
 #
 #   scripts/reproduce-1m.sh                  the real datasets (Cohere 1M, GIST 1M)
-#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-cal-1m,
+#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-cal-doc-1m,
 #                                            the Cohere stand-in calibrated against the published
-#                                            recall figures, and synth-960-l2-1m): what this
-#                                            machine can run offline
+#                                            recall figures, its rows in document order as the
+#                                            real corpus's; synth-960-l2-1m): what this
+#                                            machine can run offline (before 2026-12-06:
+#                                            synth-768-cosine-cal-1m, the same rows drawn order)
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
 #                                            memcap, memcap-matched, rss-1m: no index_root of
@@ -73,7 +75,7 @@ for c in $ONLY; do
     cfg="$dir/config.json"
     jq --arg standin "$STANDIN" --arg share "$SHARE_BUILDS" --arg root "$BUILD_ROOT" '
         (if $standin == "1" then
-           .dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-1m"
+           .dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-doc-1m"
                         elif . == "gist-960-euclidean" then "synth-960-l2-1m" else . end)
            | .name += "-standin"
          else . end)
