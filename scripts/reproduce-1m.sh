@@ -17,7 +17,7 @@
 #                                            recall figures, its rows in document order as the
 #                                            real corpus's; synth-960-l2-1m): what this
 #                                            machine can run offline (before 2026-12-06:
-#                                            synth-768-cosine-cal-1m, the same rows drawn order)
+#                                            synth-768-cosine-cal-1m, the same rows in drawn order)
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
 #                                            memcap, memcap-matched, rss-1m: no index_root of
