@@ -8,9 +8,10 @@
  * random R-regular graph); each pass visits all points in a seeded random
  * order (or in id order with `file_order`, as Microsoft DiskANN's link()
  * and a database loading documents do: on a corpus in document order it
- * finds less, datasets/README.md "File order") and, for point p: GreedySearch(entry, p, L_build) gives the
- * expanded set V; RobustPrune(p, V u N_out(p), alpha, R) sets N_out(p); for
- * each new neighbour j, p is appended to N_out(j) while j has fewer than
+ * finds less, datasets/README.md "File order") and, for point p:
+ * GreedySearch(entry, p, L_build) gives the expanded set V;
+ * RobustPrune(p, V u N_out(p), alpha, R) sets N_out(p); for each new
+ * neighbour j, p is appended to N_out(j) while j has fewer than
  * ceil(slack*R) neighbours, else N_out(j) u {p} is re-pruned to R (the
  * slack rule of Microsoft DiskANN, 1.3 R).  A last sweep prunes every node
  * above R to R and compacts the adjacency to stride R.
