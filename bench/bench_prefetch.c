@@ -4,7 +4,7 @@
  * (kv_prefetch, engines/core/kv.h).
  *
  *   bench_prefetch STORE_DIR --kv rocksdb|lmdb [--table 1] [--ids N]
- *                  [--depths 1,4,8,16] [--gets 2000] [--repeats 3] [--warm]
+ *                  [--depths 1,4,8,16] [--gets 2000] [--repeats 3] [--warm] [--direct]
  *
  * STORE_DIR is a record store (e.g. <index>/rocksdb of a diskann-record
  * index); it is opened read-only and never written.  Each pass reads
@@ -15,7 +15,12 @@
  * the store's files are evicted from the page cache (posix_fadvise
  * DONTNEED, cgroups/evict.h); with --warm they are read once instead, so
  * the pass measures what a hint costs when nothing is to be read.  Depths
- * are interleaved within each repeat.
+ * are interleaved within each repeat.  --direct (RocksDB only) opens the
+ * store with kv_options.direct_reads: each get reads the device with
+ * O_DIRECT, outside the page cache, which tells the page cache's share of a
+ * cold get's kernel time from the block request's.  The store has no block
+ * cache here, so a hinted record is read twice (hint and get) and depths
+ * above 1 say nothing with --direct.
  *
  * Printed per depth, medians over the repeats: wall time per get, the
  * process's CPU per get (user and kernel; RocksDB's helper threads
@@ -70,7 +75,8 @@ static uint64_t io_read_bytes(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_prefetch STORE_DIR --kv rocksdb|lmdb [--table 1] [--ids N] "
-                    "[--depths 1,4,8,16] [--gets 2000] [--repeats 3] [--warm]\n");
+                    "[--depths 1,4,8,16] [--gets 2000] [--repeats 3] [--warm] "
+                    "[--direct]\n");
     exit(2);
 }
 
@@ -124,11 +130,15 @@ int main(int argc, char **argv)
         usage();
     const char *dir = argv[1], *kv = NULL;
     long table = 1, n_ids = 0, gets = 2000, repeats = 3;
-    int depths[MAX_DEPTHS] = { 1, 4, 8, 16 }, n_depths = 4, warm = 0;
+    int depths[MAX_DEPTHS] = { 1, 4, 8, 16 }, n_depths = 4, warm = 0, direct = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--warm")) {
             warm = 1;
+            continue;
+        }
+        if (!strcmp(a, "--direct")) {
+            direct = 1;
             continue;
         }
         if (!v)
@@ -153,7 +163,7 @@ int main(int argc, char **argv)
         } else
             usage();
     }
-    kv_options o = { .profile = KV_PROFILE_EMBEDDED, .read_only = 1 };
+    kv_options o = { .profile = KV_PROFILE_EMBEDDED, .read_only = 1, .direct_reads = direct };
     if (!kv || kv_backend_parse(kv, &o.backend) != 0) {
         fprintf(stderr, "bench_prefetch: --kv: rocksdb or lmdb\n");
         return 2;
@@ -194,9 +204,9 @@ int main(int argc, char **argv)
         sys[MAX_DEPTHS][MAX_REPEATS], bytes[MAX_DEPTHS][MAX_REPEATS];
     if (!ids)
         return 1;
-    printf("store %s (%s), table %ld, ids 0..%ld, %ld gets a pass, %s, %ld repeats (medians)\n",
-           dir, kv, table, n_ids - 1, gets, warm ? "warm" : "cold (evicted before each pass)",
-           repeats);
+    printf("store %s (%s%s), table %ld, ids 0..%ld, %ld gets a pass, %s, %ld repeats (medians)\n",
+           dir, kv, direct ? ", O_DIRECT reads" : "", table, n_ids - 1, gets,
+           warm ? "warm" : "cold (evicted before each pass)", repeats);
     for (int rep = 0; rep < repeats; rep++) {
         uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(rep + 1);
         for (long i = 0; i < gets; i++) {

@@ -1527,6 +1527,78 @@ static void test_prefetch(void **state)
     }
 }
 
+/*
+ * kv_options.direct_reads: RocksDB reads its SST files with O_DIRECT, so
+ * gets on an evicted store return every record byte-exact and leave the
+ * store's files out of the page cache (buffered gets bring them in, the
+ * control); LMDB, which maps its file, refuses the option by name.
+ */
+static void test_direct_reads(void **state)
+{
+    (void)state;
+    static uint8_t val[PF_BYTES];
+    const kv_case *c = &cases[1]; /* rocksdb-embedded: no block cache either */
+    char path[4096];
+    store_path(path, c, "direct");
+    kv_store *s = open_store(c, path, 0, 1);
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_bulk *b = NULL;
+    assert_int_equal(kv_bulk_begin(s, (uint64_t)PF_N * PF_BYTES, &b), 0);
+    for (uint32_t id = 0; id < PF_N; id++) {
+        pf_val(val, id);
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, PF_BYTES), 0);
+    }
+    assert_int_equal(kv_bulk_finish(b), 0);
+    assert_int_equal(kv_close(s), 0);
+
+    uint64_t resident[2];
+    for (int direct = 1; direct >= 0; direct--) {
+        kv_options o = { .backend = KV_BACKEND_ROCKSDB, .profile = KV_PROFILE_EMBEDDED,
+                         .read_only = 1, .direct_reads = direct };
+        int rc = kv_open(path, &o, &s);
+        if (rc)
+            fail_msg("open %s (direct_reads %d): %s", path, direct, ann_errmsg(rc));
+        evict_params ep = evict_params_default();
+        ep.drop_caches = false;
+        evict_report er;
+        assert_int_equal(evict_cold_dir(path, &ep, &er), 0);
+        uint64_t before = dir_resident(path);
+        kv_reader *r = NULL;
+        assert_int_equal(kv_reader_create(s, &r), 0);
+        assert_int_equal(kv_reader_begin(r), 0);
+        for (uint32_t id = 0; id < PF_N; id += 3) {
+            kv_val v = { 0 };
+            rc = kv_get(r, key, kv_key_u32(key, 1, id), &v);
+            if (rc) /* a file system without O_DIRECT fails here, with the reason */
+                fail_msg("get %u (direct_reads %d): %s", id, direct, ann_errmsg(rc));
+            pf_val(val, id);
+            assert_int_equal(v.len, PF_BYTES);
+            assert_memory_equal(v.data, val, PF_BYTES);
+            kv_val_release(&v);
+        }
+        kv_reader_end(r);
+        kv_reader_destroy(r);
+        resident[direct] = dir_resident(path) - before;
+        print_message("direct_reads %d: %llu bytes resident before, +%llu after %d gets\n",
+                      direct, (unsigned long long)before, (unsigned long long)resident[direct],
+                      (PF_N + 2) / 3);
+        assert_int_equal(kv_close(s), 0);
+    }
+    /* a third of the records read: buffered brings most of them in, direct
+     * none of the data (RocksDB's open may read the files' tails) */
+    assert_true(resident[0] >= (uint64_t)PF_N / 3 * PF_BYTES / 2);
+    assert_true(resident[1] < resident[0] / 8);
+
+    kv_options o = { .backend = KV_BACKEND_LMDB, .profile = KV_PROFILE_EMBEDDED, .read_only = 1,
+                     .direct_reads = 1 };
+    s = NULL;
+    assert_int_equal(kv_open(path, &o, &s), ANN_EPARAM);
+    assert_null(s);
+    char want[4200];
+    snprintf(want, sizeof want, "%s: direct reads: RocksDB only (LMDB maps its file)", path);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), want);
+}
+
 /* ann_populate (the write batch's arena, populate.h): a fresh anonymous
  * range is resident afterwards (mincore), written bytes are unchanged,
  * unaligned ends are fine and a small range is left alone. */
@@ -1618,6 +1690,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_concurrent_readers),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_direct_reads),
         cmocka_unit_test(test_index_open),
         cmocka_unit_test(test_populate),
         cmocka_unit_test(test_alloc_large),

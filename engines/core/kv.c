@@ -246,6 +246,8 @@ int kv_open(const char *dir, const kv_options *opt, kv_store **out)
         return ann_fail(ANN_EPARAM, "%s: kv profile %d unknown", dir, (int)opt->profile);
     if (strlen(dir) >= sizeof s->dir - 32)
         return ann_fail(ANN_EPARAM, "%s: path too long", dir);
+    if (opt->direct_reads && opt->backend == KV_BACKEND_LMDB)
+        return ann_fail(ANN_EPARAM, "%s: direct reads: RocksDB only (LMDB maps its file)", dir);
     s = calloc(1, sizeof *s);
     if (!s)
         return ann_fail(-ENOMEM, "%s: no memory for the store", dir);

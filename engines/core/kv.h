@@ -127,6 +127,11 @@ typedef struct kv_options {
      * synced, no WAL and no memtable copy) instead of applied as a write
      * batch; 0 means KV_INGEST_DEFAULT_BYTES.  Ignored by LMDB. */
     uint64_t ingest_above_bytes;
+    /* RocksDB: read SST files with O_DIRECT (use_direct_reads), so a get
+     * that misses the block cache reads the device without going through
+     * the page cache.  Only a store's own block cache (server profile) then
+     * caches anything.  LMDB maps its file and cannot: ANN_EPARAM. */
+    int direct_reads;
 } kv_options;
 
 #define KV_INGEST_DEFAULT_BYTES (64ull << 20)

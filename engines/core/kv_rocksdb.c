@@ -234,6 +234,8 @@ static int rdb_open(kv_store *s)
     rocksdb_options_set_max_open_files(d->opts, -1);
     rocksdb_options_set_info_log_level(d->opts, 2 /* WARN: keep LOG files small */);
     rocksdb_options_set_keep_log_file_num(d->opts, 2);
+    if (s->opt.direct_reads)
+        rocksdb_options_set_use_direct_reads(d->opts, 1);
     if (s->opt.profile == KV_PROFILE_SERVER) {
         d->cache = rocksdb_cache_create_lru((size_t)s->opt.block_cache_mb << 20);
         if (!d->cache) {
