@@ -135,7 +135,9 @@ int ann_generate_bundle(const ann_gen_params *p, const char *out_dir, unsigned o
  * Parameters of a named preset: synth-768-cosine-{10k,100k,1m},
  * synth-768-cosine-cal-{10k,100k,1m} (the calibrated Cohere shape, with
  * sub-centres; out->shape points at it), synth-768-cosine-cal-doc-{10k,
- * 100k,1m} (the same rows in document order: ANN_GEN_ORDER_RUNS) and
+ * 100k,1m} (the same rows in document order: ANN_GEN_ORDER_RUNS),
+ * synth-768-cosine-cal5-{10k,100k,1m} (a shape fitted to all five
+ * published recall figures, in topic order: ANN_GEN_ORDER_GROUPED) and
  * synth-960-l2-{10k,100k,1m}
  * (1,000 queries, 2,000 warm-up, gt_k 100, seed 42).  out->name and
  * out->shape point at static data.  ANN_ENOTFOUND otherwise.

@@ -884,6 +884,9 @@ static void test_generate_presets(void **state)
         {"synth-768-cosine-cal-doc-10k", 10000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-cal-doc-100k", 100000, 768, ANN_METRIC_COSINE},
         {"synth-768-cosine-cal-doc-1m", 1000000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal5-10k", 10000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal5-100k", 100000, 768, ANN_METRIC_COSINE},
+        {"synth-768-cosine-cal5-1m", 1000000, 768, ANN_METRIC_COSINE},
         {"synth-960-l2-10k", 10000, 960, ANN_METRIC_L2},
         {"synth-960-l2-100k", 100000, 960, ANN_METRIC_L2},
         {"synth-960-l2-1m", 1000000, 960, ANN_METRIC_L2},
@@ -900,7 +903,17 @@ static void test_generate_presets(void **state)
         assert_string_equal(p.name, want[i].name);
         /* the calibrated presets carry their shape; the others the default */
         int cal = strstr(want[i].name, "-cal-") != NULL;
-        assert_true(cal ? p.shape != NULL : p.shape == NULL);
+        int cal5 = strstr(want[i].name, "-cal5-") != NULL;
+        assert_true(cal || cal5 ? p.shape != NULL : p.shape == NULL);
+        if (cal5) {
+            /* the fit of datasets/README.md, "The overlap trial in topic order" */
+            assert_int_equal(p.shape->subclusters, 50);
+            assert_true(p.shape->sub_frac == 0.50);
+            assert_true(p.shape->between_frac == 0.65);
+            assert_true(p.shape->noise_frac == 0.17);
+            assert_int_equal(p.shape->order, ANN_GEN_ORDER_GROUPED);
+            assert_int_equal(ann_gen_shape_check(p.shape), 0);
+        }
         if (cal) {
             assert_int_equal(p.shape->subclusters, 50);
             assert_true(p.shape->sub_frac == 0.71);
@@ -915,7 +928,8 @@ static void test_generate_presets(void **state)
     assert_string_equal(ann_errmsg(ANN_ENOTFOUND),
                         "synth-768-cosine-2k: no such generator preset "
                         "(synth-768-cosine-{10k,100k,1m}, synth-768-cosine-cal-{10k,100k,1m}, "
-                        "synth-768-cosine-cal-doc-{10k,100k,1m}, synth-960-l2-{10k,100k,1m})");
+                        "synth-768-cosine-cal-doc-{10k,100k,1m}, "
+                        "synth-768-cosine-cal5-{10k,100k,1m}, synth-960-l2-{10k,100k,1m})");
 }
 
 static void test_generate_cli(void **state)

@@ -124,7 +124,8 @@ static void test_standin_configs_valid(void **state)
     const char *names[] = { "configs/standin/cohere-1m.json", "configs/standin/cohere-100k.json",
                             "configs/standin/cohere-1m-pq.json",
                             "configs/standin/cohere-cal-1m.json",
-                            "configs/standin/cohere-cal-doc-1m.json" };
+                            "configs/standin/cohere-cal-doc-1m.json",
+                            "configs/standin/cohere-cal5-1m.json" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         json_error_t e;
         json_t *cfg = json_load_file(names[i], 0, &e);
