@@ -1439,6 +1439,33 @@ static void pf_val(uint8_t *buf, uint32_t id)
         buf[i] = (uint8_t)(id * 29u + i * 13u);
 }
 
+/* A new store at path holding records 0..PF_N-1 of table 1 (pf_val), closed. */
+static void pf_store_write(const kv_case *c, const char *path)
+{
+    static uint8_t val[PF_BYTES];
+    kv_store *s = open_store(c, path, 0, 1);
+    uint8_t key[KV_KEY_U32_BYTES];
+    kv_bulk *b = NULL;
+    assert_int_equal(kv_bulk_begin(s, (uint64_t)PF_N * PF_BYTES, &b), 0);
+    for (uint32_t id = 0; id < PF_N; id++) {
+        pf_val(val, id);
+        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, PF_BYTES), 0);
+    }
+    assert_int_equal(kv_bulk_finish(b), 0);
+    assert_int_equal(kv_close(s), 0);
+}
+
+/* Evict the store's files from the page cache (this file's pages only, no
+ * global drop); the bytes still resident afterwards. */
+static uint64_t pf_evict(const char *path)
+{
+    evict_params ep = evict_params_default();
+    ep.drop_caches = false;
+    evict_report er;
+    assert_int_equal(evict_cold_dir(path, &ep, &er), 0);
+    return dir_resident(path);
+}
+
 /*
  * kv_prefetch: hinted records come back byte-exact, the hints are counted
  * (reader and store), hints outside begin/end or with a bad key length do
@@ -1455,26 +1482,14 @@ static void test_prefetch(void **state)
         const kv_case *c = &cases[ci];
         char path[4096];
         store_path(path, c, "prefetch");
-        kv_store *s = open_store(c, path, 0, 1);
+        pf_store_write(c, path);
+        kv_store *s = open_store(c, path, 1, 0);
         uint8_t key[KV_KEY_U32_BYTES];
-        kv_bulk *b = NULL;
-        assert_int_equal(kv_bulk_begin(s, (uint64_t)PF_N * PF_BYTES, &b), 0);
-        for (uint32_t id = 0; id < PF_N; id++) {
-            pf_val(val, id);
-            assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, PF_BYTES), 0);
-        }
-        assert_int_equal(kv_bulk_finish(b), 0);
-        assert_int_equal(kv_close(s), 0);
-        s = open_store(c, path, 1, 0);
 
         /* every 40th record: PF_HINT records spread over the store */
         for (uint32_t i = 0; i < PF_HINT; i++)
             kv_key_u32(keys + (size_t)i * KV_KEY_U32_BYTES, 1, i * 40);
-        evict_params ep = evict_params_default();
-        ep.drop_caches = false;
-        evict_report er;
-        assert_int_equal(evict_cold_dir(path, &ep, &er), 0);
-        uint64_t before = dir_resident(path);
+        uint64_t before = pf_evict(path);
 
         kv_reader *r = NULL;
         assert_int_equal(kv_reader_create(s, &r), 0);
@@ -1540,16 +1555,9 @@ static void test_direct_reads(void **state)
     const kv_case *c = &cases[1]; /* rocksdb-embedded: no block cache either */
     char path[4096];
     store_path(path, c, "direct");
-    kv_store *s = open_store(c, path, 0, 1);
+    pf_store_write(c, path);
+    kv_store *s = NULL;
     uint8_t key[KV_KEY_U32_BYTES];
-    kv_bulk *b = NULL;
-    assert_int_equal(kv_bulk_begin(s, (uint64_t)PF_N * PF_BYTES, &b), 0);
-    for (uint32_t id = 0; id < PF_N; id++) {
-        pf_val(val, id);
-        assert_int_equal(kv_bulk_add(b, key, kv_key_u32(key, 1, id), val, PF_BYTES), 0);
-    }
-    assert_int_equal(kv_bulk_finish(b), 0);
-    assert_int_equal(kv_close(s), 0);
 
     uint64_t resident[2];
     for (int direct = 1; direct >= 0; direct--) {
@@ -1558,11 +1566,7 @@ static void test_direct_reads(void **state)
         int rc = kv_open(path, &o, &s);
         if (rc)
             fail_msg("open %s (direct_reads %d): %s", path, direct, ann_errmsg(rc));
-        evict_params ep = evict_params_default();
-        ep.drop_caches = false;
-        evict_report er;
-        assert_int_equal(evict_cold_dir(path, &ep, &er), 0);
-        uint64_t before = dir_resident(path);
+        uint64_t before = pf_evict(path);
         kv_reader *r = NULL;
         assert_int_equal(kv_reader_create(s, &r), 0);
         assert_int_equal(kv_reader_begin(r), 0);
