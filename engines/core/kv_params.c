@@ -85,7 +85,7 @@ void kv_open_report(const kv_options *opt, json_t *report)
     uint64_t mb = opt->block_cache_mb ? opt->block_cache_mb : KV_DEFAULT_BLOCK_CACHE_MB;
     uint64_t cache = opt->backend == KV_BACKEND_ROCKSDB && opt->profile == KV_PROFILE_SERVER
                          ? mb << 20 : 0;
-    ann_open_report_set(report, kv_backend_name(opt->backend), 0, cache);
+    ann_open_report_set(report, kv_backend_name(opt->backend), opt->direct_reads, cache);
     json_object_set_new(report, "kv", json_string(kv_backend_name(opt->backend)));
     json_object_set_new(report, "kv_profile", json_string(kv_profile_name(opt->profile)));
 }

@@ -19,7 +19,7 @@ extern const ann_param_spec kv_open_params[];
 
 /*
  * The open report (engines/engine.h) of a record engine reading a store
- * opened with *opt: "io" and "kv" the backend, "o_direct" false,
+ * opened with *opt: "io" and "kv" the backend, "o_direct" its direct_reads,
  * "kv_profile", "cache_bytes" (the RocksDB block cache of the server
  * profile, else 0: LMDB and the embedded profile read through the page
  * cache).
