@@ -12,12 +12,12 @@
 # build build it once.
 #
 #   scripts/reproduce-1m.sh                  the real datasets (Cohere 1M, GIST 1M)
-#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-cal-doc-1m,
-#                                            the Cohere stand-in calibrated against the published
-#                                            recall figures, its rows in document order as the
-#                                            real corpus's; synth-960-l2-1m): what this
-#                                            machine can run offline (before 2026-12-06:
-#                                            synth-768-cosine-cal-1m, the same rows in drawn order)
+#   STANDIN=1 scripts/reproduce-1m.sh        the generated stand-ins (synth-768-cosine-cal5-1m,
+#                                            the Cohere stand-in fitted to all five recall figures
+#                                            published on the real set, its rows in topic order;
+#                                            synth-960-l2-1m): what this machine can run offline
+#                                            (earlier: synth-768-cosine-cal-doc-1m until the
+#                                            2026-12-06 evening, synth-768-cosine-cal-1m before)
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
 #                                            memcap, memcap-matched, rss-1m: no index_root of
@@ -75,7 +75,7 @@ for c in $ONLY; do
     cfg="$dir/config.json"
     jq --arg standin "$STANDIN" --arg share "$SHARE_BUILDS" --arg root "$BUILD_ROOT" '
         (if $standin == "1" then
-           .dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal-doc-1m"
+           .dataset |= (if . == "cohere-768-cosine-1m" then "synth-768-cosine-cal5-1m"
                         elif . == "gist-960-euclidean" then "synth-960-l2-1m" else . end)
            | .name += "-standin"
          else . end)

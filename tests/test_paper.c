@@ -185,7 +185,7 @@ static void test_reproduce_script_configs(void **state)
     assert_int_equal(system(cmd), 0);
     json_t *eff = derived_config(out, "cohere-effort"), *sec = derived_config(out, "sector-cohere");
     assert_string_equal(str_field(eff, "index_root"), "index/paper-build");
-    assert_string_equal(str_field(eff, "dataset"), "synth-768-cosine-cal-doc-1m");
+    assert_string_equal(str_field(eff, "dataset"), "synth-768-cosine-cal5-1m");
     assert_string_equal(str_field(eff, "name"), "paper-cohere-effort-standin");
     assert_string_equal(str_field(sec, "index_root"), "index/paper-sector");
     json_decref(eff);
