@@ -17,7 +17,7 @@
 #                                            published on the real set, its rows in topic order;
 #                                            synth-960-l2-1m): what this machine can run offline
 #                                            (earlier: synth-768-cosine-cal-doc-1m until the
-#                                            2026-12-06 evening, synth-768-cosine-cal-1m before)
+#                                            2026-12-06 afternoon, synth-768-cosine-cal-1m before)
 #   ONLY="cohere-effort sector-gist" ...     a subset, in the order given
 #   SHARE_BUILDS=1                           the document-database search configs (effort,
 #                                            memcap, memcap-matched, rss-1m: no index_root of
