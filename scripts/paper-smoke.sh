@@ -23,12 +23,13 @@ status=0
 for cfg in "${configs[@]}"; do
   base=$(basename "$cfg" .json)
   small="$OUT/$base.smoke.json"
-  # the 10k preset of the same shape: synth-768-cosine-cal-*, synth-768-cosine-* or synth-960-l2-*
+  # the 10k preset of the same shape: synth-768-cosine-cal5-*, -cal-*, synth-768-cosine-* or synth-960-l2-*
   jq --argjson q "$QUERIES" --arg dsdir "${DATASET:-}" '
     (if (.dataset | type) == "string" then .dataset else .dataset.path end) as $ds
     | .name = (.name + "-smoke")
     | .dataset = (if $dsdir != "" then {path: $dsdir}
                   elif ($ds | test("synth-960-l2")) then "synth-960-l2-10k"
+                  elif ($ds | test("synth-768-cosine-cal5-")) then "synth-768-cosine-cal5-10k"
                   elif ($ds | test("synth-768-cosine-cal-")) then "synth-768-cosine-cal-10k"
                   else "synth-768-cosine-10k" end)
     | .queries = $q | .repeats = 1 | .warmup_queries = $q | .qps_min_seconds = 0.05
