@@ -820,7 +820,7 @@ static int mg_init(merger *g, ann_engine *e)
     g->dim = e->meta.dim;
     g->L_build = e->meta.L_build;
     g->alpha = e->meta.alpha;
-    g->pool_cap = 4 * g->L_build + 2 * g->cap + 64;
+    g->pool_cap = 4 * g->L_build + 2 * g->cap + 64 + DREC_MERGE_CHUNK; /* + a chunk's peers */
     g->node_slab.item = sizeof(mg_node);
     g->nbr_slab.item = (size_t)g->cap * sizeof(uint32_t);
     g->vec_slab.item = (size_t)g->dim * sizeof(float);
@@ -1297,17 +1297,28 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
     return 0;
 }
 
-/* Pending vector p's out-neighbours (at most R) in the committed graph:
- * greedy search from the medoid and RobustPrune of the expanded nodes.
- * Reads only (a worker's own merger and snapshot). */
-static int mg_search_prune(merger *g, uint32_t p, uint32_t *out, uint32_t *deg)
+/* Pending vector p = ids[self] of a chunk of n (vectors in cvec, n rows):
+ * its out-neighbours (at most R): greedy search of the committed graph
+ * from the medoid, then RobustPrune of the expanded nodes and the chunk's
+ * other vectors (its peers, which the graph does not hold yet).  Reads
+ * only (a worker's own merger and snapshot). */
+static int mg_search_prune(merger *g, const uint32_t *ids, const float *cvec, uint32_t n,
+                           uint32_t self, uint32_t *out, uint32_t *deg)
 {
-    uint32_t np = 0;
-    int rc = mg_read_vec(g, p, g->xq);
-    if (!rc)
-        rc = mg_greedy(g, p, g->xq, &np);
+    uint32_t np = 0, p = ids[self];
+    memcpy(g->xq, cvec + (size_t)self * g->dim, (size_t)g->dim * sizeof *g->xq);
+    int rc = mg_greedy(g, p, g->xq, &np);
     if (rc)
         return rc;
+    for (uint32_t i = 0; i < n && np < g->pool_cap; i++) {
+        if (i == self)
+            continue;
+        const float *row = cvec + (size_t)i * g->dim;
+        memcpy(g->rows + (size_t)np * g->dim, row, (size_t)g->dim * sizeof *row);
+        g->pool_id[np] = ids[i];
+        g->pool_d[np] = ann_l2sq(g->xq, row, g->dim);
+        np++;
+    }
     int got = vamana_prune_rows(g->rows, g->dim, g->pool_d, np, g->alpha, g->R, g->out);
     if (got < 0)
         return got;
@@ -1318,7 +1329,9 @@ static int mg_search_prune(merger *g, uint32_t p, uint32_t *out, uint32_t *deg)
 }
 
 /* Make pending vector p (code in the cache) a working node with
- * out-neighbours out[0..deg) and add its back-edges. */
+ * out-neighbours out[0..deg), which may name other vectors of its chunk:
+ * every vector of a chunk is made a node before any back-edge is added
+ * (mg_backedges). */
 static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
 {
     mg_node *pn = NULL;
@@ -1327,10 +1340,24 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
         return rc;
     memcpy(pn->nbrs, out, (size_t)deg * sizeof *out);
     pn->deg = deg;
-    /* back-edges with the slack rule; pn's list is stable meanwhile */
-    for (uint32_t i = 0; i < pn->deg; i++) {
+    return 0;
+}
+
+/* Add new node p's back-edges, with the slack rule. */
+static int mg_backedges(merger *g, uint32_t p)
+{
+    mg_node *pn = NULL;
+    int rc = mg_load_node(g, p, &pn);
+    if (rc)
+        return rc;
+    /* walk a copy of p's list */
+    uint32_t out[1024], deg = pn->deg;
+    if (deg > sizeof out / sizeof out[0])
+        return ann_fail(ANN_EINTERNAL, "merge: node %u: degree %u", p, deg);
+    memcpy(out, pn->nbrs, (size_t)deg * sizeof *out);
+    for (uint32_t i = 0; i < deg; i++) {
         mg_node *j;
-        rc = mg_load_node(g, pn->nbrs[i], &j);
+        rc = mg_load_node(g, out[i], &j);
         if (rc)
             return rc;
         int present = 0;
@@ -1752,18 +1779,21 @@ static int mg_consolidate(merger *g, const drec_id_list *dels, uint32_t graph_de
 /* ---- merge -------------------------------------------------------------- */
 
 /* One chunk's link phase: workers (one merger each, own snapshot) find the
- * out-neighbours of ids[0..n) in the committed graph; out holds R per id. */
+ * out-neighbours of ids[0..n) (vectors in cvec) among the committed graph
+ * and each other; out holds R per id. */
 typedef struct link_job {
     merger *w;
     const uint32_t *ids;
-    uint32_t *out, *deg, R;
+    float *cvec;
+    uint32_t *out, *deg, R, n;
 } link_job;
 
 static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
 {
     link_job *j = arg;
     for (uint64_t i = begin; i < end; i++) {
-        int rc = mg_search_prune(&j->w[worker], j->ids[i], j->out + i * j->R, &j->deg[i]);
+        int rc = mg_search_prune(&j->w[worker], j->ids, j->cvec, j->n, (uint32_t)i,
+                                 j->out + i * j->R, &j->deg[i]);
         if (rc)
             return rc;
     }
@@ -1772,15 +1802,20 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
 
 /*
  * Link the chunk ids[0..n) (codes in g's cache, g's snapshot begun): the
- * out-neighbours of every id are found in parallel, on the graph as the
- * last batch left it (a chunk's points do not see each other, as in
- * FreshDiskANN's insert phase), then the new nodes and their back-edges
- * are added one after another in g, and the chunk is committed.
+ * out-neighbours of every id are found in parallel, among the graph as the
+ * last batch left it and the chunk's other vectors (FreshDiskANN's insert
+ * phase searches the graph alone: a topic inserted in file order then
+ * links only to older nodes, never within itself), then the new nodes are
+ * added and their back-edges one after another in g, and the chunk is
+ * committed.
  */
 static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
 {
     int rc = 0;
     uint32_t begun = 0;
+    j->n = n;
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = mg_read_vec(g, j->ids[i], j->cvec + (size_t)i * g->dim);
     for (; !rc && begun < nw; begun++)
         rc = kv_reader_begin(w[begun].rd);
     if (!rc) {
@@ -1795,6 +1830,8 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     }
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = mg_backedges(g, j->ids[i]);
     if (!rc && g->snap)
         rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
@@ -1814,6 +1851,7 @@ static int merge_locked(ann_engine *e)
     job.ids = malloc(DREC_MERGE_CHUNK * sizeof *job.ids);
     job.out = malloc((size_t)DREC_MERGE_CHUNK * job.R * sizeof *job.out);
     job.deg = malloc(DREC_MERGE_CHUNK * sizeof *job.deg);
+    job.cvec = malloc((size_t)DREC_MERGE_CHUNK * e->meta.dim * sizeof *job.cvec);
     uint32_t *chunk = (uint32_t *)job.ids, nw_init = 0;
     drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
@@ -1821,7 +1859,7 @@ static int merge_locked(ann_engine *e)
     uint64_t tail0 = 0;
     int complete0 = 0;
     int rc = mg_init(&g, e);
-    if (!rc && (!w || !job.ids || !job.out || !job.deg))
+    if (!rc && (!w || !job.ids || !job.out || !job.deg || !job.cvec))
         rc = mg_nomem(&g);
     for (; !rc && nw_init < nw; nw_init++)
         rc = mg_init(&w[nw_init], e);
@@ -1942,6 +1980,7 @@ out:
     free(chunk);
     free(job.out);
     free(job.deg);
+    free(job.cvec);
     free(tombs.ids);
     free(pend.ids);
     free(dels.ids);
