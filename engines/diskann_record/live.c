@@ -69,15 +69,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Pending vectors linked per write batch.  A chunk's points do not see
- * each other while they are linked, so a group of near points that all
- * fall into one chunk (a topic inserted in document order) links only to
- * older nodes and never to each other: with chunks of a tenth of the
- * graph (256 to 16,384, until 2026-12-06) live builds of topic-ordered
- * rows reached recall 0.73-0.77 against 0.999 one-pass, and merging
- * 10,000 such rows into 90,000 lost 0.020.  Chunks of 64 gave 0.998 and
- * 0.999 there, the merge 4-14% slower (docs/reproducing.md, "The 100k
- * twins on the fitted preset"). */
+/* Pending vectors linked per write batch; each is pruned among its graph
+ * candidates and the chunk's other vectors (mg_search_prune).  Until
+ * 2026-12-06 a chunk was a tenth of the graph (256 to 16,384) and its
+ * vectors did not see each other, so a topic inserted in document order
+ * linked only to older nodes: live builds of topic-ordered rows reached
+ * recall 0.73-0.77 against 0.999 one-pass, and merging 10,000 such rows
+ * into 90,000 lost 0.020.  Chunks of 64 seeing each other: 0.999, the
+ * 10,000 merged in 4.6-4.8 s against 3.6 (docs/reproducing.md, "The 100k
+ * twins on the fitted preset"); small, because each vector compares
+ * itself with every other of its chunk. */
 #define DREC_MERGE_CHUNK 64u
 #define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
 /* merge_cache_mb by default on RocksDB (on LMDB: none).  Measured with
