@@ -82,10 +82,11 @@ static json_t *js(const char *text)
 
 static const char *BUILD = "{\"R\": 24, \"L_build\": 48, \"alpha\": 1.2, \"pq_bytes\": 16}";
 
-static int build(const char *engine, uint64_t n, const char *path)
+/* Build engine's index over the first n rows of x at path. */
+static int build_rows(const char *engine, const float *x, uint64_t n, const char *path)
 {
     ann_vecsrc *src = NULL;
-    if (ann_vecsrc_from_memory(data, n, DIM, ANN_METRIC_COSINE, &src))
+    if (ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src))
         return -1;
     json_t *bp = js(BUILD);
     int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
@@ -94,6 +95,11 @@ static int build(const char *engine, uint64_t n, const char *path)
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
+}
+
+static int build(const char *engine, uint64_t n, const char *path)
+{
+    return build_rows(engine, data, n, path);
 }
 
 static int setup(void **state)
@@ -310,9 +316,10 @@ static void assert_never_returned(opened *o, const uint32_t *dead, uint32_t n)
     ann_u32map_fini(&set);
 }
 
-/* recall@10 at list size L (small, so that graph quality shows) */
+/* recall@10 at list size L (small, so that graph quality shows) of the
+ * NQ queries qs against their true top K in truth */
 #define RECALL_L 12
-static double recall(opened *o)
+static double recall_of(opened *o, const float *qs, const int32_t *truth)
 {
     uint32_t hit = 0;
     char sp[64];
@@ -325,16 +332,21 @@ static double recall(opened *o)
         uint32_t ids[K];
         float d[K];
         ann_stats st = { 0 };
-        assert_int_equal(o->ops->search(ctx, queries + (size_t)q * DIM, K, ids, d, &st), K);
+        assert_int_equal(o->ops->search(ctx, qs + (size_t)q * DIM, K, ids, d, &st), K);
         for (int i = 0; i < K; i++)
             for (int j = 0; j < K; j++)
-                if (ids[i] == (uint32_t)gt[q * K + j]) {
+                if (ids[i] == (uint32_t)truth[q * K + j]) {
                     hit++;
                     break;
                 }
     }
     o->ops->ctx_free(ctx);
     return (double)hit / (NQ * K);
+}
+
+static double recall(opened *o)
+{
+    return recall_of(o, queries, gt);
 }
 
 /* ---- the graph checker --------------------------------------------------- */
@@ -533,14 +545,7 @@ static void test_topic_order_merge(void **state)
         for (int live = 0; live < 2; live++) {
             char path[4200];
             snprintf(path, sizeof path, "%s/topics-%s-%d", tmp_root, engines[e], live);
-            assert_int_equal(ann_vecsrc_from_memory(x, live ? nbase : n, DIM, ANN_METRIC_COSINE,
-                                                    &src), 0);
-            json_t *bp = js(BUILD);
-            int rc = ann_engine_build(ann_engine_find(engines[e]), src, bp, path, NULL, NULL);
-            json_decref(bp);
-            ann_vecsrc_destroy(src);
-            if (rc)
-                fail_msg("build %s: %s", engines[e], ann_errmsg(rc));
+            assert_int_equal(build_rows(engines[e], x, live ? nbase : n, path), 0);
             opened o;
             assert_int_equal(open_idx(e, path, "rocksdb", live, 0, RECALL_L, &o), 0);
             for (uint32_t id = nbase; live && id < n; id++)
@@ -548,17 +553,7 @@ static void test_topic_order_merge(void **state)
             if (live)
                 assert_int_equal(o.ops->merge(o.eng), 0);
             assert_int_equal(o.ops->size(o.eng), n);
-            uint32_t hit = 0;
-            for (int i = 0; i < NQ; i++) {
-                uint32_t ids[K];
-                float d[K];
-                ann_stats st = { 0 };
-                assert_int_equal(o.ops->search(o.ctx, q + (size_t)i * DIM, K, ids, d, &st), K);
-                for (int a = 0; a < K; a++)
-                    for (int b = 0; b < K; b++)
-                        hit += ids[a] == (uint32_t)tgt[i * K + b];
-            }
-            rec[live] = (double)hit / (NQ * K);
+            rec[live] = recall_of(&o, q, tgt);
             close_idx(&o);
         }
         print_message("%s: topics in file order, recall@10 at L %d: one-pass %.3f, "

@@ -1351,14 +1351,10 @@ static int mg_backedges(merger *g, uint32_t p)
     int rc = mg_load_node(g, p, &pn);
     if (rc)
         return rc;
-    /* walk a copy of p's list */
-    uint32_t out[1024], deg = pn->deg;
-    if (deg > sizeof out / sizeof out[0])
-        return ann_fail(ANN_EINTERNAL, "merge: node %u: degree %u", p, deg);
-    memcpy(out, pn->nbrs, (size_t)deg * sizeof *out);
-    for (uint32_t i = 0; i < deg; i++) {
+    /* pn's list is stable meanwhile: only the nodes it names change */
+    for (uint32_t i = 0; i < pn->deg; i++) {
         mg_node *j;
-        rc = mg_load_node(g, out[i], &j);
+        rc = mg_load_node(g, pn->nbrs[i], &j);
         if (rc)
             return rc;
         int present = 0;
