@@ -23,15 +23,17 @@
  *   greedy search for every vector of the chunk from the medoid with list
  *   size L_build (ranked by PQ distance, reading node records as a query
  *   does) and RobustPrune(alpha, R) of the expanded nodes by exact
- *   distances; a chunk's vectors do not see each other, as in
- *   FreshDiskANN's insert phase.  A merge with enough to link (at least
- *   graph_nodes / L_build vectors) whose graph fits merge_snapshot_mb
- *   first reads every node's neighbour ids and code into memory in one
- *   sequential scan (mg_snap) and keeps that copy current chunk by
- *   chunk: its searches and the serial phase then read only vector
- *   records, and the merged graph is the same byte for byte.
- *   Then on one thread, in the chunk's
- *   order: each new node and the back-edges to it, where a node takes a
+ *   distances among those candidates and the chunk's other vectors (so
+ *   a topic inserted in one chunk links within itself; FreshDiskANN's
+ *   insert phase links each vector to older nodes only).  A merge with
+ *   enough to link (at least graph_nodes / L_build vectors) whose graph
+ *   fits merge_snapshot_mb first reads every node's neighbour ids and
+ *   code into memory in one sequential scan (mg_snap) and keeps that
+ *   copy current chunk by chunk: its searches and the serial phase then
+ *   read only vector records, and the merged graph is the same byte for
+ *   byte.  Then on one thread, in the chunk's order: every new node of
+ *   the chunk (mg_attach), and after all of them the back-edges to each
+ *   (mg_backedges), where a node takes a
  *   back-edge while it has fewer than ceil(1.3 R) neighbours and is
  *   re-pruned to R only when one more would pass that (the slack is kept
  *   in the records: layout.h).  The result does not depend on the number
