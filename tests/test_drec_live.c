@@ -83,18 +83,24 @@ static json_t *js(const char *text)
 static const char *BUILD = "{\"R\": 24, \"L_build\": 48, \"alpha\": 1.2, \"pq_bytes\": 16}";
 
 /* Build engine's index over the first n rows of x at path. */
-static int build_rows(const char *engine, const float *x, uint64_t n, const char *path)
+static int build_with(const char *engine, const float *x, uint64_t n, const char *path,
+                      const char *params)
 {
     ann_vecsrc *src = NULL;
     if (ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src))
         return -1;
-    json_t *bp = js(BUILD);
+    json_t *bp = js(params);
     int rc = ann_engine_build(ann_engine_find(engine), src, bp, path, NULL, NULL);
     if (rc)
         fprintf(stderr, "build %s: %s\n", engine, ann_errmsg(rc));
     json_decref(bp);
     ann_vecsrc_destroy(src);
     return rc;
+}
+
+static int build_rows(const char *engine, const float *x, uint64_t n, const char *path)
+{
+    return build_with(engine, x, n, path, BUILD);
 }
 
 static int build(const char *engine, uint64_t n, const char *path)
@@ -317,9 +323,9 @@ static void assert_never_returned(opened *o, const uint32_t *dead, uint32_t n)
 }
 
 /* recall@10 at list size L (small, so that graph quality shows) of the
- * NQ queries qs against their true top K in truth */
+ * nq queries qs against their true top K in truth */
 #define RECALL_L 12
-static double recall_of(opened *o, const float *qs, const int32_t *truth)
+static double recall_n(opened *o, const float *qs, const int32_t *truth, int nq)
 {
     uint32_t hit = 0;
     char sp[64];
@@ -328,7 +334,7 @@ static double recall_of(opened *o, const float *qs, const int32_t *truth)
     ann_ctx *ctx = NULL;
     assert_int_equal(ann_engine_ctx_new(o->ops, o->eng, spj, K, &ctx), 0);
     json_decref(spj);
-    for (int q = 0; q < NQ; q++) {
+    for (int q = 0; q < nq; q++) {
         uint32_t ids[K];
         float d[K];
         ann_stats st = { 0 };
@@ -341,7 +347,12 @@ static double recall_of(opened *o, const float *qs, const int32_t *truth)
                 }
     }
     o->ops->ctx_free(ctx);
-    return (double)hit / (NQ * K);
+    return (double)hit / ((double)nq * K);
+}
+
+static double recall_of(opened *o, const float *qs, const int32_t *truth)
+{
+    return recall_n(o, qs, truth, NQ);
 }
 
 static double recall(opened *o)
@@ -560,6 +571,84 @@ static void test_topic_order_merge(void **state)
                       "8 new topics inserted and merged %.3f\n",
                       engines[e], RECALL_L, rec[0], rec[1]);
         assert_true(rec[1] >= rec[0] - 0.05);
+    }
+    free(x);
+    free(c);
+    free(q);
+    free(gd);
+    free(tgt);
+}
+
+/* The merge must not cost the regions that were there: 16 unseen topics
+ * of 256 rows each, far apart (centres at scale 1.0), inserted in file
+ * order into 128 topics of 32 rows, and queries near the old rows.  When
+ * every out-neighbour of a new node took a back-edge, the nodes on the
+ * searches' way from the medoid were re-pruned with the new topics alone
+ * and lost edges towards old ones: recall@10 at L 12 of these 300 queries
+ * fell from 0.921 to 0.876 (diskann-record); since back-edges go to the
+ * new node's neighbourhood only (mg_backedges), 0.921 to 0.915 for both
+ * engines. */
+#define OLD_NQ 300
+#define OLD_TOPICS 128
+#define OLD_ROWS 32
+#define NEW_TOPICS 16
+#define NEW_ROWS 256
+static void test_merge_keeps_old_regions(void **state)
+{
+    (void)state;
+    const uint32_t nbase = OLD_TOPICS * OLD_ROWS, n = nbase + NEW_TOPICS * NEW_ROWS;
+    float *x = malloc((size_t)n * DIM * sizeof(float)), *c = malloc(DIM * sizeof(float));
+    float *q = malloc((size_t)OLD_NQ * DIM * sizeof(float));
+    float *gd = malloc(OLD_NQ * K * sizeof(float));
+    int32_t *tgt = malloc(OLD_NQ * K * sizeof(int32_t));
+    assert_true(x && c && q && gd && tgt);
+    uint64_t seed = 99;
+    for (uint32_t t = 0; t < OLD_TOPICS + NEW_TOPICS; t++) {
+        for (int j = 0; j < DIM; j++)
+            c[j] = (float)tu_gauss(&seed);
+        uint32_t rows = t < OLD_TOPICS ? OLD_ROWS : NEW_ROWS;
+        uint32_t first = t < OLD_TOPICS ? t * OLD_ROWS : nbase + (t - OLD_TOPICS) * NEW_ROWS;
+        for (uint32_t i = 0; i < rows; i++) {
+            float *row = x + ((size_t)first + i) * DIM;
+            for (int j = 0; j < DIM; j++)
+                row[j] = c[j] + 0.3f * (float)tu_gauss(&seed);
+            ann_normalize(row, DIM);
+        }
+    }
+    for (int i = 0; i < OLD_NQ; i++) {
+        const float *r = x + (size_t)((uint32_t)i * (nbase / OLD_NQ) + 3) * DIM;
+        for (int j = 0; j < DIM; j++)
+            q[(size_t)i * DIM + j] = r[j] + 0.1f * (float)tu_gauss(&seed);
+        ann_normalize(q + (size_t)i * DIM, DIM);
+    }
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src), 0);
+    assert_int_equal(ann_exact_knn(src, q, OLD_NQ, K, 0, tgt, gd), 0);
+    ann_vecsrc_destroy(src);
+    for (int i = 0; i < OLD_NQ * K; i++)
+        assert_true(tgt[i] < (int32_t)nbase); /* every true neighbour is old */
+    for (int e = 0; e < 2; e++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/old-regions-%s", tmp_root, engines[e]);
+        /* one build thread: the same graph every run (the merge's does not
+         * depend on its threads) */
+        assert_int_equal(build_with(engines[e], x, nbase, path,
+                                    "{\"R\": 24, \"L_build\": 48, \"alpha\": 1.2, "
+                                    "\"pq_bytes\": 16, \"threads\": 1}"),
+                         0);
+        opened o;
+        assert_int_equal(open_idx(e, path, "rocksdb", 1, 0, RECALL_L, &o), 0);
+        double before = recall_n(&o, q, tgt, OLD_NQ);
+        for (uint32_t id = nbase; id < n; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, x + (size_t)id * DIM, DIM), 0);
+        assert_int_equal(o.ops->merge(o.eng), 0);
+        assert_int_equal(o.ops->size(o.eng), n);
+        double after = recall_n(&o, q, tgt, OLD_NQ);
+        close_idx(&o);
+        print_message("%s: queries near old topics, recall@10 at L %d: %.3f before, %.3f after "
+                      "merging 16 new topics\n",
+                      engines[e], RECALL_L, before, after);
+        assert_true(after >= before - 0.02);
     }
     free(x);
     free(c);
@@ -1253,6 +1342,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_insert_merge),
         cmocka_unit_test(test_topic_order_merge),
+        cmocka_unit_test(test_merge_keeps_old_regions),
         cmocka_unit_test(test_merge_threads),
         cmocka_unit_test(test_pending_copy_sizes),
         cmocka_unit_test(test_delete),

@@ -33,7 +33,11 @@
  *   read only vector records, and the merged graph is the same byte for
  *   byte.  Then on one thread, in the chunk's order: every new node of
  *   the chunk (mg_attach), and after all of them the back-edges to each
- *   (mg_backedges), where a node takes a
+ *   (mg_backedges) from its out-neighbours in its neighbourhood (its
+ *   peers and the nodes of its search's final list, not the nodes the
+ *   search passed on its way from the medoid: Vamana's build adds those
+ *   too, but a merge would re-prune them with the newest region alone),
+ *   where a node takes a
  *   back-edge while it has fewer than ceil(1.3 R) neighbours and is
  *   re-pruned to R only when one more would pass that (the slack is kept
  *   in the records: layout.h).  The result does not depend on the number
@@ -1303,16 +1307,21 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
 /* Pending vector p = ids[self] of a chunk of n (vectors in cvec, n rows):
  * its out-neighbours (at most R): greedy search of the committed graph
  * from the medoid, then RobustPrune of the expanded nodes and the chunk's
- * other vectors (its peers, which the graph does not hold yet).  Reads
- * only (a worker's own merger and snapshot). */
+ * other vectors (its peers, which the graph does not hold yet).  back[i]
+ * says whether out[i] is in p's neighbourhood and takes a back-edge
+ * (mg_backedges): a peer, or a node of the search's final list (the
+ * L_build nearest it found).  An expanded node the search left behind (a
+ * node on its way from the medoid: a long edge) is linked one way only.
+ * Reads only (a worker's own merger and snapshot). */
 static int mg_search_prune(merger *g, const uint32_t *ids, const float *cvec, uint32_t n,
-                           uint32_t self, uint32_t *out, uint32_t *deg)
+                           uint32_t self, uint32_t *out, uint32_t *deg, uint8_t *back)
 {
     uint32_t np = 0, p = ids[self];
     memcpy(g->xq, cvec + (size_t)self * g->dim, (size_t)g->dim * sizeof *g->xq);
     int rc = mg_greedy(g, p, g->xq, &np);
     if (rc)
         return rc;
+    const uint32_t np_graph = np; /* pool rows from here on are peers */
     for (uint32_t i = 0; i < n && np < g->pool_cap; i++) {
         if (i == self)
             continue;
@@ -1325,8 +1334,13 @@ static int mg_search_prune(merger *g, const uint32_t *ids, const float *cvec, ui
     int got = vamana_prune_rows(g->rows, g->dim, g->pool_d, np, g->alpha, g->R, g->out);
     if (got < 0)
         return got;
-    for (int i = 0; i < got; i++)
+    for (int i = 0; i < got; i++) {
         out[i] = g->pool_id[g->out[i]];
+        uint8_t near = g->out[i] >= np_graph;
+        for (uint32_t c = 0; !near && c < g->cl.n; c++)
+            near = g->cl.c[c].id == out[i];
+        back[i] = near;
+    }
     *deg = (uint32_t)got;
     return 0;
 }
@@ -1346,8 +1360,17 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
     return 0;
 }
 
-/* Add new node p's back-edges, with the slack rule. */
-static int mg_backedges(merger *g, uint32_t p)
+/* Add new node p's back-edges to the out-neighbours back[] marks (its
+ * neighbourhood: mg_search_prune), with the slack rule.  Until 2026-12-06
+ * (evening) every out-neighbour took one, as in Vamana's build: merging
+ * 100,000 vectors of 40 unseen topics into 900,000 then re-pruned the
+ * nodes on every search's way from the medoid (hubs) with the new
+ * topics' nodes, and 10 of the 898 queries whose neighbours are all old
+ * found none of them (recall@10 0.972 against 0.982 with the same vectors
+ * pending; docs/reproducing.md, "The merge at 1M").  A one-pass build
+ * re-prunes hubs with every region in turn; a merge offers them only the
+ * newest. */
+static int mg_backedges(merger *g, uint32_t p, const uint8_t *back)
 {
     mg_node *pn = NULL;
     int rc = mg_load_node(g, p, &pn);
@@ -1356,6 +1379,8 @@ static int mg_backedges(merger *g, uint32_t p)
     /* pn's list is stable meanwhile: only the nodes it names change */
     for (uint32_t i = 0; i < pn->deg; i++) {
         mg_node *j;
+        if (!back[i])
+            continue;
         rc = mg_load_node(g, pn->nbrs[i], &j);
         if (rc)
             return rc;
@@ -1785,6 +1810,7 @@ typedef struct link_job {
     const uint32_t *ids;
     float *cvec;
     uint32_t *out, *deg, R, n;
+    uint8_t *back; /* per out-edge: whether it takes a back-edge (mg_search_prune) */
 } link_job;
 
 static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
@@ -1792,7 +1818,7 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
     link_job *j = arg;
     for (uint64_t i = begin; i < end; i++) {
         int rc = mg_search_prune(&j->w[worker], j->ids, j->cvec, j->n, (uint32_t)i,
-                                 j->out + i * j->R, &j->deg[i]);
+                                 j->out + i * j->R, &j->deg[i], j->back + i * j->R);
         if (rc)
             return rc;
     }
@@ -1830,7 +1856,7 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
     for (uint32_t i = 0; !rc && i < n; i++)
-        rc = mg_backedges(g, j->ids[i]);
+        rc = mg_backedges(g, j->ids[i], j->back + (size_t)i * j->R);
     if (!rc && g->snap)
         rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
@@ -1850,6 +1876,7 @@ static int merge_locked(ann_engine *e)
     job.ids = malloc(DREC_MERGE_CHUNK * sizeof *job.ids);
     job.out = malloc((size_t)DREC_MERGE_CHUNK * job.R * sizeof *job.out);
     job.deg = malloc(DREC_MERGE_CHUNK * sizeof *job.deg);
+    job.back = malloc((size_t)DREC_MERGE_CHUNK * job.R);
     job.cvec = malloc((size_t)DREC_MERGE_CHUNK * e->meta.dim * sizeof *job.cvec);
     uint32_t *chunk = (uint32_t *)job.ids, nw_init = 0;
     drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
@@ -1858,7 +1885,7 @@ static int merge_locked(ann_engine *e)
     uint64_t tail0 = 0;
     int complete0 = 0;
     int rc = mg_init(&g, e);
-    if (!rc && (!w || !job.ids || !job.out || !job.deg || !job.cvec))
+    if (!rc && (!w || !job.ids || !job.out || !job.deg || !job.back || !job.cvec))
         rc = mg_nomem(&g);
     for (; !rc && nw_init < nw; nw_init++)
         rc = mg_init(&w[nw_init], e);
@@ -1979,6 +2006,7 @@ out:
     free(chunk);
     free(job.out);
     free(job.deg);
+    free(job.back);
     free(job.cvec);
     free(tombs.ids);
     free(pend.ids);
