@@ -69,9 +69,10 @@ const ann_param_spec drec_open_params[] = {
     { .name = "merge_threads", .type = ANN_PARAM_INT, .min = 0, .max = 256, .def = 0,
       .help = "threads a merge links pending vectors with (0: one per core)" },
     { .name = "merge_cache_mb", .type = ANN_PARAM_REAL, .min = -1, .max = 1 << 20, .def = -1,
-      .help = "records a merge's link searches keep in memory while linking a chunk, MiB in "
-              "all (the nodes every search passes near the entry point; 0: none; -1, the "
-              "default: 64 on RocksDB, 0 on LMDB, whose gets already return its map's memory)" },
+      .help = "records a merge's link searches keep in memory, MiB in all (node records "
+              "for a chunk, vectors for the whole merge: the ones every search passes near the "
+              "entry point; 0: none; -1, the default: 64 on RocksDB, 0 on LMDB, whose gets "
+              "already return its map's memory)" },
     { .name = "merge_snapshot_mb", .type = ANN_PARAM_REAL, .min = -1, .max = 1 << 20, .def = -1,
       .help = "a merge with enough to link reads the whole graph (neighbour ids, PQ codes) "
               "into memory in one scan when it fits this, MiB, and its searches then read only "

@@ -19,7 +19,7 @@
  *   DREC_MERGE_CHUNK, each as the build does it
  *   (engines/core/vamana.h) but in two phases.  On merge_threads workers,
  *   each with its own snapshot and a bounded cache of the records its
- *   searches read (merge_cache_mb in all, for one chunk: mg_rcache): a
+ *   searches read (merge_cache_mb in all: mg_rcache): a
  *   greedy search for every vector of the chunk from the medoid with list
  *   size L_build (ranked by PQ distance, reading node records as a query
  *   does) and RobustPrune(alpha, R) of the expanded nodes by exact
@@ -622,10 +622,11 @@ static void slab_fini(mg_slab *s)
 }
 
 /*
- * A worker's read-through cache of the records its searches read, kept for
- * one chunk's link phase (one snapshot, in which no record changes): the
- * nodes near the entry point are read by nearly every search of a chunk,
- * and a chunk's thousands of searches read each of them from the store
+ * A worker's read-through cache of the records its searches read: node
+ * records for one chunk's link phase (one snapshot; the chunk's commit
+ * changes them), vectors for the whole merge (no vector record changes
+ * while it links).  The nodes near the entry point are read by nearly
+ * every search, and each search would read them from the store
  * otherwise.  Direct-mapped by id, each slot with a use count (0..3): a
  * hit raises it, a miss on a used slot lowers it and replaces the record
  * only at 0, so the records most searches share stay while the rest pass
@@ -1365,9 +1366,10 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
  * (evening) every out-neighbour took one, as in Vamana's build: merging
  * 100,000 vectors of 40 unseen topics into 900,000 then re-pruned the
  * nodes on every search's way from the medoid (hubs) with the new
- * topics' nodes, and 10 of the 898 queries whose neighbours are all old
- * found none of them (recall@10 0.972 against 0.982 with the same vectors
- * pending; docs/reproducing.md, "The merge at 1M").  A one-pass build
+ * topics' nodes, and 12 of the 898 queries whose neighbours are all old
+ * found none of them, 3 with the same vectors pending (recall@10 0.972
+ * after the merge, 0.983 before it; docs/reproducing.md, "The merge at
+ * 1M").  A one-pass build
  * re-prunes hubs with every region in turn; a merge offers them only the
  * newest. */
 static int mg_backedges(merger *g, uint32_t p, const uint8_t *back)
@@ -1851,7 +1853,10 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
         kv_reader_end(w[t].rd);
         mg_clear(&w[t]);
         rc_clear(&w[t].node_rc); /* the commit below changes node records */
-        rc_clear(&w[t].vec_rc);
+        /* vectors stay: no vector record changes while a merge links (an
+         * insert of a live or pending id is refused, deletes were
+         * consolidated before), so a worker keeps the ones its searches
+         * share, chunk after chunk */
     }
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
