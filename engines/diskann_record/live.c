@@ -36,9 +36,9 @@
  *   (mg_backedges) from its out-neighbours in its neighbourhood (its
  *   peers and the nodes of its search's final list, not the nodes the
  *   search passed on its way from the medoid: Vamana's build adds those
- *   too, but a merge would re-prune them with the newest region alone),
- *   where a node takes a
- *   back-edge while it has fewer than ceil(1.3 R) neighbours and is
+ *   too, but a merge would re-prune them with the newest region's nodes
+ *   only), where a node takes a back-edge while it has fewer than
+ *   ceil(1.3 R) neighbours and is
  *   re-pruned to R only when one more would pass that (the slack is kept
  *   in the records: layout.h).  The result does not depend on the number
  *   of workers.  The chunk's node records, the removal of its pending
@@ -1369,9 +1369,8 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
  * topics' nodes, and 12 of the 898 queries whose neighbours are all old
  * found none of them, 3 with the same vectors pending (recall@10 0.972
  * after the merge, 0.983 before it; docs/reproducing.md, "The merge at
- * 1M").  A one-pass build
- * re-prunes hubs with every region in turn; a merge offers them only the
- * newest. */
+ * 1M").  A one-pass build re-prunes such nodes with every region in turn;
+ * a merge offers them only the newest. */
 static int mg_backedges(merger *g, uint32_t p, const uint8_t *back)
 {
     mg_node *pn = NULL;
