@@ -1361,8 +1361,9 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
     return 0;
 }
 
-/* Add new node p's back-edges to the out-neighbours back[] marks (its
- * neighbourhood: mg_search_prune), with the slack rule.  Until 2026-12-06
+/* Add new node p's back-edges to the out-neighbours out[0..deg) that
+ * back[] marks (its neighbourhood: mg_search_prune), with the slack
+ * rule.  Until 2026-12-06
  * (evening) every out-neighbour took one, as in Vamana's build: merging
  * 100,000 vectors of 40 unseen topics into 900,000 then re-pruned the
  * nodes on every search's way from the medoid (hubs) with the new
@@ -1371,18 +1372,16 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
  * after the merge, 0.983 before it; docs/reproducing.md, "The merge at
  * 1M").  A one-pass build re-prunes such nodes with every region in turn;
  * a merge offers them only the newest. */
-static int mg_backedges(merger *g, uint32_t p, const uint8_t *back)
+static int mg_backedges(merger *g, uint32_t p, const uint32_t *out, const uint8_t *back,
+                        uint32_t deg)
 {
-    mg_node *pn = NULL;
-    int rc = mg_load_node(g, p, &pn);
-    if (rc)
-        return rc;
-    /* pn's list is stable meanwhile: only the nodes it names change */
-    for (uint32_t i = 0; i < pn->deg; i++) {
+    /* out is the list p was attached with, not p's working list: earlier
+     * back-edges of the chunk may have grown or re-pruned that one */
+    for (uint32_t i = 0; i < deg; i++) {
         mg_node *j;
         if (!back[i])
             continue;
-        rc = mg_load_node(g, pn->nbrs[i], &j);
+        int rc = mg_load_node(g, out[i], &j);
         if (rc)
             return rc;
         int present = 0;
@@ -1860,7 +1859,8 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     for (uint32_t i = 0; !rc && i < n; i++)
         rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
     for (uint32_t i = 0; !rc && i < n; i++)
-        rc = mg_backedges(g, j->ids[i], j->back + (size_t)i * j->R);
+        rc = mg_backedges(g, j->ids[i], j->out + (size_t)i * j->R, j->back + (size_t)i * j->R,
+                          j->deg[i]);
     if (!rc && g->snap)
         rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
