@@ -519,6 +519,39 @@ static void insert_merge_case(int e, const char *backend, double *rec_out)
  * whose vectors are each other's candidates 0.899 / 0.900 (record /
  * resident) against 0.918 / 0.917.
  */
+/* Rows [first, first + rows) of x as one topic: a centre drawn at
+ * centre_scale (into c, DIM floats), each row that centre plus noise 0.3,
+ * normalised. */
+static void topic_rows(float *x, uint32_t first, uint32_t rows, float centre_scale, float *c,
+                       uint64_t *seed)
+{
+    for (int j = 0; j < DIM; j++)
+        c[j] = centre_scale * (float)tu_gauss(seed);
+    for (uint32_t i = 0; i < rows; i++) {
+        float *row = x + ((size_t)first + i) * DIM;
+        for (int j = 0; j < DIM; j++)
+            row[j] = c[j] + 0.3f * (float)tu_gauss(seed);
+        ann_normalize(row, DIM);
+    }
+}
+
+/* nq queries, query i near row first + i * stride + 3 of x (noise 0.1,
+ * normalised), and their exact top K over x's n rows into tgt / gd. */
+static void queries_near(float *q, int nq, const float *x, uint32_t n, uint32_t first,
+                         uint32_t stride, uint64_t *seed, int32_t *tgt, float *gd)
+{
+    for (int i = 0; i < nq; i++) {
+        const float *r = x + (size_t)(first + (uint32_t)i * stride + 3) * DIM;
+        for (int j = 0; j < DIM; j++)
+            q[(size_t)i * DIM + j] = r[j] + 0.1f * (float)tu_gauss(seed);
+        ann_normalize(q + (size_t)i * DIM, DIM);
+    }
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src), 0);
+    assert_int_equal(ann_exact_knn(src, q, (uint32_t)nq, K, 0, tgt, gd), 0);
+    ann_vecsrc_destroy(src);
+}
+
 #define TOPICS 40
 #define TOPIC_ROWS 128
 static void test_topic_order_merge(void **state)
@@ -530,27 +563,10 @@ static void test_topic_order_merge(void **state)
     int32_t *tgt = malloc(NQ * K * sizeof(int32_t));
     assert_true(x && c && q && gd && tgt);
     uint64_t seed = 4242;
-    for (uint32_t t = 0; t < TOPICS; t++) {
-        for (int j = 0; j < DIM; j++)
-            c[j] = 0.3f * (float)tu_gauss(&seed); /* topics near enough to be reachable */
-        for (uint32_t i = 0; i < TOPIC_ROWS; i++) {
-            float *row = x + ((size_t)t * TOPIC_ROWS + i) * DIM;
-            for (int j = 0; j < DIM; j++)
-                row[j] = c[j] + 0.3f * (float)tu_gauss(&seed);
-            ann_normalize(row, DIM);
-        }
-    }
+    for (uint32_t t = 0; t < TOPICS; t++) /* centres near enough to be reachable */
+        topic_rows(x, t * TOPIC_ROWS, TOPIC_ROWS, 0.3f, c, &seed);
     /* queries near rows of the inserted topics */
-    for (int i = 0; i < NQ; i++) {
-        const float *r = x + (size_t)(nbase + (uint32_t)i * 10 + 3) * DIM;
-        for (int j = 0; j < DIM; j++)
-            q[(size_t)i * DIM + j] = r[j] + 0.1f * (float)tu_gauss(&seed);
-        ann_normalize(q + (size_t)i * DIM, DIM);
-    }
-    ann_vecsrc *src = NULL;
-    assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src), 0);
-    assert_int_equal(ann_exact_knn(src, q, NQ, K, 0, tgt, gd), 0);
-    ann_vecsrc_destroy(src);
+    queries_near(q, NQ, x, n, nbase, 10, &seed, tgt, gd);
     for (int e = 0; e < 2; e++) {
         double rec[2];
         for (int live = 0; live < 2; live++) {
@@ -603,28 +619,11 @@ static void test_merge_keeps_old_regions(void **state)
     int32_t *tgt = malloc(OLD_NQ * K * sizeof(int32_t));
     assert_true(x && c && q && gd && tgt);
     uint64_t seed = 99;
-    for (uint32_t t = 0; t < OLD_TOPICS + NEW_TOPICS; t++) {
-        for (int j = 0; j < DIM; j++)
-            c[j] = (float)tu_gauss(&seed);
-        uint32_t rows = t < OLD_TOPICS ? OLD_ROWS : NEW_ROWS;
-        uint32_t first = t < OLD_TOPICS ? t * OLD_ROWS : nbase + (t - OLD_TOPICS) * NEW_ROWS;
-        for (uint32_t i = 0; i < rows; i++) {
-            float *row = x + ((size_t)first + i) * DIM;
-            for (int j = 0; j < DIM; j++)
-                row[j] = c[j] + 0.3f * (float)tu_gauss(&seed);
-            ann_normalize(row, DIM);
-        }
-    }
-    for (int i = 0; i < OLD_NQ; i++) {
-        const float *r = x + (size_t)((uint32_t)i * (nbase / OLD_NQ) + 3) * DIM;
-        for (int j = 0; j < DIM; j++)
-            q[(size_t)i * DIM + j] = r[j] + 0.1f * (float)tu_gauss(&seed);
-        ann_normalize(q + (size_t)i * DIM, DIM);
-    }
-    ann_vecsrc *src = NULL;
-    assert_int_equal(ann_vecsrc_from_memory(x, n, DIM, ANN_METRIC_COSINE, &src), 0);
-    assert_int_equal(ann_exact_knn(src, q, OLD_NQ, K, 0, tgt, gd), 0);
-    ann_vecsrc_destroy(src);
+    for (uint32_t t = 0; t < OLD_TOPICS; t++)
+        topic_rows(x, t * OLD_ROWS, OLD_ROWS, 1.0f, c, &seed);
+    for (uint32_t t = 0; t < NEW_TOPICS; t++)
+        topic_rows(x, nbase + t * NEW_ROWS, NEW_ROWS, 1.0f, c, &seed);
+    queries_near(q, OLD_NQ, x, n, 0, nbase / OLD_NQ, &seed, tgt, gd);
     for (int i = 0; i < OLD_NQ * K; i++)
         assert_true(tgt[i] < (int32_t)nbase); /* every true neighbour is old */
     for (int e = 0; e < 2; e++) {
