@@ -291,6 +291,45 @@ static void test_vamana_file_order(void **state)
     free(x);
 }
 
+/* saturate: every node of a graph whose searches find at least R others
+ * ends with exactly R neighbours (the alpha rule alone leaves some below
+ * R), the lists still begin with what the alpha rule kept, and the graph
+ * stays sound. */
+static void test_vamana_saturate(void **state)
+{
+    (void)state;
+    const uint64_t n = 3000;
+    const uint32_t dim = 32, nq = 100;
+    float *x = overlapping(n + nq, dim, 30, 2.0f, 77);
+    vamana_params p;
+    vamana_params_default(&p);
+    p.R = 16;
+    p.L_build = 32;
+    p.threads = 1;
+    vamana_graph *plain = NULL, *sat = NULL;
+    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &plain, NULL), 0);
+    p.saturate = 1;
+    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &sat, NULL), 0);
+    assert_int_equal(vamana_check(sat, sat->R, "graph"), 0);
+    uint64_t below = 0, plain_sum = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        assert_int_equal(sat->degree[v], p.R);
+        below += plain->degree[v] < p.R;
+        plain_sum += plain->degree[v];
+    }
+    print_message("degree: plain mean %.2f (%llu of %llu below R), saturated %u everywhere\n",
+                  (double)plain_sum / (double)n, (unsigned long long)below, (unsigned long long)n,
+                  p.R);
+    assert_true(below > n / 10);
+    double rp = recall_at_10(plain, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    double rs = recall_at_10(sat, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    print_message("recall@10 L=40: plain %.4f, saturated %.4f\n", rp, rs);
+    assert_true(rs >= 0.9);
+    vamana_graph_destroy(plain);
+    vamana_graph_destroy(sat);
+    free(x);
+}
+
 static void test_vamana_checker_catches_defects(void **state)
 {
     (void)state;
@@ -550,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_vamana_checker_catches_defects),
         cmocka_unit_test(test_vamana_deterministic_single_thread),
         cmocka_unit_test(test_vamana_file_order),
+        cmocka_unit_test(test_vamana_saturate),
         cmocka_unit_test(test_vamana_save_load),
         cmocka_unit_test(test_vamana_load_fuzz),
         cmocka_unit_test(test_vamana_recall_cosine_two_passes),

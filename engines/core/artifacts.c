@@ -89,12 +89,12 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
                        (unsigned long long)pq_sample_rows(&q, src->n, src->dim), q.iters, what);
     } else if (strcmp(what, "graph") == 0) {
         const vamana_params *g = &p->graph;
-        /* "-file": points inserted in id order (the shuffled default keeps
-         * the name it always had) */
-        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s%s.vamana", dir, g->R,
-                       g->L_build, (double)g->alpha, g->passes, (double)g->slack,
+        /* "-file": points inserted in id order; "-sat": lists saturated to
+         * R (the defaults keep the name they always had) */
+        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s%s%s.vamana", dir,
+                       g->R, g->L_build, (double)g->alpha, g->passes, (double)g->slack,
                        (unsigned long long)g->seed, vamana_precision_name(g->build_f16),
-                       g->file_order ? "-file" : "");
+                       g->file_order ? "-file" : "", g->saturate ? "-sat" : "");
     } else {
         return ann_fail(ANN_EPARAM, "artifacts: unknown artifact '%s'", what);
     }

@@ -22,6 +22,7 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     ap->graph.seed = (uint64_t)ann_param_int(params, specs, "seed");
     ap->graph.threads = (int)ann_param_int(params, specs, "threads");
     ap->graph.file_order = !strcmp(ann_param_enum(params, specs, "insert_order"), "file");
+    ap->graph.saturate = ann_param_bool(params, specs, "saturate");
     const char *prec = ann_param_enum(params, specs, "build_precision");
     ap->graph.build_f16 = !strcmp(prec, "f16")  ? VAMANA_PREC_F16
                           : !strcmp(prec, "i8") ? VAMANA_PREC_I8

@@ -49,6 +49,9 @@ extern const char *const ann_diskann_order_choices[];     /* "shuffled", "file" 
       .def_str = "shuffled",                                                                      \
       .help = "order the graph build inserts points in: a seeded shuffle, or file (id) order, "  \
               "as a database loading documents" },                                                \
+    { .name = "saturate", .type = ANN_PARAM_BOOL, .def = 0,                                     \
+      .help = "fill every pruned list up to R with the nearest candidates alpha dropped, as "    \
+              "Microsoft DiskANN's one-shot disk build does" },                                   \
     { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,                  \
       .help = "build threads (0: all cores)" },                                                   \
     { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \

@@ -14,7 +14,10 @@
  * neighbour j, p is appended to N_out(j) while j has fewer than
  * ceil(slack*R) neighbours, else N_out(j) u {p} is re-pruned to R (the
  * slack rule of Microsoft DiskANN, 1.3 R).  A last sweep prunes every node
- * above R to R and compacts the adjacency to stride R.
+ * above R to R and compacts the adjacency to stride R.  With `saturate`
+ * every prune of the build then fills the list up to R with the nearest
+ * candidates alpha dropped, as Microsoft DiskANN's disk build does when the
+ * whole graph fits its memory budget (saturate_graph; off by default).
  *
  * RobustPrune follows Microsoft DiskANN's occlude_list: candidates sorted by
  * distance to p, at most 750 of them; each candidate keeps an occlusion
@@ -410,7 +413,8 @@ static int cand_cmp(const void *a, const void *b)
  * neighbours of p into out; returns the count.  Sorts and dedupes pool.
  */
 static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t np, float alpha,
-                         uint32_t R, float *occl, float *wide, uint32_t *out, uint64_t *evals)
+                         uint32_t R, int saturate, float *occl, float *wide, uint32_t *out,
+                         uint64_t *evals)
 {
     qsort(pool, np, sizeof *pool, cand_cmp);
     uint32_t m = 0;
@@ -462,6 +466,12 @@ static uint32_t vm_prune(const vm_data *d, uint32_t p, ann_cand *pool, uint32_t 
         if (cur > alpha)
             cur = alpha;
     }
+    /* saturate: the nearest candidates alpha dropped, up to R (selected
+     * ones, and any at distance 0 from a selected one, hold INFINITY) */
+    if (saturate && alpha > 1.0f)
+        for (uint32_t i = 0; i < m && nout < R; i++)
+            if (occl[i] != INFINITY)
+                out[nout++] = pool[i].id;
     return nout;
 }
 
@@ -495,7 +505,7 @@ int vamana_prune_rows(const float *rows, uint32_t dim, const float *dist, uint32
     for (uint32_t i = 0; i < np; i++)
         pool[i] = (ann_cand){ dist[i], i, 0 };
     uint64_t evals = 0;
-    uint32_t cnt = vm_prune(&d, VAMANA_NO_ID, pool, np, alpha, R, occl, NULL, out, &evals);
+    uint32_t cnt = vm_prune(&d, VAMANA_NO_ID, pool, np, alpha, R, 0, occl, NULL, out, &evals);
     free(pool);
     free(occl);
     return (int)cnt;
@@ -555,8 +565,8 @@ static void vm_reprune(vm_build *b, vm_scratch *s, uint32_t j, uint32_t extra)
     s->dist_evals += deg;
     s->reprunes++;
     uint64_t before = s->dist_evals;
-    uint32_t cnt = vm_prune(&b->d, j, s->pool, deg, b->alpha, g->R, s->occl, s->wide, s->result,
-                            &s->dist_evals);
+    uint32_t cnt = vm_prune(&b->d, j, s->pool, deg, b->alpha, g->R, b->p->saturate, s->occl,
+                            s->wide, s->result, &s->dist_evals);
     s->prune_evals += s->dist_evals - before + deg;
     vm_set_list(b, j, s->result, cnt);
 }
@@ -584,8 +594,8 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     if (b->d.metric == ANN_METRIC_IP)
         vm_pool_l2(&b->d, p, s->pool, s->pool_n, &s->dist_evals);
     uint64_t before = s->dist_evals;
-    uint32_t cnt = vm_prune(&b->d, p, s->pool, np, b->alpha, g->R, s->occl, s->wide, s->result,
-                            &s->dist_evals);
+    uint32_t cnt = vm_prune(&b->d, p, s->pool, np, b->alpha, g->R, b->p->saturate, s->occl,
+                            s->wide, s->result, &s->dist_evals);
     s->prune_evals += s->dist_evals - before;
     vm_set_list(b, p, s->result, cnt);
 

@@ -61,6 +61,10 @@ typedef struct vamana_params {
     uint64_t seed;     /* insertion order (default 1) */
     int file_order;    /* 1: insert points in id order, as a database loads documents
                           (the seed then orders nothing); 0: a seeded shuffle (default) */
+    int saturate;      /* 1: after RobustPrune, fill each list up to R with the nearest
+                          candidates alpha dropped, as Microsoft DiskANN's one-shot disk
+                          build does (saturate_graph; every node then has degree R when its
+                          pool holds R others); 0: no fill (default) */
     int threads;       /* <= 0: all online cores (default 0) */
     int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_I8):
                           VAMANA_PREC_F32 (0): the float32 rows;
