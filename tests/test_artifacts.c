@@ -86,6 +86,13 @@ static void test_artifacts_cache(void **state)
              "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file-sat.vamana",
              dir);
     assert_string_equal(path, want);
+    p.graph.prune_expanded = 1;
+    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
+    snprintf(want, sizeof want,
+             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file-sat-xp.vamana",
+             dir);
+    assert_string_equal(path, want);
+    p.graph.prune_expanded = 0;
     p.graph.saturate = 0;
     p.graph.file_order = 0;
     assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);

@@ -90,11 +90,13 @@ int ann_artifacts_path(const ann_vecsrc *src, const ann_artifacts_params *p, con
     } else if (strcmp(what, "graph") == 0) {
         const vamana_params *g = &p->graph;
         /* "-file": points inserted in id order; "-sat": lists saturated to
-         * R (the defaults keep the name they always had) */
-        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s%s%s.vamana", dir,
+         * R; "-xp": inserts prune the expanded set only (the defaults keep
+         * the name they always had) */
+        len = snprintf(buf, cap, "%s/vamana-R%u-L%u-a%.6g-p%u-k%.6g-s%llu-%s%s%s%s.vamana", dir,
                        g->R, g->L_build, (double)g->alpha, g->passes, (double)g->slack,
                        (unsigned long long)g->seed, vamana_precision_name(g->build_f16),
-                       g->file_order ? "-file" : "", g->saturate ? "-sat" : "");
+                       g->file_order ? "-file" : "", g->saturate ? "-sat" : "",
+                       g->prune_expanded ? "-xp" : "");
     } else {
         return ann_fail(ANN_EPARAM, "artifacts: unknown artifact '%s'", what);
     }

@@ -10,6 +10,7 @@
 
 const char *const ann_diskann_precision_choices[] = { "f16", "f32", "i8", NULL };
 const char *const ann_diskann_order_choices[] = { "shuffled", "file", NULL };
+const char *const ann_diskann_pool_choices[] = { "neighbors", "expanded", NULL };
 
 int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
                            const ann_vecsrc *src, const ann_build_ctx *bctx,
@@ -23,6 +24,7 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     ap->graph.threads = (int)ann_param_int(params, specs, "threads");
     ap->graph.file_order = !strcmp(ann_param_enum(params, specs, "insert_order"), "file");
     ap->graph.saturate = ann_param_bool(params, specs, "saturate");
+    ap->graph.prune_expanded = !strcmp(ann_param_enum(params, specs, "prune_pool"), "expanded");
     const char *prec = ann_param_enum(params, specs, "build_precision");
     ap->graph.build_f16 = !strcmp(prec, "f16")  ? VAMANA_PREC_F16
                           : !strcmp(prec, "i8") ? VAMANA_PREC_I8

@@ -33,6 +33,7 @@
 
 extern const char *const ann_diskann_precision_choices[]; /* "f16", "f32", "i8" */
 extern const char *const ann_diskann_order_choices[];     /* "shuffled", "file" */
+extern const char *const ann_diskann_pool_choices[];      /* "neighbors", "expanded" */
 
 #define ANN_DISKANN_BUILD_PARAMS                                                                  \
     { .name = "R", .type = ANN_PARAM_INT, .min = 1, .max = 512, .def = 64,                        \
@@ -52,6 +53,10 @@ extern const char *const ann_diskann_order_choices[];     /* "shuffled", "file" 
     { .name = "saturate", .type = ANN_PARAM_BOOL, .def = 0,                                     \
       .help = "fill every pruned list up to R with the nearest candidates alpha dropped, as "    \
               "Microsoft DiskANN's one-shot disk build does" },                                   \
+    { .name = "prune_pool", .type = ANN_PARAM_ENUM, .choices = ann_diskann_pool_choices,        \
+      .def_str = "neighbors",                                                                     \
+      .help = "what an insert prunes: the nodes its search expanded and the node's current "     \
+              "neighbours (the paper), or the expanded nodes only, as Microsoft DiskANN does" },  \
     { .name = "threads", .type = ANN_PARAM_INT, .min = 0, .max = 1024, .def = 0,                  \
       .help = "build threads (0: all cores)" },                                                   \
     { .name = "build_precision", .type = ANN_PARAM_ENUM,                                          \

@@ -10,7 +10,9 @@
  * and a database loading documents do: on a corpus in document order it
  * finds less, datasets/README.md "File order") and, for point p:
  * GreedySearch(entry, p, L_build) gives the expanded set V;
- * RobustPrune(p, V u N_out(p), alpha, R) sets N_out(p); for each new
+ * RobustPrune(p, V u N_out(p), alpha, R) sets N_out(p) (with
+ * `prune_expanded`, RobustPrune(p, V, alpha, R), as Microsoft DiskANN's
+ * link() does: back-edges p took before its turn are dropped); for each new
  * neighbour j, p is appended to N_out(j) while j has fewer than
  * ceil(slack*R) neighbours, else N_out(j) u {p} is re-pruned to R (the
  * slack rule of Microsoft DiskANN, 1.3 R).  A last sweep prunes every node
@@ -581,7 +583,7 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     /* pool = expanded nodes u current neighbours of p */
     pthread_mutex_t *lk = &b->locks[p % VAMANA_STRIPES];
     pthread_mutex_lock(lk);
-    uint32_t deg = g->degree[p];
+    uint32_t deg = b->p->prune_expanded ? 0 : g->degree[p];
     memcpy(s->nbuf, g->adj + (size_t)p * g->stride, deg * sizeof *s->nbuf);
     pthread_mutex_unlock(lk);
     uint32_t np = s->pool_n;

@@ -65,6 +65,11 @@ typedef struct vamana_params {
                           candidates alpha dropped, as Microsoft DiskANN's one-shot disk
                           build does (saturate_graph; every node then has degree R when its
                           pool holds R others); 0: no fill (default) */
+    int prune_expanded; /* 1: an insert prunes only the nodes its search expanded and
+                          replaces the node's list, as Microsoft DiskANN's link() does;
+                          0: it prunes those and the node's current neighbours (the
+                          back-edges it already holds), as the paper's RobustPrune(p,
+                          V u N_out(p)) (default) */
     int threads;       /* <= 0: all online cores (default 0) */
     int build_f16;     /* build distances on copies of the rows (default VAMANA_PREC_I8):
                           VAMANA_PREC_F32 (0): the float32 rows;
