@@ -580,7 +580,8 @@ static void vm_insert(vm_build *b, vm_scratch *s, uint32_t p)
     vm_build_data(&bd, &b->d);
     vm_greedy(g, &bd, b->locks, vm_row(&b->d, p), b->p->L_build, s, 1);
 
-    /* pool = expanded nodes u current neighbours of p */
+    /* pool = expanded nodes u current neighbours of p (expanded nodes only
+     * with prune_expanded) */
     pthread_mutex_t *lk = &b->locks[p % VAMANA_STRIPES];
     pthread_mutex_lock(lk);
     uint32_t deg = b->p->prune_expanded ? 0 : g->degree[p];
