@@ -34,6 +34,19 @@ static int count_files(const char *dir, const char *needle)
     return c;
 }
 
+/* The graph artifact's path under p in dir: the name of the test source's
+ * default graph with suffix before ".vamana". */
+static void expect_graph_name(const ann_vecsrc *src, const ann_artifacts_params *p,
+                              const char *dir, const char *suffix)
+{
+    char path[4096], want[4200];
+    assert_int_equal(ann_artifacts_path(src, p, "graph", path, sizeof path), 0);
+    snprintf(want, sizeof want,
+             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8%s.vamana", dir,
+             suffix);
+    assert_string_equal(path, want);
+}
+
 static void test_artifacts_cache(void **state)
 {
     (void)state;
@@ -68,30 +81,15 @@ static void test_artifacts_cache(void **state)
 
     char *dir = tu_tmpdir("artifacts");
     p.cache_dir = dir;
-    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
-    char want[4096];
-    snprintf(want, sizeof want, "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8.vamana",
-             dir);
-    assert_string_equal(path, want);
-    /* a graph built in file order is a graph of its own */
+    expect_graph_name(src, &p, dir, "");
+    /* a graph built in file order is a graph of its own, and so are a
+     * saturated one and one whose inserts prune the expanded set only */
     p.graph.file_order = 1;
-    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
-    snprintf(want, sizeof want,
-             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file.vamana", dir);
-    assert_string_equal(path, want);
-    /* and so is a saturated one */
+    expect_graph_name(src, &p, dir, "-file");
     p.graph.saturate = 1;
-    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
-    snprintf(want, sizeof want,
-             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file-sat.vamana",
-             dir);
-    assert_string_equal(path, want);
+    expect_graph_name(src, &p, dir, "-file-sat");
     p.graph.prune_expanded = 1;
-    assert_int_equal(ann_artifacts_path(src, &p, "graph", path, sizeof path), 0);
-    snprintf(want, sizeof want,
-             "%s/sha256_abc_def-n1200-d32-l2/vamana-R16-L32-a1.2-p1-k1.3-s1-i8-file-sat-xp.vamana",
-             dir);
-    assert_string_equal(path, want);
+    expect_graph_name(src, &p, dir, "-file-sat-xp");
     p.graph.prune_expanded = 0;
     p.graph.saturate = 0;
     p.graph.file_order = 0;

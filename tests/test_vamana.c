@@ -246,20 +246,41 @@ static void test_vamana_deterministic_single_thread(void **state)
  * thread and two seeds give one graph (two seeds give two graphs when
  * shuffled), and the graph is as sound as a shuffled one (degree, links,
  * recall on held-out queries). */
-static vamana_graph *seeded_graph(const float *x, uint64_t n, uint32_t dim, uint64_t seed,
-                                  int file_order)
+/* The rule tests' parameters: R 16, L_build 32, one thread (one graph per
+ * seed), defaults otherwise. */
+static vamana_params rule_params(void)
 {
     vamana_params p;
     vamana_params_default(&p);
     p.R = 16;
     p.L_build = 32;
     p.threads = 1;
-    p.seed = seed;
-    p.file_order = file_order;
+    return p;
+}
+
+/* The graph of x's first n rows under p, checked. */
+static vamana_graph *rule_graph(const float *x, uint64_t n, uint32_t dim, const vamana_params *p)
+{
     vamana_graph *g = NULL;
-    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &g, NULL), 0);
+    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, p, &g, NULL), 0);
     assert_int_equal(vamana_check(g, g->R, "graph"), 0);
     return g;
+}
+
+static vamana_graph *seeded_graph(const float *x, uint64_t n, uint32_t dim, uint64_t seed,
+                                  int file_order)
+{
+    vamana_params p = rule_params();
+    p.seed = seed;
+    p.file_order = file_order;
+    return rule_graph(x, n, dim, &p);
+}
+
+/* recall@10 at L 40 of the nq held-out rows after x's first n */
+static double held_out_recall(const vamana_graph *g, const float *x, uint64_t n, uint32_t dim,
+                              uint32_t nq)
+{
+    return recall_at_10(g, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
 }
 
 static int same_graph(const vamana_graph *a, const vamana_graph *b)
@@ -280,8 +301,7 @@ static void test_vamana_file_order(void **state)
     assert_true(same_graph(f1, f2));
     assert_false(same_graph(s1, s2));
     assert_false(same_graph(f1, s1));
-    double rf = recall_at_10(f1, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
-    double rs = recall_at_10(s1, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    double rf = held_out_recall(f1, x, n, dim, nq), rs = held_out_recall(s1, x, n, dim, nq);
     print_message("recall@10 L=40: file order %.4f, shuffled %.4f\n", rf, rs);
     assert_true(rf >= 0.9);
     vamana_graph_destroy(f1);
@@ -301,16 +321,10 @@ static void test_vamana_saturate(void **state)
     const uint64_t n = 3000;
     const uint32_t dim = 32, nq = 100;
     float *x = overlapping(n + nq, dim, 30, 2.0f, 77);
-    vamana_params p;
-    vamana_params_default(&p);
-    p.R = 16;
-    p.L_build = 32;
-    p.threads = 1;
-    vamana_graph *plain = NULL, *sat = NULL;
-    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &plain, NULL), 0);
+    vamana_params p = rule_params();
+    vamana_graph *plain = rule_graph(x, n, dim, &p);
     p.saturate = 1;
-    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &sat, NULL), 0);
-    assert_int_equal(vamana_check(sat, sat->R, "graph"), 0);
+    vamana_graph *sat = rule_graph(x, n, dim, &p);
     uint64_t below = 0, plain_sum = 0;
     for (uint64_t v = 0; v < n; v++) {
         assert_int_equal(sat->degree[v], p.R);
@@ -321,8 +335,7 @@ static void test_vamana_saturate(void **state)
                   (double)plain_sum / (double)n, (unsigned long long)below, (unsigned long long)n,
                   p.R);
     assert_true(below > n / 10);
-    double rp = recall_at_10(plain, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
-    double rs = recall_at_10(sat, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    double rp = held_out_recall(plain, x, n, dim, nq), rs = held_out_recall(sat, x, n, dim, nq);
     print_message("recall@10 L=40: plain %.4f, saturated %.4f\n", rp, rs);
     assert_true(rs >= 0.9);
     vamana_graph_destroy(plain);
@@ -340,22 +353,16 @@ static void test_vamana_prune_expanded(void **state)
     const uint64_t n = 3000;
     const uint32_t dim = 32, nq = 100;
     float *x = overlapping(n + nq, dim, 30, 2.0f, 77);
-    vamana_params p;
-    vamana_params_default(&p);
-    p.R = 16;
+    vamana_params p = rule_params();
     p.L_build = 16; /* few expanded nodes: earlier back-edges are not all among them */
-    p.threads = 1;
     p.file_order = 1;
-    vamana_graph *paper = NULL, *xp = NULL;
-    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &paper, NULL), 0);
+    vamana_graph *paper = rule_graph(x, n, dim, &p);
     p.prune_expanded = 1;
-    assert_int_equal(vamana_build_from_memory(x, n, dim, ANN_METRIC_L2, &p, &xp, NULL), 0);
-    assert_int_equal(vamana_check(xp, xp->R, "graph"), 0);
+    vamana_graph *xp = rule_graph(x, n, dim, &p);
     /* the rule changes the graph (with L_build 32 here the two graphs come
      * out the same: few nodes hold back-edges before their turn in id order) */
     assert_false(same_graph(paper, xp));
-    double rp = recall_at_10(paper, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
-    double rx = recall_at_10(xp, x, n, dim, ANN_METRIC_L2, x + n * dim, nq, 40);
+    double rp = held_out_recall(paper, x, n, dim, nq), rx = held_out_recall(xp, x, n, dim, nq);
     print_message("recall@10 L=40, file order: V u N_out(p) %.4f, V only %.4f\n", rp, rx);
     assert_true(rx >= 0.85); /* 0.887 measured (0.886 with the paper's rule) */
     vamana_graph_destroy(paper);
