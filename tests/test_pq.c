@@ -250,6 +250,98 @@ static void test_pq_adc_cosine(void **state)
     check_adc(ANN_METRIC_COSINE, 48, 12);
 }
 
+/*
+ * pq_adc_distance_bounded against pq_adc_distance on trained codes: a code
+ * whose distance is at most the bound gets the same bits, any other code a
+ * partial sum above the bound and at most its distance; tight bounds do
+ * abandon codes early.  The L2 and cosine tables hold no negative entry;
+ * the inner-product table does (so pq_table_nonneg is 0 for it).
+ */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
+{
+    const uint32_t n = 1500, nq = 8;
+    float *x = tu_clustered(n, dim, 12, 41 + dim, metric != ANN_METRIC_L2);
+    float *q = tu_clustered(nq, dim, 12, 87 + dim, metric != ANN_METRIC_L2);
+    pq_codebook *cb = train(x, n, dim, metric, m, 3, 2);
+    uint8_t *codes = malloc((size_t)n * m);
+    float *table = malloc(pq_table_floats(cb) * sizeof *table);
+    float *full = malloc(n * sizeof *full), *sorted = malloc(n * sizeof *sorted);
+    assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
+    assert_int_equal(pq_table_nonneg(cb), 1);
+    uint64_t kept = 0, abandoned = 0;
+    for (uint32_t j = 0; j < nq; j++) {
+        pq_table_compute(cb, q + (size_t)j * dim, table);
+        for (uint32_t t = 0; t < (uint32_t)m * PQ_KSUB; t++)
+            assert_true(table[t] >= 0.0f);
+        for (uint32_t i = 0; i < n; i++)
+            sorted[i] = full[i] = pq_adc_distance(table, codes + (size_t)i * m, m);
+        qsort(sorted, n, sizeof *sorted, cmp_float);
+        const float bounds[] = { sorted[0], sorted[n / 100], sorted[n / 2], sorted[n - 1],
+                                 __builtin_inff() };
+        for (uint32_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+            for (uint32_t i = 0; i < n; i++) {
+                float got = pq_adc_distance_bounded(table, codes + (size_t)i * m, m, bounds[b]);
+                if (full[i] <= bounds[b]) {
+                    assert_memory_equal(&got, &full[i], sizeof got);
+                    kept++;
+                } else {
+                    assert_true(got > bounds[b]);
+                    assert_true(got <= full[i]);
+                    abandoned += got < full[i];
+                }
+            }
+        }
+    }
+    if (m >= 32) /* checks after 16 and 32 subspaces come before the end */
+        assert_true(abandoned > 0);
+    printf("bounded ADC, metric %d, dim %u, m %u: %llu codes kept (same bits), %llu abandoned "
+           "early\n", (int)metric, dim, m, (unsigned long long)kept,
+           (unsigned long long)abandoned);
+    pq_codebook_destroy(cb);
+    free(x);
+    free(q);
+    free(codes);
+    free(table);
+    free(full);
+    free(sorted);
+}
+
+static void test_pq_adc_bounded(void **state)
+{
+    (void)state;
+    check_adc_bounded(ANN_METRIC_L2, 96, 48);
+    check_adc_bounded(ANN_METRIC_COSINE, 96, 32);
+    check_adc_bounded(ANN_METRIC_COSINE, 100, 7); /* fewer than 16 subspaces, an odd m */
+    check_adc_bounded(ANN_METRIC_L2, 100, 50);    /* a tail after the groups of four */
+    /* every entry 1: a bound of 0.5 stops at the first check, after 16 */
+    float ones[96 * PQ_KSUB];
+    uint8_t code[96];
+    for (uint32_t t = 0; t < 96 * PQ_KSUB; t++)
+        ones[t] = 1.0f;
+    for (uint32_t j = 0; j < 96; j++)
+        code[j] = (uint8_t)(j * 13);
+    assert_true(pq_adc_distance_bounded(ones, code, 96, 0.5f) == 16.0f);
+    assert_true(pq_adc_distance_bounded(ones, code, 96, 16.0f) == 32.0f);
+    assert_true(pq_adc_distance_bounded(ones, code, 96, 96.0f) == 96.0f);
+    assert_true(pq_adc_distance_bounded(ones, code, 15, 0.5f) == 15.0f);
+    float *x = tu_clustered(1500, 32, 12, 5, 0), table[8 * PQ_KSUB];
+    pq_codebook *ip = train(x, 1500, 32, ANN_METRIC_IP, 8, 3, 2);
+    assert_int_equal(pq_table_nonneg(ip), 0);
+    pq_table_compute(ip, x, table);
+    int negative = 0;
+    for (uint32_t t = 0; t < 8 * PQ_KSUB; t++)
+        negative |= table[t] < 0.0f;
+    assert_true(negative);
+    pq_codebook_destroy(ip);
+    free(x);
+}
+
 static void test_pq_adc_padded_dimension(void **state)
 {
     (void)state;
@@ -605,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_pq_adc_ip),
         cmocka_unit_test(test_pq_table_ip_any_metric),
         cmocka_unit_test(test_pq_adc_cosine),
+        cmocka_unit_test(test_pq_adc_bounded),
         cmocka_unit_test(test_pq_adc_padded_dimension),
         cmocka_unit_test(test_pq_cosine_ranks_like_l2),
         cmocka_unit_test(test_pq_deterministic_by_seed),

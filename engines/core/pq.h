@@ -211,6 +211,54 @@ static inline float pq_adc_distance(const float *table, const uint8_t *code, uin
 }
 
 /*
+ * 1 when every entry of pq_table_compute's table for cb is >= 0: the L2 and
+ * cosine forms (sums of squares), not the inner-product form.
+ */
+static inline int pq_table_nonneg(const pq_codebook *cb)
+{
+    return cb->metric == ANN_METRIC_L2 || cb->metric == ANN_METRIC_COSINE;
+}
+
+/*
+ * pq_adc_distance with early abandoning, for a table whose entries are all
+ * >= 0 (pq_table_nonneg).  Returns the same bits as pq_adc_distance when no
+ * partial sum exceeds bound; otherwise a partial sum that exceeds it, taken
+ * after each 16 subspaces.  Adding a value >= 0 never makes an IEEE sum
+ * smaller, so the full distance is then above bound as well: a caller that
+ * drops codes above bound (ann_candlist_insert against ann_candlist_bound)
+ * drops the same codes, only sooner.  The sums run in pq_adc_distance's
+ * order (subspace j into accumulator j % 4), so kept codes rank the same.
+ */
+static inline float pq_adc_distance_bounded(const float *table, const uint8_t *code, uint32_t m,
+                                            float bound)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    uint32_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        const float *t = table + (size_t)j * PQ_KSUB;
+        const uint8_t *c = code + j;
+        for (uint32_t g = 0; g < 16; g += 4) {
+            s0 += t[(g + 0) * PQ_KSUB + c[g + 0]];
+            s1 += t[(g + 1) * PQ_KSUB + c[g + 1]];
+            s2 += t[(g + 2) * PQ_KSUB + c[g + 2]];
+            s3 += t[(g + 3) * PQ_KSUB + c[g + 3]];
+        }
+        float partial = (s0 + s1) + (s2 + s3);
+        if (partial > bound)
+            return partial;
+    }
+    for (; j + 4 <= m; j += 4) {
+        s0 += table[(size_t)(j + 0) * PQ_KSUB + code[j + 0]];
+        s1 += table[(size_t)(j + 1) * PQ_KSUB + code[j + 1]];
+        s2 += table[(size_t)(j + 2) * PQ_KSUB + code[j + 2]];
+        s3 += table[(size_t)(j + 3) * PQ_KSUB + code[j + 3]];
+    }
+    for (; j < m; j++)
+        s0 += table[(size_t)j * PQ_KSUB + code[j]];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/*
  * Batched scan: out[i] = ADC distance of codes[i*m .. i*m+m) for i < n.
  * Several codes are summed at once with independent accumulators.
  */

@@ -1258,6 +1258,7 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
     if (ann_u32map_put(&g->seen, entry, 1))
         return mg_nomem(g);
     uint32_t max_expand = 4 * g->L_build + 32;
+    const int bounded = pq_table_nonneg(e->pq);
     for (uint32_t it = 0; it < max_expand; it++) {
         int pos = ann_candlist_next(&g->cl);
         if (pos < 0)
@@ -1285,8 +1286,12 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
             if (!code)
                 rc = ann_fail(ANN_ECORRUPT, "%s: merge: node %u has no PQ code in memory",
                               e->store_dir, w);
-            else
-                ann_candlist_insert(&g->cl, pq_adc_distance(g->table, code, g->m), w);
+            else /* a code that cannot enter the full list is dropped part-summed */
+                ann_candlist_insert(&g->cl,
+                                    bounded ? pq_adc_distance_bounded(g->table, code, g->m,
+                                                                      ann_candlist_bound(&g->cl))
+                                            : pq_adc_distance(g->table, code, g->m),
+                                    w);
         }
         kv_val_release(&v);
         if (rc)

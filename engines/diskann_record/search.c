@@ -77,6 +77,7 @@ typedef struct drec_query {
      * raises the count before its commit: a record the snapshot holds is
      * counted) */
     int any_pending;
+    int bounded_adc; /* the table's entries are >= 0 (pq_table_nonneg) */
     ann_stats local;
 } drec_query;
 
@@ -225,7 +226,10 @@ static int expand(drec_query *q, uint32_t id)
                           e->store_dir, id, u);
             goto out;
         }
-        float dist = pq_adc_distance(c->table, code, m);
+        /* a code that cannot enter the full list is dropped part-summed */
+        float dist = q->bounded_adc ? pq_adc_distance_bounded(c->table, code, m,
+                                                              ann_candlist_bound(&c->cand))
+                                    : pq_adc_distance(c->table, code, m);
         q->local.code_dists++;
         ann_candlist_insert(&c->cand, dist, u);
     }
@@ -237,20 +241,31 @@ out:
 /*
  * Score every pending insert (table 0x04 of this query's snapshot) by its
  * PQ code and offer it to the candidate list, so the re-rank ranks
- * pending and graph candidates together.  ADC sums in four independent
- * accumulators (pq_adc_distance).  A pending id already in the list is
- * one a merge linked meanwhile (snapshots make that impossible; the
- * visited map makes it harmless).  Deleted ids are not offered.
+ * pending and graph candidates together.  The scan runs after the walk, so
+ * the list is usually full: under the L2 and cosine tables a code stops
+ * being summed once its partial sum passes the list's worst
+ * (pq_adc_distance_bounded), and only a code that could enter is checked
+ * against the deleted and visited ids.  The list takes the same
+ * candidates as with every code summed in full.  A pending id already in
+ * the list is one a merge linked meanwhile (snapshots make that
+ * impossible; the visited map makes it harmless).  Deleted ids are not
+ * offered.
  */
 static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
 {
     ann_ctx *c = q->ctx;
     const ann_engine *e = c->eng;
-    if (id >= q->bound || ann_idbits_test(&e->live.dead, id) ||
+    const uint32_t m = e->meta.pq_bytes;
+    if (id >= q->bound)
+        return;
+    q->local.code_dists++;
+    float dist = q->bounded_adc
+                     ? pq_adc_distance_bounded(c->table, code, m, ann_candlist_bound(&c->cand))
+                     : pq_adc_distance(c->table, code, m);
+    if (dist > ann_candlist_bound(&c->cand) || ann_idbits_test(&e->live.dead, id) ||
         ann_visited_test_and_set(&c->visited, id))
         return;
-    ann_candlist_insert(&c->cand, pq_adc_distance(c->table, code, e->meta.pq_bytes), id);
-    q->local.code_dists++;
+    ann_candlist_insert(&c->cand, dist, id);
 }
 
 /* The shared in-memory copy (drec.h), when it holds every pending insert;
@@ -307,6 +322,7 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     uint32_t max_expand = 4 * L > 32 ? 4 * L : 32;
 
     pq_table_compute(e->pq, q->query, c->table);
+    q->bounded_adc = pq_table_nonneg(e->pq);
     ann_visited_reset(&c->visited);
     ann_candlist_reset_cap(&c->cand, L);
     uint32_t entry = e->meta.medoid;
