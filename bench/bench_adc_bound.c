@@ -1,0 +1,222 @@
+/*
+ * bench_adc_bound.c: what dropping part-summed PQ codes saves on a bundle's
+ * own data (pq_adc_distance_bounded against pq_adc_distance, one thread).
+ *
+ *   make bench && ./build/bench/bench_adc_bound BUNDLE_DIR [--pq-bytes 96]
+ *       [--codes 100000] [--list 100] [--queries 200] [--repeats 5] [--seed 1]
+ *
+ * The setting is diskann-record's scan of the pending inserts: the graph
+ * walk has filled a candidate list of L entries, and every pending code is
+ * offered to it.  Here the list is the `list` best codes of the whole base
+ * by ADC (what a walk that found them all would hold; a real walk holds
+ * worse ones, so its bound drops fewer codes), and the codes offered are
+ * those of the last `codes` rows of the base (on a topic-ordered stand-in,
+ * as in the update table, topics of their own).  For each query both scans
+ * run `repeats` times, interleaved; the figures are the medians of the
+ * per-code times over the repeats.  Also printed: after how many subspaces
+ * the codes were dropped.  Every code is checked: one the bound keeps must
+ * get the full distance's bits, one it drops a value above the bound (exit
+ * 1 otherwise).  Needs an L2 or cosine bundle (the inner-product table has
+ * negative entries and is never bounded).
+ */
+#include "datasets/bundle.h"
+#include "engines/core/parallel.h"
+#include "engines/core/pq.h"
+#include "engines/core/status.h"
+#include "engines/core/ticks.h"
+#include "engines/core/topk.h"
+#include "bench/benchutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEP 16u      /* pq_adc_distance_bounded checks every 16 subspaces */
+#define MAX_STOPS 64u /* m <= 1024 */
+
+typedef struct {
+    const char *bundle;
+    int pq_bytes, codes, list, queries, repeats;
+    unsigned long long seed;
+} opts;
+
+static int parse(int argc, char **argv, opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (a[0] != '-') {
+            if (o->bundle)
+                return -1;
+            o->bundle = a;
+            continue;
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (!strcmp(a, "--pq-bytes"))
+            o->pq_bytes = atoi(v);
+        else if (!strcmp(a, "--codes"))
+            o->codes = atoi(v);
+        else if (!strcmp(a, "--list"))
+            o->list = atoi(v);
+        else if (!strcmp(a, "--queries"))
+            o->queries = atoi(v);
+        else if (!strcmp(a, "--repeats"))
+            o->repeats = atoi(v);
+        else if (!strcmp(a, "--seed"))
+            o->seed = strtoull(v, NULL, 10);
+        else
+            return -1;
+    }
+    if (!o->bundle || o->pq_bytes < 1 || o->pq_bytes > 1024 || o->codes < 1 || o->list < 1 ||
+        o->queries < 1 || o->repeats < 1)
+        return -1;
+    return 0;
+}
+
+/* The number of subspaces summed before pq_adc_distance_bounded drops the
+ * code, or 0 when it sums it in full: the same partial sums in the same order. */
+static uint32_t stop_point(const float *table, const uint8_t *code, uint32_t m, float bound)
+{
+    float s[4] = { 0, 0, 0, 0 };
+    uint32_t j = 0;
+    for (; j + STEP <= m; j += STEP) {
+        for (uint32_t g = j; g < j + STEP; g++)
+            s[g % 4] += table[(size_t)g * PQ_KSUB + code[g]];
+        if ((s[0] + s[1]) + (s[2] + s[3]) > bound)
+            return j + STEP;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = { .pq_bytes = 96, .codes = 100000, .list = 100, .queries = 200, .repeats = 5,
+               .seed = 1 };
+    if (parse(argc, argv, &o) != 0) {
+        fprintf(stderr, "usage: bench_adc_bound BUNDLE_DIR [--pq-bytes 96] [--codes 100000] "
+                        "[--list 100] [--queries 200] [--repeats 5] [--seed 1]\n");
+        return 2;
+    }
+    ann_bundle b = { 0 };
+    ann_vecsrc *src = NULL;
+    float *queries = NULL;
+    pq_codebook *cb = NULL;
+    uint8_t *codes = NULL;
+    float *table = NULL, *all = NULL, *top_d = NULL, *out = NULL;
+    uint32_t *top_i = NULL;
+    double *full_ns = NULL, *bound_ns = NULL;
+    uint64_t stops[MAX_STOPS + 1] = { 0 }, kept = 0, wrong = 0;
+    int rc = ann_bundle_open(o.bundle, &b);
+    if (!rc)
+        rc = ann_bundle_queries(&b, &queries);
+    if (!rc)
+        rc = ann_bundle_base(&b, &src);
+    if (!rc && b.metric != ANN_METRIC_L2 && b.metric != ANN_METRIC_COSINE)
+        rc = ann_fail(ANN_EUNSUPPORTED, "%s: metric %s: bounded ADC needs l2 or cosine", o.bundle,
+                      ann_metric_name(b.metric));
+    if (rc)
+        goto out;
+    const uint64_t n = b.n;
+    const uint32_t nq = (uint32_t)o.queries < b.nq ? (uint32_t)o.queries : b.nq;
+    const uint64_t nc = (uint64_t)o.codes < n ? (uint64_t)o.codes : n;
+    const uint32_t list = (uint64_t)o.list < n ? (uint32_t)o.list : (uint32_t)n;
+    pq_params pp;
+    pq_params_default(&pp, b.dim);
+    pp.pq_bytes = (uint32_t)o.pq_bytes;
+    pp.seed = o.seed;
+    pp.threads = ann_ncores();
+    rc = pq_train(src, &pp, &cb);
+    if (rc)
+        goto out;
+    const uint32_t m = cb->m;
+    codes = malloc((size_t)n * m);
+    table = malloc(pq_table_floats(cb) * sizeof *table);
+    all = malloc((size_t)n * sizeof *all);
+    out = malloc((size_t)nc * sizeof *out);
+    top_d = malloc((size_t)list * sizeof *top_d);
+    top_i = malloc((size_t)list * sizeof *top_i);
+    full_ns = malloc((size_t)o.repeats * sizeof *full_ns);
+    bound_ns = malloc((size_t)o.repeats * sizeof *bound_ns);
+    if (!codes || !table || !all || !out || !top_d || !top_i || !full_ns || !bound_ns) {
+        rc = ann_fail(-ENOMEM, "bench_adc_bound: no memory");
+        goto out;
+    }
+    rc = pq_encode_vecsrc(cb, src, pp.threads, codes);
+    if (rc)
+        goto out;
+    const uint8_t *scan = codes + (size_t)(n - nc) * m;
+    printf("bundle %s: n %llu, dim %u, %s; pq %u bytes; %u queries; the last %llu codes "
+           "offered to a list of the %u best of all %llu; %d repeats, one thread\n",
+           b.name, (unsigned long long)n, b.dim, ann_metric_name(b.metric), m, nq,
+           (unsigned long long)nc, list, (unsigned long long)n, o.repeats);
+    double sum_full = 0, sum_bound = 0;
+    volatile float sink = 0;
+    for (uint32_t q = 0; q < nq; q++) {
+        pq_table_compute(cb, queries + (size_t)q * b.dim, table);
+        pq_adc_scan(table, m, codes, n, all);
+        ann_topk t;
+        ann_topk_init(&t, top_d, top_i, list);
+        for (uint64_t i = 0; i < n; i++)
+            ann_topk_push(&t, all[i], (uint32_t)i);
+        const float bound = ann_topk_bound(&t);
+        for (int r = 0; r < o.repeats; r++) {
+            double t0 = ann_mono_s();
+            for (uint64_t i = 0; i < nc; i++)
+                out[i] = pq_adc_distance(table, scan + (size_t)i * m, m);
+            double t1 = ann_mono_s();
+            sink += out[nc / 2];
+            for (uint64_t i = 0; i < nc; i++)
+                out[i] = pq_adc_distance_bounded(table, scan + (size_t)i * m, m, bound);
+            double t2 = ann_mono_s();
+            full_ns[r] = (t1 - t0) * 1e9 / (double)nc;
+            bound_ns[r] = (t2 - t1) * 1e9 / (double)nc;
+        }
+        sum_full += bench_median(full_ns, o.repeats);
+        sum_bound += bench_median(bound_ns, o.repeats);
+        for (uint64_t i = 0; i < nc; i++) {
+            const uint8_t *c = scan + (size_t)i * m;
+            float d = pq_adc_distance(table, c, m);
+            if (d <= bound) {
+                kept++;
+                wrong += memcmp(&d, &out[i], sizeof d) != 0;
+            } else {
+                wrong += !(out[i] > bound);
+            }
+            stops[stop_point(table, c, m, bound) / STEP]++;
+        }
+    }
+    printf("full sum     %7.2f ns a code (median over repeats, mean over queries)\n",
+           sum_full / nq);
+    printf("bounded      %7.2f ns a code: %.2fx the full sum's speed\n", sum_bound / nq,
+           sum_full / sum_bound);
+    printf("kept %llu of %llu codes offered (%.4f%%); dropped after s subspaces:",
+           (unsigned long long)kept, (unsigned long long)nc * nq,
+           100.0 * (double)kept / ((double)nc * nq));
+    for (uint32_t s = 1; s * STEP <= m; s++)
+        printf(" %u: %.3f", s * STEP, (double)stops[s] / ((double)nc * nq));
+    printf("; summed in full: %.3f\n", (double)stops[0] / ((double)nc * nq));
+    (void)sink;
+    if (wrong) {
+        rc = ann_fail(ANN_EINTERNAL, "bench_adc_bound: %llu codes broke the contract",
+                      (unsigned long long)wrong);
+        goto out;
+    }
+out:
+    if (rc)
+        fprintf(stderr, "bench_adc_bound: %s\n", ann_errmsg(rc));
+    free(codes);
+    free(table);
+    free(all);
+    free(out);
+    free(top_d);
+    free(top_i);
+    free(full_ns);
+    free(bound_ns);
+    pq_codebook_destroy(cb);
+    ann_vecsrc_destroy(src);
+    free(queries);
+    ann_bundle_close(&b);
+    return rc ? 1 : 0;
+}
