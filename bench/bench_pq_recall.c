@@ -9,6 +9,8 @@
  *
  *   make bench && ./build/bench/bench_pq_recall BUNDLE_DIR [--pq-bytes 96,192]
  *       [--queries 200] [--depths 10,20,50,100,200] [--threads 0] [--seed 1]
+ *       [--sample-rows N]   (the training sample's row cap, in place of the
+ *                            build's caps: 200,000 rows and 128 MiB)
  *
  * Why: a DiskANN search re-ranks by full vectors only the nodes it expands,
  * and chooses them by PQ distance; when PQ puts the true neighbours far
@@ -38,7 +40,7 @@ typedef struct {
     const char *bundle;
     int pq[MAX_LIST], npq, depths[MAX_LIST], ndepth;
     int queries, threads;
-    unsigned long long seed;
+    unsigned long long seed, sample_rows;
 } opts;
 
 /* One scan job: queries [begin, end) of the run, each worker its own buffers. */
@@ -112,12 +114,15 @@ int main(int argc, char **argv)
             o.threads = atoi(v);
         else if (!strcmp(a, "--seed"))
             o.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--sample-rows"))
+            o.sample_rows = strtoull(v, NULL, 10);
         else
             bad = 1;
     }
     if (bad || !o.bundle || o.npq <= 0 || o.ndepth <= 0 || o.queries < 1) {
         fprintf(stderr, "usage: bench_pq_recall BUNDLE_DIR [--pq-bytes 96,192] [--queries 200] "
-                        "[--depths 10,20,50,100,200] [--threads 0] [--seed 1]\n"
+                        "[--depths 10,20,50,100,200] [--threads 0] [--seed 1] "
+                        "[--sample-rows N]\n"
                         "  (depths >= 10: the share of the true top 10 among the D best by PQ)\n");
         return 2;
     }
@@ -147,8 +152,16 @@ int main(int argc, char **argv)
     if ((uint64_t)max_depth > b.n)
         max_depth = (int)b.n;
     int nt = o.threads > 0 ? o.threads : ann_ncores();
-    printf("bundle %s: n %llu, dim %u, %s; first %u queries; true top %u from gt.ibin\n",
-           b.name, (unsigned long long)b.n, b.dim, ann_metric_name(b.metric), nq, TRUE_K);
+    pq_params sp;
+    pq_params_default(&sp, b.dim);
+    if (o.sample_rows) {
+        sp.sample_max_rows = o.sample_rows;
+        sp.sample_max_bytes = o.sample_rows * b.dim * sizeof(float);
+    }
+    printf("bundle %s: n %llu, dim %u, %s; first %u queries; true top %u from gt.ibin; "
+           "training sample %llu rows\n",
+           b.name, (unsigned long long)b.n, b.dim, ann_metric_name(b.metric), nq, TRUE_K,
+           (unsigned long long)pq_sample_rows(&sp, b.n, b.dim));
     printf("%8s %9s %9s %9s", "pq_bytes", "train_s", "encode_s", "scan_s");
     for (int d = 0; d < o.ndepth; d++)
         printf("  in_top%-5d", o.depths[d]);
@@ -159,6 +172,10 @@ int main(int argc, char **argv)
         pp.pq_bytes = (uint32_t)o.pq[p];
         pp.seed = o.seed;
         pp.threads = nt;
+        if (o.sample_rows) { /* the row cap instead of the build's caps */
+            pp.sample_max_rows = o.sample_rows;
+            pp.sample_max_bytes = o.sample_rows * b.dim * sizeof(float);
+        }
         pq_codebook *cb = NULL;
         uint8_t *codes = NULL;
         double t0 = ann_mono_s();
