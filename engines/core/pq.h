@@ -194,22 +194,6 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table);
  */
 void pq_table_ip(const pq_codebook *cb, const float *query, float *table);
 
-/* ADC distance of one code: sum of m table lookups, four accumulators. */
-static inline float pq_adc_distance(const float *table, const uint8_t *code, uint32_t m)
-{
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    uint32_t j = 0;
-    for (; j + 4 <= m; j += 4) {
-        s0 += table[(size_t)(j + 0) * PQ_KSUB + code[j + 0]];
-        s1 += table[(size_t)(j + 1) * PQ_KSUB + code[j + 1]];
-        s2 += table[(size_t)(j + 2) * PQ_KSUB + code[j + 2]];
-        s3 += table[(size_t)(j + 3) * PQ_KSUB + code[j + 3]];
-    }
-    for (; j < m; j++)
-        s0 += table[(size_t)j * PQ_KSUB + code[j]];
-    return (s0 + s1) + (s2 + s3);
-}
-
 /*
  * 1 when every entry of pq_table_compute's table for cb is >= 0: the L2 and
  * cosine forms (sums of squares), not the inner-product form.
@@ -220,14 +204,14 @@ static inline int pq_table_nonneg(const pq_codebook *cb)
 }
 
 /*
- * pq_adc_distance with early abandoning, for a table whose entries are all
- * >= 0 (pq_table_nonneg).  Returns the same bits as pq_adc_distance when no
- * partial sum exceeds bound; otherwise a partial sum that exceeds it, taken
- * after each 16 subspaces.  Adding a value >= 0 never makes an IEEE sum
- * smaller, so the full distance is then above bound as well: a caller that
- * drops codes above bound (ann_candlist_insert against ann_candlist_bound)
- * drops the same codes, only sooner.  The sums run in pq_adc_distance's
- * order (subspace j into accumulator j % 4), so kept codes rank the same.
+ * ADC distance of one code (subspace j summed into accumulator j % 4), with
+ * early abandoning: after each 16 subspaces, a partial sum above bound is
+ * returned as it is.  Otherwise the full sum, which pq_adc_distance (bound
+ * +inf) returns too, bit for bit.  For a finite bound the table's entries
+ * must all be >= 0 (pq_table_nonneg): adding a value >= 0 never makes an
+ * IEEE sum smaller, so a code abandoned is above bound in full as well, and
+ * a caller that drops codes above bound (ann_candlist_insert against
+ * ann_candlist_bound) drops the same codes, only sooner.
  */
 static inline float pq_adc_distance_bounded(const float *table, const uint8_t *code, uint32_t m,
                                             float bound)
@@ -256,6 +240,13 @@ static inline float pq_adc_distance_bounded(const float *table, const uint8_t *c
     for (; j < m; j++)
         s0 += table[(size_t)j * PQ_KSUB + code[j]];
     return (s0 + s1) + (s2 + s3);
+}
+
+/* ADC distance of one code: sum of m table lookups, four accumulators
+ * (subspace j into accumulator j % 4); never abandoned. */
+static inline float pq_adc_distance(const float *table, const uint8_t *code, uint32_t m)
+{
+    return pq_adc_distance_bounded(table, code, m, __builtin_inff());
 }
 
 /*

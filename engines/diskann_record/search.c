@@ -259,10 +259,10 @@ static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
     if (id >= q->bound)
         return;
     q->local.code_dists++;
-    float dist = q->bounded_adc
-                     ? pq_adc_distance_bounded(c->table, code, m, ann_candlist_bound(&c->cand))
-                     : pq_adc_distance(c->table, code, m);
-    if (dist > ann_candlist_bound(&c->cand) || ann_idbits_test(&e->live.dead, id) ||
+    const float bound = ann_candlist_bound(&c->cand);
+    float dist = q->bounded_adc ? pq_adc_distance_bounded(c->table, code, m, bound)
+                                : pq_adc_distance(c->table, code, m);
+    if (dist > bound || ann_idbits_test(&e->live.dead, id) ||
         ann_visited_test_and_set(&c->visited, id))
         return;
     ann_candlist_insert(&c->cand, dist, id);
