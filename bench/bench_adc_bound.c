@@ -1,6 +1,7 @@
 /*
  * bench_adc_bound.c: what dropping part-summed PQ codes saves on a bundle's
- * own data (pq_adc_distance_bounded against pq_adc_distance, one thread).
+ * own data (pq_adc_distance_bounded and pq_adc_distance_floored against
+ * pq_adc_distance, one thread).
  *
  *   make bench && ./build/bench/bench_adc_bound BUNDLE_DIR [--pq-bytes 96]
  *       [--codes 100000] [--list 100] [--queries 200] [--repeats 5] [--seed 1]
@@ -11,13 +12,18 @@
  * by ADC (what a walk that found them all would hold; a real walk holds
  * worse ones, so its bound drops fewer codes), and the codes offered are
  * those of the last `codes` rows of the base (on a topic-ordered stand-in,
- * as in the update table, topics of their own).  For each query both scans
- * run `repeats` times, interleaved; the figures are the medians of the
- * per-code times over the repeats.  Also printed: after how many subspaces
- * the codes were dropped.  Every code is checked: one the bound keeps must
- * get the full distance's bits, one it drops a value above the bound (exit
- * 1 otherwise).  Needs an L2 or cosine bundle (the inner-product table has
- * negative entries and is never bounded).
+ * as in the update table, topics of their own).  Three scans: every code
+ * summed in full; each code dropped once its partial sum passes the bound
+ * (pq_adc_distance_bounded); the same with the floor of the subspaces left
+ * (pq_adc_distance_floored, pq_table_floor), as diskann-record's pending
+ * scan does.  For each query the scans run `repeats` times, interleaved;
+ * the figures are the medians of the per-code times over the repeats (the
+ * floor's computation, once a query, included).
+ * Also printed: after how many subspaces the codes were dropped.  Every code
+ * is checked in every scan: one the bound keeps must get the full
+ * distance's bits, one it drops a value above the bound and not above its
+ * full sum (exit 1 otherwise).  Needs an L2 or cosine bundle (the
+ * inner-product table has negative entries and is never bounded).
  */
 #include "datasets/bundle.h"
 #include "engines/core/parallel.h"
@@ -32,7 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STEP 16u      /* pq_adc_distance_bounded checks every 16 subspaces */
+#define STEP PQ_BOUND_STEP
+#define SCANS 3
 #define MAX_STOPS 64u /* m <= 1024 */
 
 typedef struct {
@@ -75,16 +82,20 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
-/* The number of subspaces summed before pq_adc_distance_bounded drops the
- * code, or 0 when it sums it in full: the same partial sums in the same order. */
-static uint32_t stop_point(const float *table, const uint8_t *code, uint32_t m, float bound)
+/* The number of subspaces summed before pq_adc_distance_floored drops the
+ * code (floor NULL: pq_adc_distance_bounded), or 0 when it sums it in full:
+ * the same partial sums in the same order. */
+static uint32_t stop_point(const float *table, const uint8_t *code, uint32_t m, float bound,
+                           const float *floor)
 {
+    const float hi = floor ? pq_floor_margin(bound, m) : bound;
     float s[4] = { 0, 0, 0, 0 };
     uint32_t j = 0;
     for (; j + STEP <= m; j += STEP) {
         for (uint32_t g = j; g < j + STEP; g++)
             s[g % 4] += table[(size_t)g * PQ_KSUB + code[g]];
-        if ((s[0] + s[1]) + (s[2] + s[3]) > bound)
+        float partial = (s[0] + s[1]) + (s[2] + s[3]);
+        if ((floor ? partial + floor[j + STEP] : partial) > hi)
             return j + STEP;
     }
     return 0;
@@ -99,15 +110,16 @@ int main(int argc, char **argv)
                         "[--list 100] [--queries 200] [--repeats 5] [--seed 1]\n");
         return 2;
     }
+    static const char *const names[SCANS] = { "full sum", "bounded", "floored" };
     ann_bundle b = { 0 };
     ann_vecsrc *src = NULL;
     float *queries = NULL;
     pq_codebook *cb = NULL;
     uint8_t *codes = NULL;
-    float *table = NULL, *all = NULL, *top_d = NULL, *out = NULL;
+    float *table = NULL, *floor = NULL, *all = NULL, *top_d = NULL, *out[SCANS] = { NULL };
     uint32_t *top_i = NULL;
-    double *full_ns = NULL, *bound_ns = NULL;
-    uint64_t stops[MAX_STOPS + 1] = { 0 }, kept = 0, wrong = 0;
+    double *ns = NULL, sum[SCANS] = { 0 };
+    uint64_t stops[2][MAX_STOPS + 1] = { { 0 } }, kept = 0, wrong[SCANS] = { 0 };
     int rc = ann_bundle_open(o.bundle, &b);
     if (!rc)
         rc = ann_bundle_queries(&b, &queries);
@@ -133,13 +145,15 @@ int main(int argc, char **argv)
     const uint32_t m = cb->m;
     codes = malloc((size_t)n * m);
     table = malloc(pq_table_floats(cb) * sizeof *table);
+    floor = malloc(pq_floor_len(m) * sizeof *floor);
     all = malloc((size_t)n * sizeof *all);
-    out = malloc((size_t)nc * sizeof *out);
     top_d = malloc((size_t)list * sizeof *top_d);
     top_i = malloc((size_t)list * sizeof *top_i);
-    full_ns = malloc((size_t)o.repeats * sizeof *full_ns);
-    bound_ns = malloc((size_t)o.repeats * sizeof *bound_ns);
-    if (!codes || !table || !all || !out || !top_d || !top_i || !full_ns || !bound_ns) {
+    ns = malloc((size_t)SCANS * (size_t)o.repeats * sizeof *ns);
+    int nomem = !codes || !table || !floor || !all || !top_d || !top_i || !ns;
+    for (int k = 0; k < SCANS; k++)
+        nomem |= !(out[k] = malloc((size_t)nc * sizeof *out[k]));
+    if (nomem) {
         rc = ann_fail(-ENOMEM, "bench_adc_bound: no memory");
         goto out;
     }
@@ -151,7 +165,6 @@ int main(int argc, char **argv)
            "offered to a list of the %u best of all %llu; %d repeats, one thread\n",
            b.name, (unsigned long long)n, b.dim, ann_metric_name(b.metric), m, nq,
            (unsigned long long)nc, list, (unsigned long long)n, o.repeats);
-    double sum_full = 0, sum_bound = 0;
     volatile float sink = 0;
     for (uint32_t q = 0; q < nq; q++) {
         pq_table_compute(cb, queries + (size_t)q * b.dim, table);
@@ -162,58 +175,65 @@ int main(int argc, char **argv)
             ann_topk_push(&t, all[i], (uint32_t)i);
         const float bound = ann_topk_bound(&t);
         for (int r = 0; r < o.repeats; r++) {
-            double t0 = ann_mono_s();
+            double t0 = ann_mono_s(), t1, t2, t3;
             for (uint64_t i = 0; i < nc; i++)
-                out[i] = pq_adc_distance(table, scan + (size_t)i * m, m);
-            double t1 = ann_mono_s();
-            sink += out[nc / 2];
+                out[0][i] = pq_adc_distance(table, scan + (size_t)i * m, m);
+            t1 = ann_mono_s();
             for (uint64_t i = 0; i < nc; i++)
-                out[i] = pq_adc_distance_bounded(table, scan + (size_t)i * m, m, bound);
-            double t2 = ann_mono_s();
-            full_ns[r] = (t1 - t0) * 1e9 / (double)nc;
-            bound_ns[r] = (t2 - t1) * 1e9 / (double)nc;
+                out[1][i] = pq_adc_distance_bounded(table, scan + (size_t)i * m, m, bound);
+            t2 = ann_mono_s();
+            pq_table_floor(table, m, floor);
+            for (uint64_t i = 0; i < nc; i++)
+                out[2][i] = pq_adc_distance_floored(table, scan + (size_t)i * m, m, bound, floor);
+            t3 = ann_mono_s();
+            const double tk[SCANS + 1] = { t0, t1, t2, t3 };
+            for (int k = 0; k < SCANS; k++) {
+                ns[k * o.repeats + r] = (tk[k + 1] - tk[k]) * 1e9 / (double)nc;
+                sink += out[k][nc / 2];
+            }
         }
-        sum_full += bench_median(full_ns, o.repeats);
-        sum_bound += bench_median(bound_ns, o.repeats);
+        for (int k = 0; k < SCANS; k++)
+            sum[k] += bench_median(ns + k * o.repeats, o.repeats);
         for (uint64_t i = 0; i < nc; i++) {
             const uint8_t *c = scan + (size_t)i * m;
             float d = pq_adc_distance(table, c, m);
-            if (d <= bound) {
-                kept++;
-                wrong += memcmp(&d, &out[i], sizeof d) != 0;
-            } else {
-                wrong += !(out[i] > bound);
-            }
-            stops[stop_point(table, c, m, bound) / STEP]++;
+            kept += d <= bound;
+            for (int k = 1; k < SCANS; k++)
+                wrong[k] += d <= bound ? memcmp(&d, &out[k][i], sizeof d) != 0
+                                       : !(out[k][i] > bound && out[k][i] <= d);
+            stops[0][stop_point(table, c, m, bound, NULL) / STEP]++;
+            stops[1][stop_point(table, c, m, bound, floor) / STEP]++;
         }
     }
-    printf("full sum     %7.2f ns a code (median over repeats, mean over queries)\n",
-           sum_full / nq);
-    printf("bounded      %7.2f ns a code: %.2fx the full sum's speed\n", sum_bound / nq,
-           sum_full / sum_bound);
-    printf("kept %llu of %llu codes offered (%.4f%%); dropped after s subspaces:",
-           (unsigned long long)kept, (unsigned long long)nc * nq,
-           100.0 * (double)kept / ((double)nc * nq));
-    for (uint32_t s = 1; s * STEP <= m; s++)
-        printf(" %u: %.3f", s * STEP, (double)stops[s] / ((double)nc * nq));
-    printf("; summed in full: %.3f\n", (double)stops[0] / ((double)nc * nq));
-    (void)sink;
-    if (wrong) {
-        rc = ann_fail(ANN_EINTERNAL, "bench_adc_bound: %llu codes broke the contract",
-                      (unsigned long long)wrong);
-        goto out;
+    for (int k = 0; k < SCANS; k++)
+        printf("%-20s %7.2f ns a code (median over repeats, mean over queries): %.2fx the full "
+               "sum's speed\n",
+               names[k], sum[k] / nq, sum[0] / sum[k]);
+    printf("kept %llu of %llu codes offered (%.4f%%)\n", (unsigned long long)kept,
+           (unsigned long long)nc * nq, 100.0 * (double)kept / ((double)nc * nq));
+    for (int h = 0; h < 2; h++) {
+        printf("%s: dropped after s subspaces:", names[h + 1]);
+        for (uint32_t s = 1; s * STEP <= m; s++)
+            printf(" %u: %.3f", s * STEP, (double)stops[h][s] / ((double)nc * nq));
+        printf("; summed in full: %.3f\n", (double)stops[h][0] / ((double)nc * nq));
     }
+    (void)sink;
+    for (int k = 1; k < SCANS; k++)
+        if (wrong[k] && !rc)
+            rc = ann_fail(ANN_EINTERNAL, "bench_adc_bound: %s: %llu codes broke the contract",
+                          names[k], (unsigned long long)wrong[k]);
 out:
     if (rc)
         fprintf(stderr, "bench_adc_bound: %s\n", ann_errmsg(rc));
     free(codes);
     free(table);
+    free(floor);
     free(all);
-    free(out);
+    for (int k = 0; k < SCANS; k++)
+        free(out[k]);
     free(top_d);
     free(top_i);
-    free(full_ns);
-    free(bound_ns);
+    free(ns);
     pq_codebook_destroy(cb);
     ann_vecsrc_destroy(src);
     free(queries);

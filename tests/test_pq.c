@@ -272,37 +272,62 @@ static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
     uint8_t *codes = malloc((size_t)n * m);
     float *table = malloc(pq_table_floats(cb) * sizeof *table);
     float *full = malloc(n * sizeof *full), *sorted = malloc(n * sizeof *sorted);
+    float *floor = malloc(pq_floor_len(m) * sizeof *floor);
     assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
     assert_int_equal(pq_table_nonneg(cb), 1);
-    uint64_t kept = 0, abandoned = 0;
+    uint64_t kept = 0, abandoned = 0, floored = 0, sooner = 0;
     for (uint32_t j = 0; j < nq; j++) {
         pq_table_compute(cb, q + (size_t)j * dim, table);
+        pq_table_floor(table, m, floor);
         for (uint32_t t = 0; t < (uint32_t)m * PQ_KSUB; t++)
             assert_true(table[t] >= 0.0f);
-        for (uint32_t i = 0; i < n; i++)
-            sorted[i] = full[i] = pq_adc_distance(table, codes + (size_t)i * m, m);
+        assert_true(floor[m] == 0.0f);
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *c = codes + (size_t)i * m;
+            sorted[i] = full[i] = pq_adc_distance(table, c, m);
+            /* the floor is what the subspaces left add at least */
+            double rest = 0;
+            for (uint32_t s = m; s-- > 0;) {
+                rest += table[(size_t)s * PQ_KSUB + c[s]];
+                assert_true(floor[s] <= rest * (1 + 1e-6));
+            }
+        }
         qsort(sorted, n, sizeof *sorted, cmp_float);
-        const float bounds[] = { sorted[0], sorted[n / 100], sorted[n / 2], sorted[n - 1],
-                                 __builtin_inff() };
+        /* the bounds include codes' own distances: a code at the bound,
+         * the tightest case for the floor's margin, is kept */
+        const float bounds[] = { sorted[0],     sorted[n / 100], sorted[n / 20],
+                                 sorted[n / 2], sorted[n - 1],   full[0],
+                                 full[n / 3],   __builtin_inff() };
         for (uint32_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
             for (uint32_t i = 0; i < n; i++) {
-                float got = pq_adc_distance_bounded(table, codes + (size_t)i * m, m, bounds[b]);
+                const uint8_t *c = codes + (size_t)i * m;
+                float got = pq_adc_distance_bounded(table, c, m, bounds[b]);
+                float fgot = pq_adc_distance_floored(table, c, m, bounds[b], floor);
                 if (full[i] <= bounds[b]) {
                     assert_memory_equal(&got, &full[i], sizeof got);
+                    assert_memory_equal(&fgot, &full[i], sizeof fgot);
                     kept++;
                 } else {
                     assert_true(got > bounds[b]);
                     assert_true(got <= full[i]);
+                    assert_true(fgot > bounds[b]);
+                    assert_true(fgot <= full[i]);
                     abandoned += got < full[i];
+                    floored += fgot < full[i];
+                    sooner += fgot < got;
                 }
             }
         }
     }
-    if (m >= 32) /* checks after 16 and 32 subspaces come before the end */
+    if (m >= 32) { /* checks after 16 and 32 subspaces come before the end */
         assert_true(abandoned > 0);
+        assert_true(floored > abandoned && sooner > 0);
+    }
     printf("bounded ADC, metric %d, dim %u, m %u: %llu codes kept (same bits), %llu abandoned "
-           "early\n", (int)metric, dim, m, (unsigned long long)kept,
-           (unsigned long long)abandoned);
+           "early, %llu with the floor (%llu sooner)\n",
+           (int)metric, dim, m, (unsigned long long)kept, (unsigned long long)abandoned,
+           (unsigned long long)floored, (unsigned long long)sooner);
+    free(floor);
     pq_codebook_destroy(cb);
     free(x);
     free(q);
@@ -330,6 +355,40 @@ static void test_pq_adc_bounded(void **state)
     assert_true(pq_adc_distance_bounded(ones, code, 96, 16.0f) == 32.0f);
     assert_true(pq_adc_distance_bounded(ones, code, 96, 96.0f) == 96.0f);
     assert_true(pq_adc_distance_bounded(ones, code, 15, 0.5f) == 15.0f);
+    /* with the floor (80 after the first 16): dropped at the first check
+     * unless the bound reaches the full 96, where the margin keeps it */
+    float floor[97];
+    pq_table_floor(ones, 96, floor);
+    assert_true(floor[0] == 96.0f && floor[16] == 80.0f && floor[95] == 1.0f && floor[96] == 0.0f);
+    assert_true(pq_adc_distance_floored(ones, code, 96, 0.5f, floor) == 16.0f);
+    assert_true(pq_adc_distance_floored(ones, code, 96, 95.0f, floor) == pq_float_up(95.0f));
+    assert_true(pq_adc_distance_floored(ones, code, 96, 95.99f, floor) == pq_float_up(95.99f));
+    assert_true(pq_adc_distance_floored(ones, code, 96, 96.0f, floor) == 96.0f);
+    assert_true(pq_adc_distance_floored(ones, code, 96, __builtin_inff(), floor) == 96.0f);
+    assert_true(pq_float_up(0.0f) > 0.0f && pq_float_up(1.0f) == nextafterf(1.0f, 2.0f));
+    /* rounding: a code made of every subspace's smallest entry sits exactly
+     * on the floor, so with the bound at its own distance the floor test
+     * compares two roundings of one sum; the margin must keep the code (a
+     * test without it drops some of these) */
+    uint64_t rng = 12345;
+    float *tab = malloc(96 * PQ_KSUB * sizeof *tab), fl[97];
+    for (int trial = 0; trial < 2000; trial++) {
+        const uint32_t m = 16 + (uint32_t)(trial % 81);
+        for (uint32_t s = 0; s < m; s++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            /* the smallest entry: magnitudes over 2^-12 .. 2^4, so sums round */
+            const float lo = ldexpf((float)(rng >> 40) / (float)(1u << 24) + 1.0f,
+                                    (int)(rng >> 20 & 15) - 12);
+            code[s] = (uint8_t)(rng >> 8);
+            for (uint32_t c = 0; c < PQ_KSUB; c++)
+                tab[s * PQ_KSUB + c] = c == code[s] ? lo : lo + 1.0f + (float)c;
+        }
+        pq_table_floor(tab, m, fl);
+        const float d = pq_adc_distance(tab, code, m);
+        const float got = pq_adc_distance_floored(tab, code, m, d, fl);
+        assert_memory_equal(&got, &d, sizeof d);
+    }
+    free(tab);
     float *x = tu_clustered(1500, 32, 12, 5, 0), table[8 * PQ_KSUB];
     pq_codebook *ip = train(x, 1500, 32, ANN_METRIC_IP, 8, 3, 2);
     assert_int_equal(pq_table_nonneg(ip), 0);

@@ -617,6 +617,18 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
                      cb->dsub, scale, table + (size_t)s * PQ_KSUB);
 }
 
+void pq_table_floor(const float *table, uint32_t m, float *floor)
+{
+    floor[m] = 0;
+    for (uint32_t j = m; j-- > 0;) {
+        const float *t = table + (size_t)j * PQ_KSUB;
+        float lo = t[0];
+        for (uint32_t c = 1; c < PQ_KSUB; c++)
+            lo = t[c] < lo ? t[c] : lo;
+        floor[j] = floor[j + 1] + lo;
+    }
+}
+
 void pq_table_ip(const pq_codebook *cb, const float *query, float *table)
 {
     const size_t sub = (size_t)PQ_KSUB * cb->dsub;

@@ -58,6 +58,7 @@
 
 #include "engines/core/vecsrc.h"
 
+#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -203,33 +204,80 @@ static inline int pq_table_nonneg(const pq_codebook *cb)
     return cb->metric == ANN_METRIC_L2 || cb->metric == ANN_METRIC_COSINE;
 }
 
+/* The smallest float above x, for 0 <= x < +inf. */
+static inline float pq_float_up(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u++;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The bounded sums below check their bound after every 16 subspaces. */
+#define PQ_BOUND_STEP 16u
+
+/* Floats in a floor (pq_table_floor) for m subspaces. */
+static inline uint32_t pq_floor_len(uint32_t m)
+{
+    return m + 1;
+}
+
+/*
+ * For a table with entries >= 0 (pq_table_nonneg): floor[j] (j <= m) is
+ * the sum over subspaces j .. m-1 of the subspace's smallest entry, what
+ * those subspaces add to any code's distance at least (floor[m] = 0).
+ * floor holds pq_floor_len(m) floats.  Allocates nothing.
+ */
+void pq_table_floor(const float *table, uint32_t m, float *floor);
+
+/*
+ * The margin of a floor test on m subspaces.  A floor lets a code be
+ * dropped while its partial sum is still below bound: when the partial sum
+ * plus the floor of the subspaces left is above bound.  Both are rounded
+ * sums, and the full sum is rounded in another order, so the test asks for
+ * bound * (1 + (m + 8) * 2^-20).  Rounding (2^-24 an operation) moves the
+ * sums compared by less than (1.25m + 4) * 2^-24 of the full sum, under a
+ * sixth of that margin, so a code dropped by a floor test is above bound in
+ * full.
+ */
+static inline float pq_floor_margin(float bound, uint32_t m)
+{
+    return bound * (1.0f + (float)(m + 8) * 0x1p-20f);
+}
+
 /*
  * ADC distance of one code (subspace j summed into accumulator j % 4), with
- * early abandoning: after each 16 subspaces, a partial sum above bound is
- * returned as it is.  Otherwise the full sum, which pq_adc_distance (bound
- * +inf) returns too, bit for bit.  For a finite bound the table's entries
- * must all be >= 0 (pq_table_nonneg): adding a value >= 0 never makes an
- * IEEE sum smaller, so a code abandoned is above bound in full as well, and
- * a caller that drops codes above bound (ann_candlist_insert against
- * ann_candlist_bound) drops the same codes, only sooner.
+ * early abandoning.  After each 16 subspaces the partial sum is checked:
+ * when it is above bound, or (floor not NULL) when it plus floor[j] is
+ * above pq_floor_margin(bound, m), the code is dropped and a value above
+ * bound, not above its full sum, is returned.  Otherwise the full sum,
+ * which pq_adc_distance (bound +inf) returns too, bit for bit.  For a
+ * finite bound the table's entries must all be >= 0 (pq_table_nonneg):
+ * adding a value >= 0 never makes an IEEE sum smaller, so a partial sum
+ * above bound is above it in full as well.  A caller that drops codes above
+ * bound (ann_candlist_insert against ann_candlist_bound) drops the same
+ * codes, only sooner.
  */
-static inline float pq_adc_distance_bounded(const float *table, const uint8_t *code, uint32_t m,
-                                            float bound)
+static inline float pq_adc_distance_floored(const float *table, const uint8_t *code, uint32_t m,
+                                            float bound, const float *floor)
 {
+    const float hi = floor ? pq_floor_margin(bound, m) : bound;
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     uint32_t j = 0;
-    for (; j + 16 <= m; j += 16) {
+    for (; j + PQ_BOUND_STEP <= m; j += PQ_BOUND_STEP) {
         const float *t = table + (size_t)j * PQ_KSUB;
         const uint8_t *c = code + j;
-        for (uint32_t g = 0; g < 16; g += 4) {
+        for (uint32_t g = 0; g < PQ_BOUND_STEP; g += 4) {
             s0 += t[(g + 0) * PQ_KSUB + c[g + 0]];
             s1 += t[(g + 1) * PQ_KSUB + c[g + 1]];
             s2 += t[(g + 2) * PQ_KSUB + c[g + 2]];
             s3 += t[(g + 3) * PQ_KSUB + c[g + 3]];
         }
         float partial = (s0 + s1) + (s2 + s3);
-        if (partial > bound)
-            return partial;
+        float least = floor ? partial + floor[j + PQ_BOUND_STEP] : partial;
+        if (least > hi)
+            return partial > bound ? partial : pq_float_up(bound);
     }
     for (; j + 4 <= m; j += 4) {
         s0 += table[(size_t)(j + 0) * PQ_KSUB + code[j + 0]];
@@ -242,11 +290,19 @@ static inline float pq_adc_distance_bounded(const float *table, const uint8_t *c
     return (s0 + s1) + (s2 + s3);
 }
 
+/* pq_adc_distance_floored without a floor: dropped once a partial sum
+ * passes bound. */
+static inline float pq_adc_distance_bounded(const float *table, const uint8_t *code, uint32_t m,
+                                            float bound)
+{
+    return pq_adc_distance_floored(table, code, m, bound, NULL);
+}
+
 /* ADC distance of one code: sum of m table lookups, four accumulators
  * (subspace j into accumulator j % 4); never abandoned. */
 static inline float pq_adc_distance(const float *table, const uint8_t *code, uint32_t m)
 {
-    return pq_adc_distance_bounded(table, code, m, __builtin_inff());
+    return pq_adc_distance_floored(table, code, m, __builtin_inff(), NULL);
 }
 
 /*

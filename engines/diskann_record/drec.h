@@ -117,6 +117,7 @@ struct ann_ctx {
     uint32_t W;       /* beam_width: records read in parallel */
     uint32_t *rr;     /* storage max(L, k_max): the ids a re-rank reads */
     float *table;     /* PQ distance table, m * 256 floats */
+    float *floor;     /* pq_table_floor of it, m + 1 floats (the pending scan's) */
     ann_candlist cand; /* storage max(L, k_max) */
     ann_visited visited;
     float *top_dist;  /* k_max */

@@ -246,6 +246,7 @@ static void drec_ctx_free(ann_ctx *c)
         return;
     kv_reader_destroy(c->rd);
     free(c->table);
+    free(c->floor);
     ann_candlist_fini(&c->cand);
     ann_visited_fini(&c->visited);
     free(c->top_dist);
@@ -279,7 +280,8 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     /* also while untrained: the index may turn into a graph under it */
     if (!rc && e->meta.pq_bytes > 0) {
         c->table = malloc((size_t)e->meta.pq_bytes * PQ_KSUB * sizeof(float));
-        if (!c->table || ann_candlist_create(&c->cand, cap) != 0 ||
+        c->floor = malloc(pq_floor_len(e->meta.pq_bytes) * sizeof(float));
+        if (!c->table || !c->floor || ann_candlist_create(&c->cand, cap) != 0 ||
             ann_visited_init(&c->visited, atomic_load(&e->live.id_bound)) != 0)
             rc = -ENOMEM;
     }

@@ -243,8 +243,9 @@ out:
  * PQ code and offer it to the candidate list, so the re-rank ranks
  * pending and graph candidates together.  The scan runs after the walk, so
  * the list is usually full: under the L2 and cosine tables a code stops
- * being summed once its partial sum passes the list's worst
- * (pq_adc_distance_bounded), and only a code that could enter is checked
+ * being summed once its partial sum, plus the least its other subspaces can
+ * add (the table's floor), passes the list's worst
+ * (pq_adc_distance_floored), and only a code that could enter is checked
  * against the deleted and visited ids.  The list takes the same
  * candidates as with every code summed in full.  A pending id already in
  * the list is one a merge linked meanwhile (snapshots make that
@@ -260,7 +261,7 @@ static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
         return;
     q->local.code_dists++;
     const float bound = ann_candlist_bound(&c->cand);
-    float dist = q->bounded_adc ? pq_adc_distance_bounded(c->table, code, m, bound)
+    float dist = q->bounded_adc ? pq_adc_distance_floored(c->table, code, m, bound, c->floor)
                                 : pq_adc_distance(c->table, code, m);
     if (dist > bound || ann_idbits_test(&e->live.dead, id) ||
         ann_visited_test_and_set(&c->visited, id))
@@ -354,6 +355,8 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     }
 
     if (q->any_pending) {
+        if (q->bounded_adc)
+            pq_table_floor(c->table, m, c->floor);
         int rc = score_pending(q);
         if (rc)
             return rc;
