@@ -621,11 +621,18 @@ void pq_table_floor(const float *table, uint32_t m, float *floor)
 {
     floor[m] = 0;
     for (uint32_t j = m; j-- > 0;) {
+        /* eight running minima, so the loop vectorises */
         const float *t = table + (size_t)j * PQ_KSUB;
-        float lo = t[0];
-        for (uint32_t c = 1; c < PQ_KSUB; c++)
-            lo = t[c] < lo ? t[c] : lo;
-        floor[j] = floor[j + 1] + lo;
+        float lo[8];
+        for (uint32_t k = 0; k < 8; k++)
+            lo[k] = t[k];
+        for (uint32_t c = 8; c < PQ_KSUB; c += 8)
+            for (uint32_t k = 0; k < 8; k++)
+                lo[k] = t[c + k] < lo[k] ? t[c + k] : lo[k];
+        float least = lo[0];
+        for (uint32_t k = 1; k < 8; k++)
+            least = lo[k] < least ? lo[k] : least;
+        floor[j] = floor[j + 1] + least;
     }
 }
 
