@@ -58,9 +58,9 @@
 
 #include "engines/core/vecsrc.h"
 
-#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define PQ_KSUB 256
 #define PQ_FILE_VERSION 1u
@@ -237,9 +237,9 @@ void pq_table_floor(const float *table, uint32_t m, float *floor);
  * plus the floor of the subspaces left is above bound.  Both are rounded
  * sums, and the full sum is rounded in another order, so the test asks for
  * bound * (1 + (m + 8) * 2^-20).  Rounding (2^-24 an operation) moves the
- * sums compared by less than (1.25m + 4) * 2^-24 of the full sum, under a
- * sixth of that margin, so a code dropped by a floor test is above bound in
- * full.
+ * sums compared by less than (1.25m + 5) * 2^-24 of the full sum, under a
+ * twelfth of that margin, so a code dropped by a floor test is above bound
+ * in full.
  */
 static inline float pq_floor_margin(float bound, uint32_t m)
 {
@@ -249,15 +249,15 @@ static inline float pq_floor_margin(float bound, uint32_t m)
 /*
  * ADC distance of one code (subspace j summed into accumulator j % 4), with
  * early abandoning.  After each 16 subspaces the partial sum is checked:
- * when it is above bound, or (floor not NULL) when it plus floor[j] is
- * above pq_floor_margin(bound, m), the code is dropped and a value above
- * bound, not above its full sum, is returned.  Otherwise the full sum,
- * which pq_adc_distance (bound +inf) returns too, bit for bit.  For a
- * finite bound the table's entries must all be >= 0 (pq_table_nonneg):
- * adding a value >= 0 never makes an IEEE sum smaller, so a partial sum
- * above bound is above it in full as well.  A caller that drops codes above
- * bound (ann_candlist_insert against ann_candlist_bound) drops the same
- * codes, only sooner.
+ * when it is above bound, or (floor not NULL) when it plus the floor of the
+ * subspaces not yet summed is above pq_floor_margin(bound, m), the code is
+ * dropped and a value above bound, not above its full sum, is returned.
+ * Otherwise the full sum, which pq_adc_distance (bound +inf) returns too,
+ * bit for bit.  For a finite bound the table's entries must all be >= 0
+ * (pq_table_nonneg): adding a value >= 0 never makes an IEEE sum smaller,
+ * so a partial sum above bound is above it in full as well.  A caller that
+ * drops codes above bound (ann_candlist_insert against ann_candlist_bound)
+ * drops the same codes, only sooner.
  */
 static inline float pq_adc_distance_floored(const float *table, const uint8_t *code, uint32_t m,
                                             float bound, const float *floor)
