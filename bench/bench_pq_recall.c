@@ -154,7 +154,7 @@ int main(int argc, char **argv)
     int nt = o.threads > 0 ? o.threads : ann_ncores();
     pq_params sp;
     pq_params_default(&sp, b.dim);
-    if (o.sample_rows) {
+    if (o.sample_rows) { /* the row cap instead of the build's caps */
         sp.sample_max_rows = o.sample_rows;
         sp.sample_max_bytes = o.sample_rows * b.dim * sizeof(float);
     }
@@ -167,15 +167,10 @@ int main(int argc, char **argv)
         printf("  in_top%-5d", o.depths[d]);
     printf("\n");
     for (int p = 0; p < o.npq && !rc; p++) {
-        pq_params pp;
-        pq_params_default(&pp, b.dim);
+        pq_params pp = sp; /* the sample's caps as printed above */
         pp.pq_bytes = (uint32_t)o.pq[p];
         pp.seed = o.seed;
         pp.threads = nt;
-        if (o.sample_rows) { /* the row cap instead of the build's caps */
-            pp.sample_max_rows = o.sample_rows;
-            pp.sample_max_bytes = o.sample_rows * b.dim * sizeof(float);
-        }
         pq_codebook *cb = NULL;
         uint8_t *codes = NULL;
         double t0 = ann_mono_s();
