@@ -101,6 +101,10 @@ typedef struct ann_build_ctx {
      * per key, so the DiskANN engines build on the same graph; NULL or ""
      * caches nothing.  `annlab run` passes <index_root>/artifacts. */
     const char *artifact_dir;
+    /* A Microsoft DiskANN disk index (`<prefix>_disk.index`) whose graph a
+     * DiskANN engine takes instead of building one (engines/core/
+     * msdiskann.h; `annlab import-graph`); NULL or "": build as usual. */
+    const char *graph_import;
 } ann_build_ctx;
 
 /*
@@ -208,10 +212,14 @@ typedef struct ann_engine_ops {
      * an index of format N >= 2 in a cache directory of its own and reuses
      * a cached index only if its build.json records the engine's format,
      * so an index of an earlier format is never reused and never deleted
-     * (harness/run.c, configs/README.md).  Last in the struct: the C++
-     * shims' designated initializers must follow the declaration order.
+     * (harness/run.c, configs/README.md).  The C++ shims' designated
+     * initializers must follow the declaration order.
      */
     uint32_t format_version;
+    /* 1: build() takes its graph from ann_build_ctx.graph_import when one
+     * is named (the DiskANN engines; `annlab import-graph`); 0: it would
+     * ignore it, so the import refuses the engine. */
+    int imports_graph;
 } ann_engine_ops;
 
 /* The registry: all engines compiled into this binary. */

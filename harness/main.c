@@ -91,6 +91,8 @@ static const command_help commands[] = {
       "                   (plots/README.md: what a template reads)\n" },
     { "compare", "compare BASE_RUN NEW_RUN [--report R.md] [--plot P.png] [tolerances]",
       "the regression gate between two runs: exit 1 on a regression", NULL },
+    { "import-graph", "import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR [--build JSON]",
+      "a DiskANN index on the graph of a Microsoft DiskANN disk index", NULL },
     { "export", "export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR] [--force]",
       "a run's cells as the result files of other benchmark tools", NULL },
 };
@@ -100,7 +102,7 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: annlab COMMAND [ARGS...]\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(fp, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(fp, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(fp, "\n  --version  the version, the source commit and the SIMD kernels in use\n"
                 "\n`annlab COMMAND --help` lists a command's flags.\n");
 }
@@ -166,6 +168,8 @@ int main(int argc, char **argv)
         return harness_build_main(argv[2]);
     if (!strcmp(argv[1], "engines"))
         return cmd_engines(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "import-graph"))
+        return harness_import_main(argc - 1, argv + 1);
     fprintf(stderr, "annlab: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -39,6 +39,10 @@ int harness_table_main(int argc, char **argv);
 /* `annlab plot RUN_DIR`: write gnuplot figures (PNG and SVG) into RUN_DIR. */
 int harness_plot_main(int argc, char **argv);
 
+/* `annlab import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR`: a DiskANN
+ * index on the graph of a Microsoft DiskANN disk index (harness/import.c). */
+int harness_import_main(int argc, char **argv);
+
 /*
  * Read RUN_DIR/cells.jsonl into a new array (caller decrefs).  A torn last
  * line (no newline: the writer was killed mid-line) is ignored; any other

@@ -9,6 +9,7 @@
 
 #include "engines/core/binio.h"
 #include "engines/core/fileio.h"
+#include "engines/core/msdiskann.h"
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 
@@ -255,6 +256,12 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
 static int get_graph(const ann_vecsrc *src, const ann_artifacts_params *p, ann_artifacts *a)
 {
     char path[4096];
+    if (p->graph_import && p->graph_import[0]) {
+        double t0 = ann_mono_s();
+        int rc = msda_graph_load(p->graph_import, src, p->graph.R, &a->graph, &a->graph_import);
+        a->load_s += ann_mono_s() - t0;
+        return rc;
+    }
     int cache = ann_artifacts_path(src, p, "graph", path, sizeof path);
     if (cache != 0 && cache != ANN_ENOTFOUND)
         return cache;
@@ -321,6 +328,7 @@ void ann_artifacts_fini(ann_artifacts *a)
     pq_codebook_destroy(a->pq);
     free(a->pq_codes);
     vamana_graph_destroy(a->graph);
+    json_decref(a->graph_import);
     free(a->vectors);
     memset(a, 0, sizeof *a);
 }
@@ -337,6 +345,10 @@ int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t *
 
 void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report)
 {
+    if (a->graph_import) {
+        json_object_set(report, "graph_imported", a->graph_import);
+        return;
+    }
     if (a->graph_cached)
         return;
     const vamana_build_stats *st = &a->graph_stats;

@@ -50,6 +50,9 @@ typedef struct ann_artifacts_params {
     int keep_vectors;     /* 1: out->vectors holds the base vectors (read from the
                              source if no build step needed them) */
     const char *cache_dir; /* the artifact cache (see above); NULL or "": none */
+    const char *graph_import; /* a Microsoft DiskANN `_disk.index` (msdiskann.h): the graph
+                                 is read from it, over the same vectors, instead of built
+                                 or cached; NULL: none */
 } ann_artifacts_params;
 
 /* Defaults: vamana_params_default, pq_params_default(dim), want_graph 1. */
@@ -64,6 +67,8 @@ typedef struct ann_artifacts {
     double pq_train_s, pq_encode_s, graph_s, load_s;
     int pq_cached;        /* 1: codebook and codes came from the cache */
     int graph_cached;     /* 1: graph came from the cache */
+    json_t *graph_import; /* the graph came from graph_import: what msda_graph_load said
+                             of it (owned), else NULL */
     vamana_build_stats graph_stats; /* phases of the graph build (zero when cached) */
 } ann_artifacts;
 
@@ -86,7 +91,8 @@ void ann_artifacts_fini(ann_artifacts *a);
 /*
  * Add to a build report what a graph built here (not from the cache) was
  * computed on: graph_precision (the rows actually used) and, when int8
- * was asked, graph_i8_noise (the codes' noise share).
+ * was asked, graph_i8_noise (the codes' noise share); for an imported
+ * graph, graph_imported (msda_graph_load's report) instead.
  */
 void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report);
 

@@ -36,6 +36,7 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     ap->want_graph = 1;
     ap->keep_vectors = 1;
     ap->cache_dir = bctx ? bctx->artifact_dir : NULL;
+    ap->graph_import = bctx ? bctx->graph_import : NULL;
     if (ap->pq.pq_bytes > src->dim)
         return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap->pq.pq_bytes,
                         src->dim);

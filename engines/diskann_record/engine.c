@@ -330,6 +330,7 @@ const ann_engine_ops diskann_record_engine_ops = {
     .remove = drec_remove,
     .merge = drec_merge,
     .format_version = DREC_VERSION,
+    .imports_graph = 1,
 };
 
 /* ---- diskann-resident: ids in records, every code in memory ------------ */
@@ -366,4 +367,5 @@ const ann_engine_ops diskann_resident_engine_ops = {
     .remove = drec_remove,
     .merge = drec_merge,
     .format_version = DREC_VERSION,
+    .imports_graph = 1,
 };

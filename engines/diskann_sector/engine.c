@@ -340,6 +340,7 @@ const ann_engine_ops diskann_sector_engine_ops = {
     .close = dsec_close,
     .size = dsec_size,
     .format_version = DSEC_FORMAT,
+    .imports_graph = 1,
     .ctx_new = dsec_ctx_new,
     .ctx_free = dsec_ctx_free,
     .search = dsec_search,

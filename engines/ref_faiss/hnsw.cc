@@ -280,4 +280,5 @@ extern "C" const ann_engine_ops ref_faiss_hnsw_engine_ops = {
     .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
     .format_version = RFH_VERSION,
+    .imports_graph = 0,
 };

@@ -446,4 +446,5 @@ extern "C" const ann_engine_ops ref_faiss_ivfpq_engine_ops = {
     .merge = nullptr,
     .machine_note = ref_faiss_machine_note,
     .format_version = RFI_VERSION,
+    .imports_graph = 0,
 };

@@ -433,4 +433,5 @@ extern "C" const ann_engine_ops ref_hnswlib_engine_ops = {
     .merge = nullptr,
     .machine_note = rh_machine_note,
     .format_version = RH_VERSION,
+    .imports_graph = 0,
 };
