@@ -15,6 +15,11 @@
  * max degree; other --build parameters as the engine's build (`annlab
  * engines -v`); L_build, alpha and the graph options describe nothing of
  * an imported graph and are recorded only as given.
+ *
+ *   annlab export-graph DATASET_DIR GRAPH.vamana OUT_disk.index [--force]
+ *
+ * The other way: a graph of annlab's artifact cache written as Microsoft
+ * DiskANN's disk index, for its search beside its own PQ files.
  */
 #include "harness/run.h"
 
@@ -26,6 +31,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char import_usage[] =
     "usage: annlab import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR [--build JSON] "
@@ -125,6 +131,63 @@ out:
         fprintf(stderr, "annlab import-graph: %s\n", ann_errmsg(rc));
     json_decref(report);
     json_decref(params);
+    ann_vecsrc_destroy(src);
+    ann_bundle_close(&ds);
+    return rc ? 1 : 0;
+}
+
+static const char export_usage[] =
+    "usage: annlab export-graph DATASET_DIR GRAPH.vamana OUT_disk.index [--force]\n"
+    "Write a Vamana graph of annlab's artifact cache (<index root>/artifacts/<source>/vamana-*)\n"
+    "over the base vectors of DATASET_DIR as a Microsoft DiskANN disk index, for its\n"
+    "search_disk_index beside the PQ files of its own build on the same data.\n"
+    "  --force  replace OUT (written whole, then renamed over it)\n"
+    "Exit: 0 written, 1 failure (nothing written), 2 usage.\n";
+
+int harness_export_graph_main(int argc, char **argv)
+{
+    const char *pos[3] = { 0 };
+    int npos = 0, force = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(export_usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--force")) {
+            force = 1;
+        } else if (argv[i][0] == '-' || npos == 3) {
+            fprintf(stderr, "annlab export-graph: unexpected argument '%s'\n%s", argv[i],
+                    export_usage);
+            return 2;
+        } else {
+            pos[npos++] = argv[i];
+        }
+    }
+    if (npos != 3) {
+        fputs(export_usage, stderr);
+        return 2;
+    }
+    const char *dataset_dir = pos[0], *graph_path = pos[1], *out = pos[2];
+    if (!force && access(out, F_OK) == 0) {
+        fprintf(stderr, "annlab export-graph: %s: already exists (--force replaces it)\n", out);
+        return 1;
+    }
+    ann_bundle ds = { 0 };
+    ann_vecsrc *src = NULL;
+    vamana_graph *g = NULL;
+    int rc = vamana_graph_load(graph_path, &g);
+    if (!rc)
+        rc = ann_bundle_open(dataset_dir, &ds);
+    if (!rc)
+        rc = ann_bundle_base(&ds, &src);
+    if (!rc)
+        rc = msda_graph_save(out, src, g);
+    if (rc)
+        fprintf(stderr, "annlab export-graph: %s\n", ann_errmsg(rc));
+    else
+        printf("%s: the graph of %s (%llu nodes, entry %u) over %s as a Microsoft DiskANN disk "
+               "index\n",
+               out, graph_path, (unsigned long long)g->n, g->entry, dataset_dir);
+    vamana_graph_destroy(g);
     ann_vecsrc_destroy(src);
     ann_bundle_close(&ds);
     return rc ? 1 : 0;

@@ -93,6 +93,8 @@ static const command_help commands[] = {
       "the regression gate between two runs: exit 1 on a regression", NULL },
     { "import-graph", "import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR [--build JSON]",
       "a DiskANN index on the graph of a Microsoft DiskANN disk index", NULL },
+    { "export-graph", "export-graph DATASET_DIR GRAPH.vamana OUT_disk.index [--force]",
+      "an annlab Vamana graph as a Microsoft DiskANN disk index", NULL },
     { "export", "export RUN_DIR --format ann-benchmarks|big-ann|vectordbbench [--out DIR] [--force]",
       "a run's cells as the result files of other benchmark tools", NULL },
 };
@@ -170,6 +172,8 @@ int main(int argc, char **argv)
         return cmd_engines(argc - 1, argv + 1);
     if (!strcmp(argv[1], "import-graph"))
         return harness_import_main(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "export-graph"))
+        return harness_export_graph_main(argc - 1, argv + 1);
     fprintf(stderr, "annlab: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

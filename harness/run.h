@@ -42,6 +42,8 @@ int harness_plot_main(int argc, char **argv);
 /* `annlab import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR`: a DiskANN
  * index on the graph of a Microsoft DiskANN disk index (harness/import.c). */
 int harness_import_main(int argc, char **argv);
+/* `annlab export-graph DATASET_DIR GRAPH.vamana OUT_disk.index`: the other way. */
+int harness_export_graph_main(int argc, char **argv);
 
 /*
  * Read RUN_DIR/cells.jsonl into a new array (caller decrefs).  A torn last

@@ -39,7 +39,7 @@
 
 typedef struct {
     char *dir;
-    char bundle[4096], cache[4096], native[4096], ms[4096];
+    char bundle[4096], cache[4096], native[4096], ms[4096], gpath[4096];
     ann_bundle b;
     ann_vecsrc *src;
     float *rows;
@@ -97,9 +97,8 @@ static int setup(void **state)
     assert_int_equal(ann_engine_build(ops, fx->src, params, fx->native, &bctx, NULL), 0);
     ann_artifacts_params ap;
     assert_int_equal(ann_diskann_build_read(params, dsec_build_params, fx->src, &bctx, &ap), 0);
-    char gpath[4096];
-    assert_int_equal(ann_artifacts_path(fx->src, &ap, "graph", gpath, sizeof gpath), 0);
-    assert_int_equal(vamana_graph_load(gpath, &fx->g), 0);
+    assert_int_equal(ann_artifacts_path(fx->src, &ap, "graph", fx->gpath, sizeof fx->gpath), 0);
+    assert_int_equal(vamana_graph_load(fx->gpath, &fx->g), 0);
     json_decref(params);
     write_ms(fx->ms, fx->rows, N, DIM, fx->g, DEG, 0, 9);
     *state = fx;
@@ -304,6 +303,45 @@ static void test_msda_hostile(void **state)
     hostile(fx, "data", other_data, ANN_EDATA, "node 512's vector differs from row 512 of ");
 }
 
+/* annlab's writer and the test's, written apart from the same drawing,
+ * agree byte for byte; so does the command. */
+static void test_msda_save(void **state)
+{
+    fixture *fx = *state;
+    uint32_t maxdeg = 0;
+    for (uint32_t v = 0; v < N; v++)
+        maxdeg = fx->g->degree[v] > maxdeg ? fx->g->degree[v] : maxdeg;
+    assert_int_equal(maxdeg, DEG); /* the test's file was written with max degree DEG */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/saved_disk.index", fx->dir);
+    assert_int_equal(msda_graph_save(path, fx->src, fx->g), 0);
+    size_t la = 0, lb = 0;
+    uint8_t *a = tu_read_file(fx->ms, &la), *b = tu_read_file(path, &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    if (!hf_bin())
+        return;
+    snprintf(path, sizeof path, "%s/cli_disk.index", fx->dir);
+    char *text = NULL;
+    const char *args[] = { "export-graph", fx->bundle, fx->gpath, path, NULL };
+    assert_int_equal(hf_annlab(NULL, &text, args), 0);
+    free(text);
+    b = tu_read_file(path, &lb);
+    a = tu_read_file(fx->ms, &la);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    assert_int_equal(hf_annlab(NULL, &text, args), 1);
+    assert_non_null(strstr(text, "cli_disk.index: already exists (--force replaces it)"));
+    free(text);
+    const char *forced[] = { "export-graph", fx->bundle, fx->gpath, path, "--force", NULL };
+    assert_int_equal(hf_annlab(NULL, &text, forced), 0);
+    free(text);
+}
+
 /* The command: writes the index once, refuses a second time, an engine
  * without a graph, and other data (leaving nothing behind). */
 static void test_import_cli(void **state)
@@ -356,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_msda_spanning),
         cmocka_unit_test(test_import_same_index),
         cmocka_unit_test(test_msda_hostile),
+        cmocka_unit_test(test_msda_save),
         cmocka_unit_test(test_import_cli),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,6 +4,7 @@
 #include "engines/core/msdiskann.h"
 
 #include "engines/core/binio.h"
+#include "engines/core/fileio.h"
 #include "engines/core/limits.h"
 #include "engines/core/status.h"
 
@@ -13,25 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Read exactly len bytes at off; a short read is ANN_EFORMAT (truncated). */
-static int read_at(int fd, const char *path, void *buf, size_t len, uint64_t off, const char *what)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return ann_fail_errno("%s: read %s", path, what);
-        }
-        if (r == 0)
-            return ann_fail(ANN_EFORMAT, "%s: truncated in %s (%zu of %zu bytes at offset %llu)",
-                            path, what, got, len, (unsigned long long)off);
-        got += (size_t)r;
-    }
-    return 0;
-}
 
 static int header_decode(const uint8_t *s, uint64_t size, const char *path, msda_header *h)
 {
@@ -102,15 +84,16 @@ static int header_decode(const uint8_t *s, uint64_t size, const char *path, msda
 static int open_header(const char *path, int *fd_out, struct stat *st, msda_header *h)
 {
     *fd_out = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return ann_fail_errno("%s: open", path);
+    int fd = -1;
     uint8_t sec[MSDA_SECTOR_BYTES];
-    int rc = fstat(fd, st) == 0 ? 0 : ann_fail_errno("%s: stat", path);
-    if (!rc && !S_ISREG(st->st_mode))
-        rc = ann_fail(ANN_EFORMAT, "%s: not a regular file", path);
+    int rc = ann_open_stat(path, &fd, st);
+    if (rc)
+        return rc;
+    if ((uint64_t)st->st_size < sizeof sec)
+        rc = ann_fail(ANN_EFORMAT, "%s: %llu bytes, shorter than the metadata sector", path,
+                      (unsigned long long)st->st_size);
     if (!rc)
-        rc = read_at(fd, path, sec, sizeof sec, 0, "the metadata sector");
+        rc = ann_pread_full(fd, sec, sizeof sec, 0, path);
     if (!rc)
         rc = header_decode(sec, (uint64_t)st->st_size, path, h);
     if (rc) {
@@ -214,7 +197,7 @@ int msda_graph_load(const char *path, const ann_vecsrc *src, uint32_t R, vamana_
             off = (1 + first * h.sectors_per_node) * MSDA_SECTOR_BYTES;
             len = count * node_span;
         }
-        rc = read_at(fd, path, chunk, (size_t)len, off, "node records");
+        rc = ann_pread_full(fd, chunk, (size_t)len, off, path);
         if (!rc)
             rc = ann_vecsrc_read(src, first, count, rows);
         if (rc)
@@ -293,5 +276,73 @@ out:
     free(chunk);
     free(rows);
     vamana_graph_destroy(g);
+    return rc;
+}
+
+int msda_graph_save(const char *path, const ann_vecsrc *src, const vamana_graph *g)
+{
+    if (g->n != src->n)
+        return ann_fail(ANN_EPARAM, "%s: a graph of %llu nodes over %llu vectors of %s", path,
+                        (unsigned long long)g->n, (unsigned long long)src->n, src->id);
+    uint32_t maxdeg = 0;
+    for (uint64_t v = 0; v < g->n; v++)
+        maxdeg = g->degree[v] > maxdeg ? g->degree[v] : maxdeg;
+    if (maxdeg == 0)
+        return ann_fail(ANN_EPARAM, "%s: the graph has no edges", path);
+    const uint64_t node_len = 4ull * src->dim + 4ull * (1 + maxdeg);
+    const uint64_t per = MSDA_SECTOR_BYTES / node_len;
+    const uint64_t spn = per ? 1 : (node_len + MSDA_SECTOR_BYTES - 1) / MSDA_SECTOR_BYTES;
+    const uint64_t sectors = 1 + (per ? (g->n + per - 1) / per : g->n * spn);
+    /* one unit of output at a time: a sector of packed nodes, or one node's sectors */
+    const uint64_t unit_nodes = per ? per : 1;
+    const size_t unit_bytes = (size_t)(per ? MSDA_SECTOR_BYTES : spn * MSDA_SECTOR_BYTES);
+    char tmp[4200];
+    FILE *fp = NULL;
+    uint8_t *buf = calloc(1, unit_bytes > MSDA_SECTOR_BYTES ? unit_bytes : MSDA_SECTOR_BYTES);
+    float *rows = malloc(unit_nodes * src->dim * sizeof *rows);
+    int rc = buf && rows ? 0 : ann_fail(-ENOMEM, "%s: no memory", path);
+    if (!rc)
+        rc = ann_tmpfile_create(path, tmp, sizeof tmp, &fp);
+    if (rc)
+        goto out;
+    /* the metadata, as msdiskann.h draws it: nine values, the file's size last */
+    const uint64_t meta[MSDA_MIN_META] = { g->n, src->dim, g->entry, node_len, per, 0, 0, 0,
+                                           sectors * MSDA_SECTOR_BYTES };
+    ann_put_u32(buf + MSDA_OFF_NR, MSDA_MIN_META);
+    ann_put_u32(buf + MSDA_OFF_NC, 1);
+    for (uint32_t i = 0; i < MSDA_MIN_META; i++)
+        ann_put_u64(buf + MSDA_OFF_NPTS + 8 * i, meta[i]);
+    if (fwrite(buf, 1, MSDA_SECTOR_BYTES, fp) != MSDA_SECTOR_BYTES) {
+        rc = ann_fail_errno("%s: write", tmp);
+        goto out;
+    }
+    for (uint64_t first = 0; first < g->n; first += unit_nodes) {
+        uint64_t count = g->n - first < unit_nodes ? g->n - first : unit_nodes;
+        rc = ann_vecsrc_read(src, first, count, rows);
+        if (rc)
+            goto out;
+        memset(buf, 0, unit_bytes);
+        for (uint64_t j = 0; j < count; j++) {
+            uint8_t *p = buf + j * node_len;
+            for (uint32_t d = 0; d < src->dim; d++)
+                ann_put_f32(p + 4 * d, rows[j * src->dim + d]);
+            uint32_t deg;
+            const uint32_t *nb = vamana_neighbors(g, (uint32_t)(first + j), &deg);
+            ann_put_u32(p + 4 * src->dim, deg);
+            for (uint32_t i = 0; i < deg; i++)
+                ann_put_u32(p + 4 * src->dim + 4 + 4 * (size_t)i, nb[i]);
+        }
+        if (fwrite(buf, 1, unit_bytes, fp) != unit_bytes) {
+            rc = ann_fail_errno("%s: write", tmp);
+            goto out;
+        }
+    }
+    rc = ann_tmpfile_commit(fp, tmp, path);
+    fp = NULL;
+out:
+    if (fp)
+        ann_tmpfile_discard(fp, tmp);
+    free(buf);
+    free(rows);
     return rc;
 }

@@ -97,4 +97,15 @@ int msda_header_read(const char *path, msda_header *h);
 int msda_graph_load(const char *path, const ann_vecsrc *src, uint32_t R, vamana_graph **out,
                     json_t **info);
 
+/*
+ * Write g over the rows of src as a disk index at path, in the layout
+ * above (max_degree: g's largest degree; nine metadata values, no frozen
+ * point, no re-order data), for Microsoft DiskANN's search_disk_index to
+ * search beside the PQ files of its own build on the same data.  Written
+ * to a temporary and renamed over path when complete.  Errors: ANN_EPARAM
+ * (g->n != src->n, a graph without edges), read errors of src, -errno
+ * naming the file.
+ */
+int msda_graph_save(const char *path, const ann_vecsrc *src, const vamana_graph *g);
+
 #endif
