@@ -105,6 +105,9 @@ typedef struct ann_build_ctx {
      * DiskANN engine takes instead of building one (engines/core/
      * msdiskann.h; `annlab import-graph`); NULL or "": build as usual. */
     const char *graph_import;
+    /* 1: with graph_import, the PQ codebook and codes too, from the
+     * Microsoft files beside it (`import-graph --ms-pq`). */
+    int pq_import;
 } ann_build_ctx;
 
 /*

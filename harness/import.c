@@ -35,18 +35,20 @@
 
 static const char import_usage[] =
     "usage: annlab import-graph ENGINE DATASET_DIR DISK_INDEX INDEX_DIR [--build JSON] "
-    "[--artifacts DIR]\n"
+    "[--artifacts DIR] [--ms-pq]\n"
     "Build INDEX_DIR for ENGINE (diskann-sector, diskann-record, diskann-resident) on the\n"
     "graph of DISK_INDEX, a Microsoft DiskANN `<prefix>_disk.index` (--data_type float)\n"
     "built on the base vectors of the prepared dataset DATASET_DIR.\n"
     "  --build JSON     the engine's build parameters (R defaults to the file's max degree)\n"
     "  --artifacts DIR  the shared DiskANN artifact cache (PQ codebook and codes)\n"
+    "  --ms-pq          take the PQ too: <prefix>_pq_pivots.bin and <prefix>_pq_compressed.bin\n"
+    "                   beside DISK_INDEX (pq_bytes must be its chunk count)\n"
     "Exit: 0 written, 1 failure (nothing written), 2 usage.\n";
 
 int harness_import_main(int argc, char **argv)
 {
     const char *pos[4] = { 0 }, *build_json = NULL, *artifacts = NULL;
-    int npos = 0;
+    int npos = 0, ms_pq = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(import_usage, stdout);
@@ -55,6 +57,8 @@ int harness_import_main(int argc, char **argv)
             build_json = argv[++i];
         } else if (!strcmp(argv[i], "--artifacts") && i + 1 < argc) {
             artifacts = argv[++i];
+        } else if (!strcmp(argv[i], "--ms-pq")) {
+            ms_pq = 1;
         } else if (argv[i][0] == '-' || npos == 4) {
             fprintf(stderr, "annlab import-graph: unexpected argument '%s'\n%s", argv[i],
                     import_usage);
@@ -110,7 +114,9 @@ int harness_import_main(int argc, char **argv)
         rc = ann_bundle_base(&ds, &src);
     if (rc)
         goto out;
-    ann_build_ctx bctx = { .artifact_dir = artifacts, .graph_import = disk_index };
+    ann_build_ctx bctx = {
+        .artifact_dir = artifacts, .graph_import = disk_index, .pq_import = ms_pq
+    };
     rc = ann_engine_build(ops, src, params, index_dir, &bctx, &report);
     if (rc)
         goto out;

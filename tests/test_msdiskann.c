@@ -26,6 +26,7 @@
 #include "tests/support/harness_fixture.h"
 #include "tests/support/testutil.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,146 @@ static void test_msda_save(void **state)
     free(text);
 }
 
+/* Write Microsoft's two PQ files beside the disk index ms (`<p>_disk.index`)
+ * from an annlab codebook and codes: pivots = centroids - centroid shift
+ * (per dimension), chunk offsets as given (NULL: equal chunks). */
+static void write_ms_pq(const char *ms, const pq_codebook *cb, const uint8_t *codes, uint64_t n,
+                        const float *shift, const uint32_t *chunk_off, uint32_t noffsets)
+{
+    char base[4096], path[4200];
+    snprintf(base, sizeof base, "%.*s", (int)(strlen(ms) - strlen("_disk.index")), ms);
+    const uint32_t dim = cb->dim, m = cb->m, dsub = cb->dsub;
+    uint64_t off0 = 4096, off1 = off0 + 8 + 256ull * dim * 4, off2 = off1 + 8 + 4ull * dim;
+    uint64_t size = off2 + 8 + 4ull * (m + 1);
+    uint8_t *f = calloc(1, size);
+    ann_put_u32(f, noffsets);
+    ann_put_u32(f + 4, 1);
+    uint64_t offs[5] = { off0, off1, off2, size, size };
+    for (uint32_t i = 0; i < noffsets; i++)
+        ann_put_u64(f + 8 + 8 * i, offs[i]);
+    ann_put_u32(f + off0, 256);
+    ann_put_u32(f + off0 + 4, dim);
+    for (uint32_t k = 0; k < 256; k++)
+        for (uint32_t d = 0; d < dim; d++) {
+            float c = cb->centroids[((size_t)(d / dsub) * 256 + k) * dsub + d % dsub];
+            ann_put_f32(f + off0 + 8 + 4 * ((size_t)k * dim + d), c - (shift ? shift[d] : 0));
+        }
+    ann_put_u32(f + off1, dim);
+    ann_put_u32(f + off1 + 4, 1);
+    for (uint32_t d = 0; d < dim; d++)
+        ann_put_f32(f + off1 + 8 + 4 * d, shift ? shift[d] : 0);
+    ann_put_u32(f + off2, m + 1);
+    ann_put_u32(f + off2 + 4, 1);
+    for (uint32_t j = 0; j <= m; j++)
+        ann_put_u32(f + off2 + 8 + 4 * j, chunk_off ? chunk_off[j] : j * dsub);
+    snprintf(path, sizeof path, "%s_pq_pivots.bin", base);
+    assert_int_equal(tu_write_file(path, f, size), 0);
+    free(f);
+    uint8_t *c = malloc(8 + n * m);
+    ann_put_u32(c, (uint32_t)n);
+    ann_put_u32(c + 4, m);
+    memcpy(c + 8, codes, n * m);
+    snprintf(path, sizeof path, "%s_pq_compressed.bin", base);
+    assert_int_equal(tu_write_file(path, c, 8 + n * m), 0);
+    free(c);
+}
+
+/* Microsoft's PQ files read as annlab's codebook: with no centroid shift
+ * the native build's codebook exactly, and an index whose sector file,
+ * checksums and codes are the native build's byte for byte; with a shift,
+ * the same centroids up to rounding.  Shapes annlab cannot take are
+ * refused by name. */
+static void test_msda_pq(void **state)
+{
+    fixture *fx = *state;
+    char cbp[4200], cdp[4200];
+    snprintf(cbp, sizeof cbp, "%s/%s", fx->native, DSEC_PQ_CODEBOOK_FILE);
+    snprintf(cdp, sizeof cdp, "%s/%s", fx->native, DSEC_PQ_CODES_FILE);
+    pq_codebook *cb = NULL, *got = NULL;
+    uint8_t *codes = NULL, *gcodes = NULL;
+    assert_int_equal(pq_codebook_load(cbp, &cb), 0);
+    assert_int_equal(ann_artifacts_codes_load(cdp, N, cb->m, &codes), 0);
+    write_ms_pq(fx->ms, cb, codes, N, NULL, NULL, 4);
+    json_t *info = NULL;
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m, &got, &gcodes, &info), 0);
+    size_t nc = (size_t)cb->m * 256 * cb->dsub;
+    assert_memory_equal(got->centroids, cb->centroids, nc * sizeof(float));
+    assert_memory_equal(got->centroids_t, cb->centroids_t, nc * sizeof(float));
+    assert_memory_equal(gcodes, codes, (size_t)N * cb->m);
+    assert_int_equal(json_integer_value(json_object_get(info, "chunks")), cb->m);
+    json_decref(info);
+    pq_codebook_destroy(got);
+    free(gcodes);
+
+    /* the whole index, graph and PQ imported */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/imported-pq", fx->dir);
+    json_t *params = json_loads(PARAMS, 0, NULL), *report = NULL;
+    ann_build_ctx bctx = { .graph_import = fx->ms, .pq_import = 1 };
+    assert_int_equal(ann_engine_build(ann_engine_find("diskann-sector"), fx->src, params, dir,
+                                      &bctx, &report),
+                     0);
+    const char *files[] = { DSEC_INDEX_FILE, DSEC_SUMS_FILE, DSEC_PQ_CODES_FILE };
+    for (size_t i = 0; i < 3; i++) {
+        char a[4200], b[4200];
+        snprintf(a, sizeof a, "%s/%s", fx->native, files[i]);
+        snprintf(b, sizeof b, "%s/%s", dir, files[i]);
+        size_t la = 0, lb = 0;
+        uint8_t *da = tu_read_file(a, &la), *db = tu_read_file(b, &lb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(da, db, la);
+        free(da);
+        free(db);
+    }
+    assert_non_null(json_object_get(json_object_get(report, "engine_report"), "pq_imported"));
+    json_decref(report);
+    json_decref(params);
+
+    /* a centroid shift: the same centroids up to rounding */
+    float shift[DIM];
+    for (uint32_t d = 0; d < DIM; d++)
+        shift[d] = 0.37f * (float)d - 3.1f;
+    write_ms_pq(fx->ms, cb, codes, N, shift, NULL, 4);
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m, &got, &gcodes, NULL), 0);
+    for (size_t i = 0; i < nc; i++)
+        assert_true(fabsf(got->centroids[i] - cb->centroids[i]) <=
+                    1e-5f * (1.0f + fabsf(cb->centroids[i]) + 12.0f));
+    pq_codebook_destroy(got);
+    free(gcodes);
+
+    /* refused: another chunk count, unequal chunks, the old file, OPQ */
+    char want[8400];
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m * 2, &got, &gcodes, NULL), ANN_EPARAM);
+    snprintf(want, sizeof want, "build.pq_bytes: %u, but %.*s_pq_pivots.bin has %u chunks",
+             cb->m * 2, (int)(strlen(fx->ms) - 11), fx->ms, cb->m);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), want);
+    uint32_t uneven[DIM + 1];
+    for (uint32_t j = 0; j <= cb->m; j++)
+        uneven[j] = j * cb->dsub;
+    uneven[1] = cb->dsub + 1;
+    write_ms_pq(fx->ms, cb, codes, N, NULL, uneven, 4);
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m, &got, &gcodes, NULL), ANN_EUNSUPPORTED);
+    snprintf(want, sizeof want, "chunk 1 starts at dimension %u; annlab's codebook takes %u equal "
+             "chunks of %u", cb->dsub + 1, cb->m, cb->dsub);
+    assert_non_null(strstr(ann_errmsg(ANN_EUNSUPPORTED), want));
+    write_ms_pq(fx->ms, cb, codes, N, NULL, NULL, 5);
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m, &got, &gcodes, NULL), ANN_EUNSUPPORTED);
+    assert_non_null(strstr(ann_errmsg(ANN_EUNSUPPORTED),
+                           "5 x 1 offsets (this reader takes the current file, 4 x 1)"));
+    write_ms_pq(fx->ms, cb, codes, N, NULL, NULL, 4);
+    char rot[4300];
+    snprintf(rot, sizeof rot, "%.*s_pq_pivots.bin_rotation_matrix.bin",
+             (int)(strlen(fx->ms) - 11), fx->ms);
+    assert_int_equal(tu_write_file(rot, "x", 1), 0);
+    assert_int_equal(msda_pq_load(fx->ms, fx->src, cb->m, &got, &gcodes, NULL), ANN_EUNSUPPORTED);
+    assert_non_null(strstr(ann_errmsg(ANN_EUNSUPPORTED), "a rotation matrix (OPQ) is not supported"));
+    unlink(rot);
+    assert_null(got);
+    assert_null(gcodes);
+    pq_codebook_destroy(cb);
+    free(codes);
+}
+
 /* The command: writes the index once, refuses a second time, an engine
  * without a graph, and other data (leaving nothing behind). */
 static void test_import_cli(void **state)
@@ -395,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_import_same_index),
         cmocka_unit_test(test_msda_hostile),
         cmocka_unit_test(test_msda_save),
+        cmocka_unit_test(test_msda_pq),
         cmocka_unit_test(test_import_cli),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

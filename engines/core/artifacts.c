@@ -193,6 +193,15 @@ static int get_pq(const ann_vecsrc *src, const ann_artifacts_params *p, ann_arti
 {
     char cb_path[4096], codes_path[4096];
     pq_params q = pq_effective(p);
+    if (p->pq_import) {
+        if (!p->graph_import || !p->graph_import[0])
+            return ann_fail(ANN_EPARAM, "%s: PQ import asked without a graph import", src->id);
+        double t0 = ann_mono_s();
+        int rc = msda_pq_load(p->graph_import, src, q.pq_bytes, &a->pq, &a->pq_codes,
+                              &a->pq_import);
+        a->load_s += ann_mono_s() - t0;
+        return rc;
+    }
     int cache = ann_artifacts_path(src, p, "pqcb", cb_path, sizeof cb_path);
     if (cache != 0 && cache != ANN_ENOTFOUND)
         return cache;
@@ -329,6 +338,7 @@ void ann_artifacts_fini(ann_artifacts *a)
     free(a->pq_codes);
     vamana_graph_destroy(a->graph);
     json_decref(a->graph_import);
+    json_decref(a->pq_import);
     free(a->vectors);
     memset(a, 0, sizeof *a);
 }
@@ -345,6 +355,8 @@ int ann_artifacts_codes_load(const char *path, uint64_t n, uint32_t m, uint8_t *
 
 void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report)
 {
+    if (a->pq_import)
+        json_object_set(report, "pq_imported", a->pq_import);
     if (a->graph_import) {
         json_object_set(report, "graph_imported", a->graph_import);
         return;

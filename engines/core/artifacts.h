@@ -53,6 +53,8 @@ typedef struct ann_artifacts_params {
     const char *graph_import; /* a Microsoft DiskANN `_disk.index` (msdiskann.h): the graph
                                  is read from it, over the same vectors, instead of built
                                  or cached; NULL: none */
+    int pq_import;        /* 1: with graph_import, the PQ codebook and codes too, from the
+                             Microsoft files beside it (msda_pq_load), not trained or cached */
 } ann_artifacts_params;
 
 /* Defaults: vamana_params_default, pq_params_default(dim), want_graph 1. */
@@ -69,6 +71,7 @@ typedef struct ann_artifacts {
     int graph_cached;     /* 1: graph came from the cache */
     json_t *graph_import; /* the graph came from graph_import: what msda_graph_load said
                              of it (owned), else NULL */
+    json_t *pq_import;    /* the PQ came from pq_import: msda_pq_load's report (owned) */
     vamana_build_stats graph_stats; /* phases of the graph build (zero when cached) */
 } ann_artifacts;
 
@@ -92,7 +95,8 @@ void ann_artifacts_fini(ann_artifacts *a);
  * Add to a build report what a graph built here (not from the cache) was
  * computed on: graph_precision (the rows actually used) and, when int8
  * was asked, graph_i8_noise (the codes' noise share); for an imported
- * graph, graph_imported (msda_graph_load's report) instead.
+ * graph, graph_imported (msda_graph_load's report) instead; for imported
+ * PQ files, pq_imported (msda_pq_load's).
  */
 void ann_artifacts_report_graph(const ann_artifacts *a, json_t *report);
 

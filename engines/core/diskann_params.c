@@ -37,6 +37,7 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     ap->keep_vectors = 1;
     ap->cache_dir = bctx ? bctx->artifact_dir : NULL;
     ap->graph_import = bctx ? bctx->graph_import : NULL;
+    ap->pq_import = bctx ? bctx->pq_import : 0;
     if (ap->pq.pq_bytes > src->dim)
         return ann_fail(ANN_EPARAM, "build.pq_bytes: %u exceeds dim %u", ap->pq.pq_bytes,
                         src->dim);

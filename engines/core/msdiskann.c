@@ -346,3 +346,183 @@ out:
     free(rows);
     return rc;
 }
+
+/* A bin's shape at off of a file already read whole (f, len bytes): rows,
+ * cols and where its values start; ANN_EFORMAT naming the file and what. */
+static int bin_at(const uint8_t *f, uint64_t len, uint64_t off, uint32_t width, const char *path,
+                  const char *what, uint32_t *rows, uint32_t *cols, const uint8_t **values)
+{
+    if (off > len || len - off < 8)
+        return ann_fail(ANN_EFORMAT, "%s: %s at offset %llu, past the end (%llu bytes)", path,
+                        what, (unsigned long long)off, (unsigned long long)len);
+    *rows = ann_get_u32(f + off);
+    *cols = ann_get_u32(f + off + 4);
+    if ((uint64_t)*rows * *cols * width > len - off - 8)
+        return ann_fail(ANN_EFORMAT, "%s: %s of %u x %u values at offset %llu runs past the end "
+                                     "(%llu bytes)",
+                        path, what, *rows, *cols, (unsigned long long)off,
+                        (unsigned long long)len);
+    *values = f + off + 8;
+    return 0;
+}
+
+/* "<prefix>_disk.index" -> "<prefix><suffix>" into buf. */
+static int sibling(const char *disk_index, const char *suffix, char *buf, size_t cap)
+{
+    static const char tail[] = "_disk.index";
+    size_t n = strlen(disk_index), t = sizeof tail - 1;
+    if (n < t || strcmp(disk_index + n - t, tail) != 0)
+        return ann_fail(ANN_EPARAM, "%s: not named <prefix>%s, so its PQ files cannot be found",
+                        disk_index, tail);
+    if ((size_t)snprintf(buf, cap, "%.*s%s", (int)(n - t), disk_index, suffix) >= cap)
+        return ann_fail(ANN_EPARAM, "%s: path too long", disk_index);
+    return 0;
+}
+
+int msda_pq_load(const char *disk_index, const ann_vecsrc *src, uint32_t m, pq_codebook **cb,
+                 uint8_t **codes, json_t **info)
+{
+    *cb = NULL;
+    *codes = NULL;
+    if (info)
+        *info = NULL;
+    char pivots[4200], compressed[4200], rot[4300];
+    int rc = sibling(disk_index, "_pq_pivots.bin", pivots, sizeof pivots);
+    if (!rc)
+        rc = sibling(disk_index, "_pq_compressed.bin", compressed, sizeof compressed);
+    if (rc)
+        return rc;
+    snprintf(rot, sizeof rot, "%s_rotation_matrix.bin", pivots);
+    if (access(rot, F_OK) == 0)
+        return ann_fail(ANN_EUNSUPPORTED, "%s: a rotation matrix (OPQ) is not supported", rot);
+    uint8_t *f = NULL;
+    float *cents = NULL;
+    uint8_t *c = NULL;
+    int fd = -1;
+    struct stat st;
+    rc = ann_open_stat(pivots, &fd, &st);
+    if (rc)
+        goto out;
+    uint64_t len = (uint64_t)st.st_size;
+    f = malloc(len ? len : 1);
+    if (!f) {
+        rc = ann_fail(-ENOMEM, "%s: no memory", pivots);
+        goto out;
+    }
+    rc = ann_pread_full(fd, f, len, 0, pivots);
+    close(fd);
+    fd = -1;
+    if (rc)
+        goto out;
+    uint32_t rows, cols;
+    const uint8_t *v;
+    rc = bin_at(f, len, 0, 8, pivots, "the offsets", &rows, &cols, &v);
+    if (rc)
+        goto out;
+    if (rows != 4 || cols != 1) {
+        rc = ann_fail(rows == 5 ? ANN_EUNSUPPORTED : ANN_EFORMAT,
+                      "%s: %u x %u offsets (this reader takes the current file, 4 x 1)", pivots,
+                      rows, cols);
+        goto out;
+    }
+    uint64_t off[4];
+    for (int i = 0; i < 4; i++)
+        off[i] = ann_get_u64(v + 8 * i);
+    if (off[3] != len) {
+        rc = ann_fail(ANN_EFORMAT, "%s: %llu bytes; its offsets say %llu", pivots,
+                      (unsigned long long)len, (unsigned long long)off[3]);
+        goto out;
+    }
+    const uint8_t *piv, *cen, *chk;
+    uint32_t pr, pc, cr, cc, kr, kc;
+    rc = bin_at(f, len, off[0], 4, pivots, "the pivots", &pr, &pc, &piv);
+    if (!rc)
+        rc = bin_at(f, len, off[1], 4, pivots, "the centroid", &cr, &cc, &cen);
+    if (!rc)
+        rc = bin_at(f, len, off[2], 4, pivots, "the chunk offsets", &kr, &kc, &chk);
+    if (rc)
+        goto out;
+    const uint32_t dim = src->dim;
+    if (pr != 256 || pc != dim || cr != dim || cc != 1 || kc != 1 || kr < 2) {
+        rc = ann_fail(pc != dim || cr != dim ? ANN_EDATA : ANN_EFORMAT,
+                      "%s: pivots %u x %u, centroid %u x %u, chunk offsets %u x %u; expected "
+                      "256 x %u, %u x 1 and (chunks + 1) x 1 for %s",
+                      pivots, pr, pc, cr, cc, kr, kc, dim, dim, src->id);
+        goto out;
+    }
+    const uint32_t chunks = kr - 1;
+    if (chunks != m) {
+        rc = ann_fail(ANN_EPARAM, "build.pq_bytes: %u, but %s has %u chunks", m, pivots, chunks);
+        goto out;
+    }
+    const uint32_t dsub = dim / chunks;
+    for (uint32_t j = 0; j <= chunks; j++)
+        if (dim % chunks != 0 || ann_get_u32(chk + 4 * (size_t)j) != j * dsub) {
+            rc = ann_fail(ANN_EUNSUPPORTED, "%s: chunk %u starts at dimension %u; annlab's "
+                                            "codebook takes %u equal chunks of %u",
+                          pivots, j, ann_get_u32(chk + 4 * (size_t)j), chunks, dim / chunks);
+            goto out;
+        }
+    cents = malloc((size_t)chunks * 256 * dsub * sizeof *cents);
+    if (!cents) {
+        rc = ann_fail(-ENOMEM, "%s: no memory", pivots);
+        goto out;
+    }
+    for (uint32_t j = 0; j < chunks; j++)
+        for (uint32_t k = 0; k < 256; k++)
+            for (uint32_t d = 0; d < dsub; d++) {
+                uint32_t col = j * dsub + d;
+                cents[((size_t)j * 256 + k) * dsub + d] =
+                    ann_get_f32(piv + 4 * ((size_t)k * dim + col)) + ann_get_f32(cen + 4 * (size_t)col);
+            }
+    rc = pq_codebook_make(dim, chunks, src->metric, 0, 0, cents, cb);
+    if (rc) {
+        rc = ann_fail_wrap(rc, "%s", pivots);
+        goto out;
+    }
+
+    rc = ann_open_stat(compressed, &fd, &st);
+    uint8_t hdr[8];
+    if (!rc)
+        rc = ann_pread_full(fd, hdr, sizeof hdr, 0, compressed);
+    if (rc)
+        goto out;
+    uint32_t npts = ann_get_u32(hdr), ncols = ann_get_u32(hdr + 4);
+    if (npts != src->n || ncols != chunks ||
+        (uint64_t)st.st_size != 8 + (uint64_t)npts * ncols) {
+        rc = ann_fail(npts != src->n ? ANN_EDATA : ANN_EFORMAT,
+                      "%s: %u codes of %u bytes in %llu bytes; expected %llu of %u for %s",
+                      compressed, npts, ncols, (unsigned long long)st.st_size,
+                      (unsigned long long)src->n, chunks, src->id);
+        goto out;
+    }
+    c = malloc((size_t)npts * chunks + 1);
+    if (!c) {
+        rc = ann_fail(-ENOMEM, "%s: no memory for %u codes", compressed, npts);
+        goto out;
+    }
+    rc = ann_pread_full(fd, c, (size_t)npts * chunks, 8, compressed);
+    if (rc)
+        goto out;
+    if (info) {
+        *info = json_pack("{s:s, s:s, s:i}", "pivots", pivots, "codes", compressed, "chunks",
+                          (int)chunks);
+        if (!*info) {
+            rc = ann_fail(-ENOMEM, "%s: no memory for the import report", pivots);
+            goto out;
+        }
+    }
+    *codes = c;
+    c = NULL;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc) {
+        pq_codebook_destroy(*cb);
+        *cb = NULL;
+    }
+    free(f);
+    free(cents);
+    free(c);
+    return rc;
+}

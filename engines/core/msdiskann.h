@@ -39,10 +39,32 @@
  *
  * Integer data (--data_type int8/uint8), frozen points (the streaming
  * index) and the appended re-order data of disk-PQ builds are refused.
+ *
+ * Beside it, the PQ the search steers by (a "bin" below is u32 rows, u32
+ * cols, then rows x cols values, row-major):
+ *
+ *   <prefix>_pq_pivots.bin
+ *     0     bin of u64, 4 x 1: the byte offsets of the three bins below
+ *           and the file's size
+ *     off0  bin of f32, 256 x ndims: pivot c of every chunk in row c
+ *     off1  bin of f32, ndims x 1: the centroid subtracted from every
+ *           vector (and query) before it was quantised
+ *     off2  bin of u32, (chunks + 1) x 1: chunk j spans dimensions
+ *           [off[j], off[j+1])
+ *   <prefix>_pq_compressed.bin
+ *     bin of u8, npts x chunks: the codes, row v for node v
+ *
+ * annlab reads it as its own codebook (pq.h) when the chunks are equal,
+ * dim / chunks wide: sub-quantizer j's centroid c is pivot c's chunk j
+ * plus the centroid's chunk j, so a code's L2 distance to a query is the
+ * one Microsoft's search computes on the query minus the centroid (up to
+ * rounding).  The old pivots file (5 offsets), unequal chunks and a
+ * rotation matrix (`_pq_pivots.bin_rotation_matrix.bin`, OPQ) are refused.
  */
 #ifndef ANNLAB_CORE_MSDISKANN_H
 #define ANNLAB_CORE_MSDISKANN_H
 
+#include "engines/core/pq.h"
 #include "engines/core/vamana.h"
 #include "engines/core/vecsrc.h"
 
@@ -96,6 +118,20 @@ int msda_header_read(const char *path, msda_header *h);
  */
 int msda_graph_load(const char *path, const ann_vecsrc *src, uint32_t R, vamana_graph **out,
                     json_t **info);
+
+/*
+ * Load the PQ beside the disk index disk_index (`<prefix>_disk.index`:
+ * `<prefix>_pq_pivots.bin` and `<prefix>_pq_compressed.bin`) as an annlab
+ * codebook (*cb, metric src's, seed 0, n_train 0: not known) and n x m
+ * codes (*codes, malloc'd).  The pivots' ndims and the codes' npts must be
+ * src's dim and n (ANN_EDATA); m, the code bytes the build asked for, must
+ * be the file's chunk count (ANN_EPARAM "build.pq_bytes: ...").  Errors
+ * also: ANN_EFORMAT (a bin's shape, offsets or size), ANN_EUNSUPPORTED
+ * (see above), ANN_EDATA (a non-finite pivot), each naming the file.
+ * info, when not NULL: a JSON object with both paths and the chunk count.
+ */
+int msda_pq_load(const char *disk_index, const ann_vecsrc *src, uint32_t m, pq_codebook **cb,
+                 uint8_t **codes, json_t **info);
 
 /*
  * Write g over the rows of src as a disk index at path, in the layout

@@ -126,6 +126,29 @@ static void pq_transpose(pq_codebook *cb)
                     cb->centroids[((size_t)j * PQ_KSUB + c) * dsub + d];
 }
 
+int pq_codebook_make(uint32_t dim, uint32_t m, ann_metric metric, uint64_t seed,
+                     uint64_t n_train, const float *centroids, pq_codebook **out)
+{
+    *out = NULL;
+    if (dim == 0 || m == 0 || m > dim)
+        return ann_fail(ANN_EPARAM, "PQ codebook: %u sub-quantizers over %u dimensions", m, dim);
+    pq_codebook *cb = pq_alloc(dim, m, metric);
+    if (!cb)
+        return ann_fail(-ENOMEM, "PQ codebook: no memory");
+    size_t count = (size_t)m * PQ_KSUB * cb->dsub;
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(centroids[i])) {
+            pq_codebook_destroy(cb);
+            return ann_fail(ANN_EDATA, "PQ codebook: centroid value %zu is not finite", i);
+        }
+    memcpy(cb->centroids, centroids, count * sizeof(float));
+    cb->seed = seed;
+    cb->n_train = n_train;
+    pq_transpose(cb);
+    *out = cb;
+    return 0;
+}
+
 /* Copy slice j of rows [0, rows) of x (dim wide) into sub (rows x dsub), zero-padded. */
 static void pq_slice(const pq_codebook *cb, const float *x, uint64_t rows, uint32_t j, float *sub)
 {

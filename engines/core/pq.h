@@ -332,4 +332,14 @@ int pq_codebook_save(const pq_codebook *cb, const char *path);
  */
 int pq_codebook_load(const char *path, pq_codebook **out);
 
+/*
+ * A codebook from centroids trained elsewhere (m * 256 * dsub floats in
+ * the layout of pq_codebook.centroids, dsub = ceil(dim / m), padding
+ * coordinates zero), e.g. another tool's PQ (msdiskann.h).  seed and
+ * n_train are recorded as given.  Errors: ANN_EPARAM (dim or m zero,
+ * m > dim), ANN_EDATA (a non-finite centroid), -ENOMEM.
+ */
+int pq_codebook_make(uint32_t dim, uint32_t m, ann_metric metric, uint64_t seed,
+                     uint64_t n_train, const float *centroids, pq_codebook **out);
+
 #endif
