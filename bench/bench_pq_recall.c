@@ -11,6 +11,11 @@
  *       [--queries 200] [--depths 10,20,50,100,200] [--threads 0] [--seed 1]
  *       [--sample-rows N]   (the training sample's row cap, in place of the
  *                            build's caps: 200,000 rows and 128 MiB)
+ *       [--ms-pq PREFIX_disk.index]  (no training: the codebook and codes of a
+ *                            Microsoft DiskANN build on the same base, its
+ *                            _pq_pivots.bin and _pq_compressed.bin, read as
+ *                            `annlab import-graph --ms-pq` reads them;
+ *                            --pq-bytes must be its chunk count)
  *
  * Why: a DiskANN search re-ranks by full vectors only the nodes it expands,
  * and chooses them by PQ distance; when PQ puts the true neighbours far
@@ -21,6 +26,7 @@
  * figures are the data's and the codebook's, not any engine's.
  */
 #include "datasets/bundle.h"
+#include "engines/core/msdiskann.h"
 #include "engines/core/parallel.h"
 #include "engines/core/pq.h"
 #include "engines/core/status.h"
@@ -38,6 +44,7 @@
 
 typedef struct {
     const char *bundle;
+    const char *ms_pq; /* a Microsoft disk index whose PQ files are ranked instead */
     int pq[MAX_LIST], npq, depths[MAX_LIST], ndepth;
     int queries, threads;
     unsigned long long seed, sample_rows;
@@ -116,13 +123,15 @@ int main(int argc, char **argv)
             o.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--sample-rows"))
             o.sample_rows = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--ms-pq"))
+            o.ms_pq = v;
         else
             bad = 1;
     }
     if (bad || !o.bundle || o.npq <= 0 || o.ndepth <= 0 || o.queries < 1) {
         fprintf(stderr, "usage: bench_pq_recall BUNDLE_DIR [--pq-bytes 96,192] [--queries 200] "
                         "[--depths 10,20,50,100,200] [--threads 0] [--seed 1] "
-                        "[--sample-rows N]\n"
+                        "[--sample-rows N] [--ms-pq PREFIX_disk.index]\n"
                         "  (depths >= 10: the share of the true top 10 among the D best by PQ)\n");
         return 2;
     }
@@ -158,10 +167,13 @@ int main(int argc, char **argv)
         sp.sample_max_rows = o.sample_rows;
         sp.sample_max_bytes = o.sample_rows * b.dim * sizeof(float);
     }
-    printf("bundle %s: n %llu, dim %u, %s; first %u queries; true top %u from gt.ibin; "
-           "training sample %llu rows\n",
-           b.name, (unsigned long long)b.n, b.dim, ann_metric_name(b.metric), nq, TRUE_K,
-           (unsigned long long)pq_sample_rows(&sp, b.n, b.dim));
+    printf("bundle %s: n %llu, dim %u, %s; first %u queries; true top %u from gt.ibin; ",
+           b.name, (unsigned long long)b.n, b.dim, ann_metric_name(b.metric), nq, TRUE_K);
+    if (o.ms_pq)
+        printf("codebook and codes of %s (Microsoft DiskANN)\n", o.ms_pq);
+    else
+        printf("training sample %llu rows\n",
+               (unsigned long long)pq_sample_rows(&sp, b.n, b.dim));
     printf("%8s %9s %9s %9s", "pq_bytes", "train_s", "encode_s", "scan_s");
     for (int d = 0; d < o.ndepth; d++)
         printf("  in_top%-5d", o.depths[d]);
@@ -174,9 +186,10 @@ int main(int argc, char **argv)
         pq_codebook *cb = NULL;
         uint8_t *codes = NULL;
         double t0 = ann_mono_s();
-        rc = pq_train(src, &pp, &cb);
+        rc = o.ms_pq ? msda_pq_load(o.ms_pq, src, pp.pq_bytes, &cb, &codes, NULL)
+                     : pq_train(src, &pp, &cb);
         double t1 = ann_mono_s();
-        if (!rc) {
+        if (!rc && !o.ms_pq) {
             codes = malloc((size_t)b.n * cb->m);
             rc = codes ? pq_encode_vecsrc(cb, src, nt, codes) : ann_fail(-ENOMEM, "bench_pq_recall: no memory");
         }
