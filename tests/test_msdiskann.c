@@ -231,6 +231,93 @@ static void test_import_same_index(void **state)
     json_decref(params);
 }
 
+/* The record engines take the import too: on the imported graph they
+ * answer every query exactly as their own build on the same graph does
+ * (their stores' files are not comparable byte for byte). */
+static void test_import_record_engines(void **state)
+{
+    fixture *fx = *state;
+    /* below DREC_SCAN_BELOW rows a record index has no graph: refused, not ignored */
+    char dir[2][4096], want[8400];
+    snprintf(dir[0], sizeof dir[0], "%s/drec-small", fx->dir);
+    json_t *params = json_loads(PARAMS, 0, NULL), *report = NULL;
+    ann_build_ctx small = { .graph_import = fx->ms };
+    const ann_engine_ops *rec = ann_engine_find("diskann-record");
+    assert_int_equal(ann_engine_build(rec, fx->src, params, dir[0], &small, NULL), ANN_EPARAM);
+    snprintf(want, sizeof want, "diskann-record build: 600 vectors are scanned, not searched by a "
+             "graph (below 1024), so %s has nothing to import into", fx->ms);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), want));
+
+    /* 1,200 rows: a graph, built by annlab and imported */
+    enum { n = 1200 };
+    char bundle[4096], cache[4096], ms[4096], gpath[4096];
+    snprintf(bundle, sizeof bundle, "%s/bundle-rec", fx->dir);
+    snprintf(cache, sizeof cache, "%s/artifacts-rec", fx->dir);
+    snprintf(ms, sizeof ms, "%s/rec_disk.index", fx->dir);
+    assert_int_equal(hf_bundle(bundle, n, DIM, 20, 4, 10, 11), 0);
+    ann_bundle b = { 0 };
+    ann_vecsrc *src = NULL;
+    float *queries = NULL;
+    assert_int_equal(ann_bundle_open(bundle, &b), 0);
+    assert_int_equal(ann_bundle_base(&b, &src), 0);
+    assert_int_equal(ann_bundle_queries(&b, &queries), 0);
+    const char *engines[] = { "diskann-record", "diskann-resident" };
+    for (size_t e = 0; e < 2; e++) {
+        const ann_engine_ops *ops = ann_engine_find(engines[e]);
+        assert_true(ops->imports_graph);
+        snprintf(dir[0], sizeof dir[0], "%s/%s-native", fx->dir, engines[e]);
+        snprintf(dir[1], sizeof dir[1], "%s/%s-imported", fx->dir, engines[e]);
+        ann_build_ctx native = { .artifact_dir = cache }; /* the graph, cached */
+        assert_int_equal(ann_engine_build(ops, src, params, dir[0], &native, NULL), 0);
+        if (e == 0) { /* lay the cached graph out as Microsoft's file */
+            ann_artifacts_params ap;
+            vamana_graph *g = NULL;
+            assert_int_equal(ann_diskann_build_read(params, dsec_build_params, src, &native, &ap),
+                             0);
+            assert_int_equal(ann_artifacts_path(src, &ap, "graph", gpath, sizeof gpath), 0);
+            assert_int_equal(vamana_graph_load(gpath, &g), 0);
+            assert_int_equal(msda_graph_save(ms, src, g), 0);
+            vamana_graph_destroy(g);
+        }
+        ann_build_ctx imported = { .artifact_dir = cache, .graph_import = ms };
+        assert_int_equal(ann_engine_build(ops, src, params, dir[1], &imported, &report), 0);
+        assert_non_null(
+            json_object_get(json_object_get(report, "engine_report"), "graph_imported"));
+        json_decref(report);
+        report = NULL;
+        ann_engine *eng[2] = { 0 };
+        ann_ctx *ctx[2] = { 0 };
+        json_t *sp = json_loads("{\"L\":24}", 0, NULL);
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(ann_engine_open(ops, dir[i], NULL, &eng[i], NULL), 0);
+            assert_int_equal(ann_engine_ctx_new(ops, eng[i], sp, 10, &ctx[i]), 0);
+        }
+        for (uint32_t q = 0; q < 20; q++) {
+            uint32_t ids[2][10];
+            float d[2][10];
+            ann_stats st[2];
+            for (int i = 0; i < 2; i++) {
+                memset(&st[i], 0, sizeof st[i]);
+                assert_int_equal(ops->search(ctx[i], queries + (size_t)q * DIM, 10, ids[i], d[i],
+                                             &st[i]),
+                                 10);
+            }
+            assert_memory_equal(ids[0], ids[1], sizeof ids[0]);
+            assert_memory_equal(d[0], d[1], sizeof d[0]);
+            assert_int_equal(st[0].reads, st[1].reads);
+        }
+        for (int i = 0; i < 2; i++) {
+            ops->ctx_free(ctx[i]);
+            ops->close(eng[i]);
+        }
+        json_decref(sp);
+    }
+    json_decref(params);
+    free(queries);
+    ann_vecsrc_destroy(src);
+    ann_bundle_close(&b);
+}
+
 /* Copy the fixture's file, patch it with fn, and expect code and a message. */
 static void hostile(fixture *fx, const char *tag, void (*fn)(uint8_t *f, size_t *len), int code,
                     const char *want)
@@ -534,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_msda_round_trip),
         cmocka_unit_test(test_msda_spanning),
         cmocka_unit_test(test_import_same_index),
+        cmocka_unit_test(test_import_record_engines),
         cmocka_unit_test(test_msda_hostile),
         cmocka_unit_test(test_msda_save),
         cmocka_unit_test(test_msda_pq),

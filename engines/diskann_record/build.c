@@ -214,6 +214,10 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
     r.meta.L_build = L_build;
     r.meta.alpha = alpha;
     r.meta.mode = src->n < DREC_SCAN_BELOW ? DREC_MODE_SCAN : DREC_MODE_GRAPH;
+    if (r.meta.mode == DREC_MODE_SCAN && ap.graph_import && ap.graph_import[0])
+        return ann_fail(ANN_EPARAM, "%s build: %llu vectors are scanned, not searched by a graph "
+                                    "(below %u), so %s has nothing to import into",
+                        name, (unsigned long long)src->n, DREC_SCAN_BELOW, ap.graph_import);
 
     if (r.meta.mode == DREC_MODE_GRAPH) {
         rc = ann_artifacts_get(src, &ap, &art);
