@@ -15,6 +15,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The layout of npts nodes of max_node_len bytes (msdiskann.h): how many
+ * share a sector, how many sectors one spans, and the file's sectors. */
+static void geometry(msda_header *h)
+{
+    h->nodes_per_sector = MSDA_SECTOR_BYTES / h->max_node_len;
+    h->sectors_per_node =
+        h->nodes_per_sector
+            ? 1
+            : (uint32_t)((h->max_node_len + MSDA_SECTOR_BYTES - 1) / MSDA_SECTOR_BYTES);
+    h->total_sectors = 1 + (h->nodes_per_sector
+                                ? (h->npts + h->nodes_per_sector - 1) / h->nodes_per_sector
+                                : h->npts * h->sectors_per_node);
+}
+
+/* Nodes in one unit of the file (a sector of packed nodes, or one node's
+ * sectors), the unit's bytes, and where record j of a run of whole units
+ * starts within it. */
+static uint64_t unit_nodes(const msda_header *h)
+{
+    return h->nodes_per_sector ? h->nodes_per_sector : 1;
+}
+static size_t unit_bytes(const msda_header *h)
+{
+    return (size_t)h->sectors_per_node * MSDA_SECTOR_BYTES;
+}
+static size_t record_at(const msda_header *h, uint64_t j)
+{
+    return (size_t)(j / unit_nodes(h)) * unit_bytes(h) +
+           (size_t)(j % unit_nodes(h)) * h->max_node_len;
+}
+
 static int header_decode(const uint8_t *s, uint64_t size, const char *path, msda_header *h)
 {
     memset(h, 0, sizeof *h);
@@ -27,7 +58,7 @@ static int header_decode(const uint8_t *s, uint64_t size, const char *path, msda
     h->ndims = ann_get_u64(s + MSDA_OFF_NDIMS);
     h->medoid = ann_get_u64(s + MSDA_OFF_MEDOID);
     h->max_node_len = ann_get_u64(s + MSDA_OFF_MAX_NODE_LEN);
-    h->nodes_per_sector = ann_get_u64(s + MSDA_OFF_NODES_PER_SECTOR);
+    uint64_t stored_per = ann_get_u64(s + MSDA_OFF_NODES_PER_SECTOR);
     uint64_t frozen = ann_get_u64(s + MSDA_OFF_FROZEN);
     uint64_t reorder = ann_get_u64(s + MSDA_OFF_REORDER);
     h->file_bytes = ann_get_u64(s + 8u + 8u * ((uint64_t)nr - 1));
@@ -58,20 +89,13 @@ static int header_decode(const uint8_t *s, uint64_t size, const char *path, msda
         return ann_fail(ANN_ECORRUPT, "%s: max degree %llu above annlab's bound %u", path,
                         (unsigned long long)(rest / 4 - 1), (unsigned)ANN_MAX_R);
     h->max_degree = (uint32_t)(rest / 4 - 1);
-    uint64_t want_per = MSDA_SECTOR_BYTES / h->max_node_len;
-    if (h->nodes_per_sector != want_per)
+    geometry(h);
+    if (stored_per != h->nodes_per_sector)
         return ann_fail(ANN_EFORMAT, "%s: nnodes_per_sector %llu, but %llu-byte nodes pack %llu "
                                      "to a sector",
-                        path, (unsigned long long)h->nodes_per_sector,
-                        (unsigned long long)h->max_node_len, (unsigned long long)want_per);
-    if (h->nodes_per_sector) {
-        h->sectors_per_node = 1;
-        h->total_sectors = 1 + (h->npts + h->nodes_per_sector - 1) / h->nodes_per_sector;
-    } else {
-        h->sectors_per_node =
-            (uint32_t)((h->max_node_len + MSDA_SECTOR_BYTES - 1) / MSDA_SECTOR_BYTES);
-        h->total_sectors = 1 + h->npts * h->sectors_per_node;
-    }
+                        path, (unsigned long long)stored_per,
+                        (unsigned long long)h->max_node_len,
+                        (unsigned long long)h->nodes_per_sector);
     if (h->file_bytes != size || size < h->total_sectors * MSDA_SECTOR_BYTES)
         return ann_fail(ANN_EFORMAT, "%s: %llu bytes on disk; its metadata says %llu and %llu "
                                      "nodes need %llu",
@@ -175,12 +199,9 @@ int msda_graph_load(const char *path, const ann_vecsrc *src, uint32_t R, vamana_
     g->entry = (uint32_t)h.medoid;
     g->dim = (uint32_t)h.ndims;
 
-    /* read whole sectors, a batch of nodes at a time */
-    const uint64_t batch = h.nodes_per_sector ? 256 * h.nodes_per_sector : 64;
-    const size_t node_span = (size_t)h.sectors_per_node * MSDA_SECTOR_BYTES;
-    const size_t chunk_bytes = h.nodes_per_sector ? (size_t)256 * MSDA_SECTOR_BYTES
-                                                  : (size_t)batch * node_span;
-    chunk = malloc(chunk_bytes);
+    /* read 256 whole units at a time */
+    const uint64_t batch = 256 * unit_nodes(&h);
+    chunk = malloc(256 * unit_bytes(&h));
     rows = malloc((size_t)batch * h.ndims * sizeof *rows);
     if (!chunk || !rows) {
         rc = ann_fail(-ENOMEM, "%s: no memory for a read buffer", path);
@@ -189,26 +210,17 @@ int msda_graph_load(const char *path, const ann_vecsrc *src, uint32_t R, vamana_
     uint64_t edges = 0, self_loops = 0, repeats = 0;
     for (uint64_t first = 0; first < h.npts; first += batch) {
         uint64_t count = h.npts - first < batch ? h.npts - first : batch;
-        uint64_t off, len;
-        if (h.nodes_per_sector) {
-            off = (1 + first / h.nodes_per_sector) * MSDA_SECTOR_BYTES;
-            len = (count + h.nodes_per_sector - 1) / h.nodes_per_sector * MSDA_SECTOR_BYTES;
-        } else {
-            off = (1 + first * h.sectors_per_node) * MSDA_SECTOR_BYTES;
-            len = count * node_span;
-        }
-        rc = ann_pread_full(fd, chunk, (size_t)len, off, path);
+        /* first is a multiple of the unit: whole units from its sector on */
+        uint64_t off = MSDA_SECTOR_BYTES + first / unit_nodes(&h) * unit_bytes(&h);
+        size_t len = (size_t)((count + unit_nodes(&h) - 1) / unit_nodes(&h)) * unit_bytes(&h);
+        rc = ann_pread_full(fd, chunk, len, off, path);
         if (!rc)
             rc = ann_vecsrc_read(src, first, count, rows);
         if (rc)
             goto out;
         for (uint64_t j = 0; j < count; j++) {
             uint64_t v = first + j;
-            const uint8_t *rec =
-                h.nodes_per_sector
-                    ? chunk + (j / h.nodes_per_sector) * MSDA_SECTOR_BYTES +
-                          (j % h.nodes_per_sector) * h.max_node_len
-                    : chunk + j * node_span;
+            const uint8_t *rec = chunk + record_at(&h, j);
             const float *row = rows + j * h.ndims;
             for (uint64_t d = 0; d < h.ndims; d++) {
                 uint32_t a = ann_get_u32(rec + 4 * d), b;
@@ -289,25 +301,26 @@ int msda_graph_save(const char *path, const ann_vecsrc *src, const vamana_graph 
         maxdeg = g->degree[v] > maxdeg ? g->degree[v] : maxdeg;
     if (maxdeg == 0)
         return ann_fail(ANN_EPARAM, "%s: the graph has no edges", path);
-    const uint64_t node_len = 4ull * src->dim + 4ull * (1 + maxdeg);
-    const uint64_t per = MSDA_SECTOR_BYTES / node_len;
-    const uint64_t spn = per ? 1 : (node_len + MSDA_SECTOR_BYTES - 1) / MSDA_SECTOR_BYTES;
-    const uint64_t sectors = 1 + (per ? (g->n + per - 1) / per : g->n * spn);
+    msda_header h = { .npts = g->n, .ndims = src->dim, .medoid = g->entry,
+                      .max_node_len = 4ull * src->dim + 4ull * (1 + maxdeg) };
+    geometry(&h);
     /* one unit of output at a time: a sector of packed nodes, or one node's sectors */
-    const uint64_t unit_nodes = per ? per : 1;
-    const size_t unit_bytes = (size_t)(per ? MSDA_SECTOR_BYTES : spn * MSDA_SECTOR_BYTES);
+    const uint64_t unit = unit_nodes(&h);
+    const size_t ubytes = unit_bytes(&h);
     char tmp[4200];
     FILE *fp = NULL;
-    uint8_t *buf = calloc(1, unit_bytes > MSDA_SECTOR_BYTES ? unit_bytes : MSDA_SECTOR_BYTES);
-    float *rows = malloc(unit_nodes * src->dim * sizeof *rows);
+    uint8_t *buf = calloc(1, ubytes);
+    float *rows = malloc(unit * src->dim * sizeof *rows);
     int rc = buf && rows ? 0 : ann_fail(-ENOMEM, "%s: no memory", path);
     if (!rc)
         rc = ann_tmpfile_create(path, tmp, sizeof tmp, &fp);
     if (rc)
         goto out;
     /* the metadata, as msdiskann.h draws it: nine values, the file's size last */
-    const uint64_t meta[MSDA_MIN_META] = { g->n, src->dim, g->entry, node_len, per, 0, 0, 0,
-                                           sectors * MSDA_SECTOR_BYTES };
+    const uint64_t meta[MSDA_MIN_META] = {
+        h.npts, h.ndims, h.medoid, h.max_node_len, h.nodes_per_sector, 0, 0, 0,
+        h.total_sectors * MSDA_SECTOR_BYTES
+    };
     ann_put_u32(buf + MSDA_OFF_NR, MSDA_MIN_META);
     ann_put_u32(buf + MSDA_OFF_NC, 1);
     for (uint32_t i = 0; i < MSDA_MIN_META; i++)
@@ -316,14 +329,14 @@ int msda_graph_save(const char *path, const ann_vecsrc *src, const vamana_graph 
         rc = ann_fail_errno("%s: write", tmp);
         goto out;
     }
-    for (uint64_t first = 0; first < g->n; first += unit_nodes) {
-        uint64_t count = g->n - first < unit_nodes ? g->n - first : unit_nodes;
+    for (uint64_t first = 0; first < g->n; first += unit) {
+        uint64_t count = g->n - first < unit ? g->n - first : unit;
         rc = ann_vecsrc_read(src, first, count, rows);
         if (rc)
             goto out;
-        memset(buf, 0, unit_bytes);
+        memset(buf, 0, ubytes);
         for (uint64_t j = 0; j < count; j++) {
-            uint8_t *p = buf + j * node_len;
+            uint8_t *p = buf + record_at(&h, j);
             for (uint32_t d = 0; d < src->dim; d++)
                 ann_put_f32(p + 4 * d, rows[j * src->dim + d]);
             uint32_t deg;
@@ -332,7 +345,7 @@ int msda_graph_save(const char *path, const ann_vecsrc *src, const vamana_graph 
             for (uint32_t i = 0; i < deg; i++)
                 ann_put_u32(p + 4 * src->dim + 4 + 4 * (size_t)i, nb[i]);
         }
-        if (fwrite(buf, 1, unit_bytes, fp) != unit_bytes) {
+        if (fwrite(buf, 1, ubytes, fp) != ubytes) {
             rc = ann_fail_errno("%s: write", tmp);
             goto out;
         }
@@ -473,7 +486,8 @@ int msda_pq_load(const char *disk_index, const ann_vecsrc *src, uint32_t m, pq_c
             for (uint32_t d = 0; d < dsub; d++) {
                 uint32_t col = j * dsub + d;
                 cents[((size_t)j * 256 + k) * dsub + d] =
-                    ann_get_f32(piv + 4 * ((size_t)k * dim + col)) + ann_get_f32(cen + 4 * (size_t)col);
+                    ann_get_f32(piv + 4 * ((size_t)k * dim + col)) +
+                    ann_get_f32(cen + 4 * (size_t)col);
             }
     rc = pq_codebook_make(dim, chunks, src->metric, 0, 0, cents, cb);
     if (rc) {
