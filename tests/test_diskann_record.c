@@ -351,6 +351,145 @@ static void test_beam(void **state)
     close_index(&o);
 }
 
+/* One query set through a context: ids, distances and the per-query
+ * sums, with the store's hint count.  No accounting asserted (any rerank). */
+static uint64_t hinted_run(const char *engine, const char *dir, const char *open_p,
+                           const char *search, uint32_t *ids, float *dists, ann_stats *tot)
+{
+    opened o;
+    int rc = open_index(engine, dir, open_p, search, K, &o);
+    if (rc)
+        fail_msg("%s %s: open: %s", engine, search, ann_errmsg(rc));
+    for (int i = 0; i < NQ; i++) {
+        int got = o.ops->search(o.ctx, big_q + (size_t)i * DIM, K, ids + (size_t)i * K,
+                                dists + (size_t)i * K, tot);
+        if (got != K)
+            fail_msg("%s %s: query %d returned %d", engine, search, i, got);
+    }
+    kv_stats ks;
+    kv_store_stats(o.eng->kv, &ks);
+    close_index(&o);
+    return ks.prefetched;
+}
+
+/*
+ * vector_ahead: each expanded candidate within the re-rank depth has its
+ * vector record hinted along with its node record.  Hints never change
+ * what a search returns: the same ids and distances bit for bit, the same
+ * reads.  With the default depth (all L) every expanded node is within it,
+ * so exactly one more hint per hop; with `rerank` 20 fewer, but some.
+ */
+static void test_vector_ahead(void **state)
+{
+    (void)state;
+    const char *search[2][2] = {
+        { "{\"L\": 100, \"beam_width\": 4}",
+          "{\"L\": 100, \"beam_width\": 4, \"vector_ahead\": true}" },
+        { "{\"L\": 100, \"beam_width\": 4, \"rerank\": 20}",
+          "{\"L\": 100, \"beam_width\": 4, \"rerank\": 20, \"vector_ahead\": true}" },
+    };
+    for (int e = 0; e < 2; e++) {
+        for (size_t oc = 0; oc < N_OPENS; oc++) {
+            for (int d = 0; d < 2; d++) {
+                uint32_t *ids[2];
+                float *dists[2];
+                ann_stats tot[2] = { { 0 }, { 0 } };
+                uint64_t hinted[2];
+                for (int v = 0; v < 2; v++) {
+                    ids[v] = calloc(NQ * K, sizeof(uint32_t));
+                    dists[v] = calloc(NQ * K, sizeof(float));
+                    assert_non_null(ids[v]);
+                    assert_non_null(dists[v]);
+                    hinted[v] = hinted_run(engines[e], big_index[e], opens[oc].open,
+                                           search[d][v], ids[v], dists[v], &tot[v]);
+                }
+                print_message("%-17s %-17s %s: %.1f hops/q, hints/q %.1f without, %.1f with\n",
+                              engines[e], opens[oc].label, d ? "rerank 20" : "rerank L",
+                              tot[1].hops / (double)NQ, hinted[0] / (double)NQ,
+                              hinted[1] / (double)NQ);
+                assert_memory_equal(ids[0], ids[1], NQ * K * sizeof(uint32_t));
+                assert_memory_equal(dists[0], dists[1], NQ * K * sizeof(float));
+                assert_int_equal(tot[0].reads, tot[1].reads);
+                assert_int_equal(tot[0].hops, tot[1].hops);
+                if (d == 0) {
+                    assert_int_equal(hinted[1] - hinted[0], tot[1].hops);
+                } else {
+                    assert_true(hinted[1] > hinted[0]);
+                    assert_true(hinted[1] - hinted[0] < tot[1].hops);
+                }
+                for (int v = 0; v < 2; v++) {
+                    free(ids[v]);
+                    free(dists[v]);
+                }
+            }
+        }
+    }
+}
+
+/*
+ * search_mode "pipeline": up to W node records in flight without rounds.
+ * W = 1 is the one-read-at-a-time walk whatever the mode (same ids and
+ * distances bit for bit, no hints); at W 4 it hints every expansion but
+ * the first of a drained pipeline and finds as much as the rounds; with
+ * vector_ahead it returns what it returns without.  A bad mode is refused
+ * naming the parameter.
+ */
+static void test_pipeline(void **state)
+{
+    (void)state;
+    for (int e = 0; e < 2; e++) {
+        uint32_t *ids[4];
+        float *dists[4];
+        ann_stats tot[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
+        uint64_t hinted[4];
+        const char *search[4] = {
+            "{\"L\": 100, \"beam_width\": 1}",
+            "{\"L\": 100, \"beam_width\": 1, \"search_mode\": \"pipeline\"}",
+            "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\"}",
+            "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\", \"vector_ahead\": true}",
+        };
+        for (int v = 0; v < 4; v++) {
+            ids[v] = calloc(NQ * K, sizeof(uint32_t));
+            dists[v] = calloc(NQ * K, sizeof(float));
+            assert_non_null(ids[v]);
+            assert_non_null(dists[v]);
+            hinted[v] = hinted_run(engines[e], big_index[e], "{}", search[v], ids[v], dists[v],
+                                   &tot[v]);
+        }
+        double r[4];
+        for (int v = 0; v < 4; v++) {
+            int hits = 0;
+            for (int i = 0; i < NQ; i++)
+                for (int a = 0; a < K; a++)
+                    for (int g = 0; g < K; g++)
+                        hits += (int32_t)ids[v][i * K + a] == big_gt[i * K + g];
+            r[v] = hits / (double)(NQ * K);
+        }
+        print_message("%-17s round W1 %.3f (%.1f hops/q), pipeline W1 %.3f, W4 %.3f (%.1f hops/q, "
+                      "%.1f hints/q), W4 + vector_ahead %.3f\n", engines[e], r[0],
+                      tot[0].hops / (double)NQ, r[1], r[2], tot[2].hops / (double)NQ,
+                      hinted[2] / (double)NQ, r[3]);
+        assert_memory_equal(ids[0], ids[1], NQ * K * sizeof(uint32_t));
+        assert_memory_equal(dists[0], dists[1], NQ * K * sizeof(float));
+        assert_int_equal(hinted[0], 0);
+        assert_int_equal(hinted[1], 0);
+        assert_true(r[2] >= 0.95 && r[2] >= r[0] - 0.01);
+        /* node hints: every expansion but a drained pipeline's next; the re-rank's W - 1 ahead */
+        assert_true(hinted[2] >= tot[2].hops - (uint64_t)NQ * 8);
+        assert_memory_equal(ids[2], ids[3], NQ * K * sizeof(uint32_t));
+        assert_memory_equal(dists[2], dists[3], NQ * K * sizeof(float));
+        assert_int_equal(hinted[3] - hinted[2], tot[3].hops);
+        for (int v = 0; v < 4; v++) {
+            free(ids[v]);
+            free(dists[v]);
+        }
+    }
+    opened o;
+    assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"search_mode\": \"pipe\"}", K,
+                                &o), ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "search_mode"));
+}
+
 /* Both layouts walk the same graph with the same codes: same answers. */
 static void test_layouts_agree(void **state)
 {
@@ -956,6 +1095,8 @@ int main(void)
         cmocka_unit_test(test_golden_node_record),
         cmocka_unit_test(test_recall_all_stores),
         cmocka_unit_test(test_beam),
+        cmocka_unit_test(test_vector_ahead),
+        cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_layouts_agree),
         cmocka_unit_test(test_concurrent_contexts),
         cmocka_unit_test(test_tiny_and_empty),

@@ -436,13 +436,21 @@ void kv_ahead_at(kv_ahead *a, uint32_t i)
     uint32_t to = want < a->n ? (uint32_t)want : a->n;
     if (a->next <= i)
         a->next = i + 1;
-    while (a->next < to) {
+    if (a->next < to) {
+        kv_prefetch_u32(a->r, a->table, a->ids + a->next, to - a->next);
+        a->next = to;
+    }
+}
+
+void kv_prefetch_u32(kv_reader *r, uint8_t table, const uint32_t *ids, uint32_t n)
+{
+    for (uint32_t done = 0; done < n;) {
         uint8_t keys[KV_AHEAD_MAX_BATCH * KV_KEY_U32_BYTES];
-        uint32_t nb = to - a->next < KV_AHEAD_MAX_BATCH ? to - a->next : KV_AHEAD_MAX_BATCH;
+        uint32_t nb = n - done < KV_AHEAD_MAX_BATCH ? n - done : KV_AHEAD_MAX_BATCH;
         for (uint32_t j = 0; j < nb; j++)
-            kv_key_u32(keys + (size_t)j * KV_KEY_U32_BYTES, a->table, a->ids[a->next + j]);
-        kv_prefetch(a->r, keys, KV_KEY_U32_BYTES, nb);
-        a->next += nb;
+            kv_key_u32(keys + (size_t)j * KV_KEY_U32_BYTES, table, ids[done + j]);
+        kv_prefetch(r, keys, KV_KEY_U32_BYTES, nb);
+        done += nb;
     }
 }
 

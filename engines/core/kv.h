@@ -280,6 +280,9 @@ void kv_val_release(kv_val *val);
 #define KV_PREFETCH_QUEUE 1024
 void kv_prefetch(kv_reader *r, const void *keys, size_t key_len, size_t n);
 
+/* kv_prefetch of the n records keyed kv_key_u32(table, ids[i]). */
+void kv_prefetch_u32(kv_reader *r, uint8_t table, const uint32_t *ids, uint32_t n);
+
 /*
  * Reads in flight over a known sequence of records keyed kv_key_u32(table,
  * ids[i]) read one after another (a re-rank): before reading ids[i], call

@@ -115,6 +115,8 @@ struct ann_ctx {
     kv_reader *rd;
     uint32_t L, rerank, k_max;
     uint32_t W;       /* beam_width: records read in parallel */
+    int vector_ahead; /* hint an expanded candidate's vector record with its node */
+    int pipeline;     /* search_mode "pipeline": W reads in flight without rounds */
     uint32_t *rr;     /* storage max(L, k_max): the ids a re-rank reads */
     float *table;     /* PQ distance table, m * 256 floats */
     float *floor;     /* pq_table_floor of it, m + 1 floats (the pending scan's) */

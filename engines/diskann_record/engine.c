@@ -88,6 +88,8 @@ const ann_param_spec drec_open_params[] = {
     ANN_PARAM_END_OF("diskann-record/-resident open"),
 };
 
+static const char *const drec_mode_choices[] = { "round", "pipeline", NULL };
+
 const ann_param_spec drec_search_params[] = {
     { .name = "L", .type = ANN_PARAM_INT, .min = 1, .max = 10000, .def = 100,
       .help = "candidate list size, at least k", .at_least_k = 1 },
@@ -97,6 +99,14 @@ const ann_param_spec drec_search_params[] = {
       .help = "records read in parallel: the walk expands this many closest candidates per "
               "round and the re-rank keeps this many vector reads in flight (kv_prefetch); "
               "1: one read at a time" },
+    { .name = "search_mode", .type = ANN_PARAM_ENUM, .choices = drec_mode_choices,
+      .def_str = "round",
+      .help = "round (DiskANN's rounds of beam_width records) or pipeline (up to beam_width "
+              "node records in flight, no per-round barrier)" },
+    { .name = "vector_ahead", .type = ANN_PARAM_BOOL, .def = 0,
+      .help = "hint each expanded candidate's full-vector record along with its node record "
+              "(when it ranks within the re-rank depth), so the re-rank finds the vectors read; "
+              "off by default: warm, the hints cost more than they save" },
     ANN_PARAM_END_OF("diskann-record/-resident search"),
 };
 
@@ -266,6 +276,9 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     c->L = (uint32_t)ann_param_int(search_params, drec_search_params, "L");
     c->rerank = (uint32_t)ann_param_int(search_params, drec_search_params, "rerank");
     c->W = (uint32_t)ann_param_int(search_params, drec_search_params, "beam_width");
+    c->vector_ahead = ann_param_bool(search_params, drec_search_params, "vector_ahead");
+    c->pipeline = !strcmp(ann_param_enum(search_params, drec_search_params, "search_mode"),
+                          "pipeline");
     c->k_max = k_max ? k_max : 1;
     uint32_t cap = c->L > c->k_max ? c->L : c->k_max;
     rc = kv_reader_create(e->kv, &c->rd);

@@ -19,7 +19,13 @@
  * at once (kv_prefetch: LMDB readahead, RocksDB helper threads) so the
  * device reads them in parallel, then expands them in order; the re-rank
  * keeps W vector reads in flight the same way.  W = 1 is the one-read-at-
- * a-time walk above, unchanged.
+ * a-time walk above, unchanged.  search_mode "pipeline" drops the round
+ * barrier: up to W node records stay in flight, the oldest expanded next
+ * and a new candidate hinted after each expansion (walk_pipeline).  With
+ * vector_ahead, a candidate expanded within the re-rank depth has its
+ * vector record hinted with its node record, so the re-rank reads overlap
+ * the walk (a candidate's position only grows, so one expanded below the
+ * depth is never re-ranked).  Hints never change what a search returns.
  *
  * Departure from DiskANN: full vectors are separate records read only for
  * the re-rank (a sector engine gets them with the node for free), so the
@@ -314,6 +320,92 @@ static int score_pending(drec_query *q)
     return rc;
 }
 
+/* DiskANN's rounds (search_mode "round"): each takes the W closest
+ * unexpanded candidates, reads the first and hints the rest, and expands
+ * them all before the next round picks. */
+static int walk_rounds(drec_query *q, uint32_t max_expand, uint32_t depth)
+{
+    ann_ctx *c = q->ctx;
+    for (uint32_t expanded = 0; expanded < max_expand;) {
+        uint32_t beam[DREC_MAX_BEAM], nb = 0;
+        uint32_t vec_ids[DREC_MAX_BEAM], nv = 0;
+        while (nb < c->W && expanded + nb < max_expand) {
+            int pos = ann_candlist_next(&c->cand);
+            if (pos < 0)
+                break;
+            beam[nb++] = c->cand.c[pos].id;
+            /* a candidate only moves down the list: one expanded below the
+             * re-rank depth is never re-ranked */
+            if ((uint32_t)pos < depth)
+                vec_ids[nv++] = c->cand.c[pos].id;
+        }
+        if (nb == 0)
+            break;
+        kv_ahead ahead; /* the first is read now, the rest hinted */
+        kv_ahead_init(&ahead, c->rd, DREC_TABLE_NODE, beam, nb, nb);
+        kv_ahead_at(&ahead, 0);
+        if (c->vector_ahead && nv > 0) /* behind the node records */
+            kv_prefetch_u32(c->rd, DREC_TABLE_VECTOR, vec_ids, nv);
+        for (uint32_t i = 0; i < nb; i++) {
+            int rc = expand(q, beam[i]);
+            if (rc)
+                return rc;
+        }
+        expanded += nb;
+    }
+    return 0;
+}
+
+/*
+ * The walk without rounds (search_mode "pipeline"): up to W node records
+ * in flight, oldest first.  Each step tops the in-flight set up with the
+ * closest unexpanded candidates (hinting their records, and with
+ * vector_ahead their vectors when within the re-rank depth), then expands
+ * the oldest, whose read was hinted longest ago.  A candidate picked is
+ * expanded even if better ones push it out of the list meanwhile.  The
+ * same bound on expansions as the rounds.
+ */
+static int walk_pipeline(drec_query *q, uint32_t max_expand, uint32_t depth)
+{
+    ann_ctx *c = q->ctx;
+    uint32_t ring[DREC_MAX_BEAM], head = 0, cnt = 0, picked = 0;
+    for (;;) {
+        uint32_t fresh[DREC_MAX_BEAM], nf = 0, vec_ids[DREC_MAX_BEAM], nv = 0;
+        while (cnt < c->W && picked < max_expand) {
+            int pos = ann_candlist_next(&c->cand);
+            if (pos < 0)
+                break;
+            uint32_t id = c->cand.c[pos].id;
+            ring[(head + cnt) % c->W] = id;
+            if (cnt > 0) /* not the one read right away */
+                fresh[nf++] = id;
+            if ((uint32_t)pos < depth)
+                vec_ids[nv++] = id;
+            cnt++;
+            picked++;
+        }
+        if (cnt == 0)
+            return 0;
+        if (nf > 0)
+            kv_prefetch_u32(c->rd, DREC_TABLE_NODE, fresh, nf);
+        if (c->vector_ahead && nv > 0)
+            kv_prefetch_u32(c->rd, DREC_TABLE_VECTOR, vec_ids, nv);
+        uint32_t id = ring[head];
+        head = (head + 1) % c->W;
+        cnt--;
+        int rc = expand(q, id);
+        if (rc)
+            return rc;
+    }
+}
+
+/* How many of the best live candidates the re-rank reads: all L by
+ * default, else `rerank` of them, at least k. */
+static uint32_t rerank_depth(const ann_ctx *c, uint32_t k, uint32_t L)
+{
+    return c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
+}
+
 static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
 {
     ann_ctx *c = q->ctx;
@@ -333,38 +425,21 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     ann_candlist_insert(&c->cand, pq_adc_distance(c->table, entry_code, m), entry);
     q->local.code_dists++;
 
-    for (uint32_t expanded = 0; expanded < max_expand;) {
-        uint32_t beam[DREC_MAX_BEAM], nb = 0;
-        while (nb < c->W && expanded + nb < max_expand) {
-            int pos = ann_candlist_next(&c->cand);
-            if (pos < 0)
-                break;
-            beam[nb++] = c->cand.c[pos].id;
-        }
-        if (nb == 0)
-            break;
-        kv_ahead ahead; /* the first is read now, the rest hinted */
-        kv_ahead_init(&ahead, c->rd, DREC_TABLE_NODE, beam, nb, nb);
-        kv_ahead_at(&ahead, 0);
-        for (uint32_t i = 0; i < nb; i++) {
-            int rc = expand(q, beam[i]);
-            if (rc)
-                return rc;
-        }
-        expanded += nb;
-    }
+    const uint32_t depth = rerank_depth(c, k, L);
+    int rc = c->pipeline ? walk_pipeline(q, max_expand, depth) : walk_rounds(q, max_expand, depth);
+    if (rc)
+        return rc;
 
     if (q->any_pending) {
         if (q->bounded_adc)
             pq_table_floor(c->table, m, c->floor);
-        int rc = score_pending(q);
+        rc = score_pending(q);
         if (rc)
             return rc;
     }
 
     /* re-rank the best `depth` live candidates, graph and pending alike;
      * deleted ones (still walked through until a merge) are skipped */
-    uint32_t depth = c->rerank == 0 ? L : c->rerank > k ? c->rerank : k;
     const int any_dead = atomic_load(&e->live.deleted) > 0;
     uint32_t nr = 0;
     for (uint32_t i = 0; i < c->cand.n && nr < depth; i++) {
@@ -378,7 +453,7 @@ static int walk_and_rerank(drec_query *q, uint32_t k, ann_topk *top)
     for (uint32_t i = 0; i < nr; i++) {
         kv_ahead_at(&ahead, i);
         float d;
-        int rc = full_distance(q, c->rr[i], &d);
+        rc = full_distance(q, c->rr[i], &d);
         if (rc)
             return rc;
         if (d < ann_topk_bound(top))
