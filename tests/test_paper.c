@@ -116,8 +116,8 @@ static void test_paper_configs_valid_and_twinned(void **state)
     assert_true(twins >= 6);
 }
 
-/* The stand-in check's configs (configs/standin/, datasets/README.md): valid,
- * and each one the settings the source published recall for. */
+/* The stand-in check's configs (configs/standin/, datasets/README.md) and the
+ * 512 MiB probe beside them: valid, and each one DiskANN's published build. */
 static void test_standin_configs_valid(void **state)
 {
     (void)state;
@@ -125,7 +125,8 @@ static void test_standin_configs_valid(void **state)
                             "configs/standin/cohere-1m-pq.json",
                             "configs/standin/cohere-cal-1m.json",
                             "configs/standin/cohere-cal-doc-1m.json",
-                            "configs/standin/cohere-cal5-1m.json" };
+                            "configs/standin/cohere-cal5-1m.json",
+                            "configs/standin/record-512mib-cal5-1m.json" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         json_error_t e;
         json_t *cfg = json_load_file(names[i], 0, &e);
