@@ -11,6 +11,8 @@
  *       [--queries 200] [--depths 10,20,50,100,200] [--threads 0] [--seed 1]
  *       [--sample-rows N]   (the training sample's row cap, in place of the
  *                            build's caps: 200,000 rows and 128 MiB)
+ *       [--iters N]         (k-means iterations a subspace, in place of the
+ *                            build's 12)
  *       [--ms-pq PREFIX_disk.index]  (no training: the codebook and codes of a
  *                            Microsoft DiskANN build on the same base, its
  *                            _pq_pivots.bin and _pq_compressed.bin, read as
@@ -48,6 +50,7 @@ typedef struct {
     int pq[MAX_LIST], npq, depths[MAX_LIST], ndepth;
     int queries, threads;
     unsigned long long seed, sample_rows;
+    int iters; /* 0: the build's */
 } opts;
 
 /* One scan job: queries [begin, end) of the run, each worker its own buffers. */
@@ -123,15 +126,18 @@ int main(int argc, char **argv)
             o.seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--sample-rows"))
             o.sample_rows = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--iters"))
+            o.iters = atoi(v);
         else if (!strcmp(a, "--ms-pq"))
             o.ms_pq = v;
         else
             bad = 1;
     }
-    if (bad || !o.bundle || o.npq <= 0 || o.ndepth <= 0 || o.queries < 1) {
+    if (bad || !o.bundle || o.npq <= 0 || o.ndepth <= 0 || o.queries < 1 || o.iters < 0 ||
+        o.iters > 1000) {
         fprintf(stderr, "usage: bench_pq_recall BUNDLE_DIR [--pq-bytes 96,192] [--queries 200] "
                         "[--depths 10,20,50,100,200] [--threads 0] [--seed 1] "
-                        "[--sample-rows N] [--ms-pq PREFIX_disk.index]\n"
+                        "[--sample-rows N] [--iters N] [--ms-pq PREFIX_disk.index]\n"
                         "  (depths >= 10: the share of the true top 10 among the D best by PQ)\n");
         return 2;
     }
@@ -172,8 +178,8 @@ int main(int argc, char **argv)
     if (o.ms_pq)
         printf("codebook and codes of %s (Microsoft DiskANN)\n", o.ms_pq);
     else
-        printf("training sample %llu rows\n",
-               (unsigned long long)pq_sample_rows(&sp, b.n, b.dim));
+        printf("training sample %llu rows, %u k-means iterations\n",
+               (unsigned long long)pq_sample_rows(&sp, b.n, b.dim), o.iters ? (unsigned)o.iters : sp.iters);
     printf("%8s %9s %9s %9s", "pq_bytes", "train_s", "encode_s", "scan_s");
     for (int d = 0; d < o.ndepth; d++)
         printf("  in_top%-5d", o.depths[d]);
@@ -182,6 +188,8 @@ int main(int argc, char **argv)
         pq_params pp = sp; /* the sample's caps as printed above */
         pp.pq_bytes = (uint32_t)o.pq[p];
         pp.seed = o.seed;
+        if (o.iters)
+            pp.iters = (uint32_t)o.iters;
         pp.threads = nt;
         pq_codebook *cb = NULL;
         uint8_t *codes = NULL;
