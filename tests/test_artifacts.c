@@ -3,7 +3,8 @@
  * is written; with it, the first get builds and writes the codebook, codes
  * and graph, the second returns byte-identical artifacts from the cache;
  * another pq_bytes reuses the graph; a corrupted cached file is an error
- * naming it; no temporary files are left behind.
+ * naming it; no temporary files are left behind.  The DiskANN build
+ * parameters that set the PQ training sample and iterations reach the key.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +13,9 @@
 #include <cmocka.h>
 
 #include "engines/core/artifacts.h"
+#include "engines/core/diskann_params.h"
 #include "engines/core/status.h"
+#include "engines/diskann_sector/dsec.h"
 #include "tests/support/testutil.h"
 
 #include <dirent.h>
@@ -144,10 +147,66 @@ static void test_artifacts_cache(void **state)
     free(x);
 }
 
+/*
+ * The DiskANN build parameters pq_sample_rows and pq_iters reach the PQ
+ * trainer and its cache key: left out, the caps of pq.h (all 1,200 rows
+ * here) and 12 iterations; given, that many rows (at most n) and
+ * iterations, and another codebook than the default's; the row count the
+ * default already takes names the same artifact.
+ */
+static void test_pq_training_params(void **state)
+{
+    (void)state;
+    const uint64_t n = 1200;
+    const uint32_t dim = 32;
+    float *x = tu_clustered(n, dim, 10, 7, 0);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(x, n, dim, ANN_METRIC_L2, &src), 0);
+    snprintf(src->id, sizeof src->id, "sha256:abc/def");
+    ann_build_ctx bctx = { .artifact_dir = "/nonexistent-cache" };
+    const char *cases[4] = { "{\"pq_bytes\": 8}", "{\"pq_bytes\": 8, \"pq_sample_rows\": 500, "
+                             "\"pq_iters\": 3}", "{\"pq_bytes\": 8, \"pq_sample_rows\": 5000}",
+                             "{\"pq_bytes\": 8, \"pq_sample_rows\": 1200, \"pq_iters\": 12}" };
+    const char *want[4] = { "pq-b8-s1-r1200-i12.pqcb", "pq-b8-s1-r500-i3.pqcb",
+                            "pq-b8-s1-r1200-i12.pqcb", "pq-b8-s1-r1200-i12.pqcb" };
+    float *cent[2] = { NULL, NULL };
+    for (int i = 0; i < 4; i++) {
+        json_error_t e;
+        json_t *params = json_loads(cases[i], 0, &e);
+        assert_non_null(params);
+        ann_artifacts_params ap;
+        assert_int_equal(ann_diskann_build_read(params, dsec_build_params, src, &bctx, &ap), 0);
+        char path[4096];
+        assert_int_equal(ann_artifacts_path(src, &ap, "pqcb", path, sizeof path), 0);
+        const char *base = strrchr(path, '/');
+        assert_non_null(base);
+        assert_string_equal(base + 1, want[i]);
+        if (i < 2) { /* train both: they differ */
+            pq_codebook *cb = NULL;
+            ap.pq.threads = 1;
+            assert_int_equal(pq_train(src, &ap.pq, &cb), 0);
+            assert_int_equal(cb->n_train, i == 0 ? 1200 : 500);
+            size_t len = (size_t)cb->m * PQ_KSUB * cb->dsub * sizeof(float);
+            cent[i] = malloc(len);
+            assert_non_null(cent[i]);
+            memcpy(cent[i], cb->centroids, len);
+            if (i == 1)
+                assert_memory_not_equal(cent[0], cent[1], len);
+            pq_codebook_destroy(cb);
+        }
+        json_decref(params);
+    }
+    free(cent[0]);
+    free(cent[1]);
+    ann_vecsrc_destroy(src);
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_artifacts_cache),
+        cmocka_unit_test(test_pq_training_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define DIM 48
@@ -1086,6 +1087,21 @@ static void test_params(void **state)
     assert_int_equal(build_index(engines[0], data, 1100, ANN_METRIC_L2, "{\"pq_bytes\": 64}", path),
                      ANN_EPARAM);
     assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "pq_bytes"));
+    /* below DREC_SCAN_BELOW no PQ is trained at build: its training parameters are refused */
+    snprintf(path, sizeof path, "%s/scanpq", tmp_root);
+    assert_int_equal(build_index(engines[0], data, 100, ANN_METRIC_L2, "{\"pq_iters\": 5}", path),
+                     ANN_EPARAM);
+    char want[4200];
+    snprintf(want, sizeof want, "build diskann-record into %s: build.pq_iters: 100 vectors are "
+             "scanned, not searched by a graph (below 1024); the PQ trained when it grows past "
+             "that takes the defaults", path);
+    assert_string_equal(ann_errmsg(ANN_EPARAM), want);
+    assert_int_equal(build_index(engines[1], data, 100, ANN_METRIC_L2,
+                                 "{\"pq_sample_rows\": 50}", path),
+                     ANN_EPARAM);
+    assert_non_null(strstr(ann_errmsg(ANN_EPARAM), "build.pq_sample_rows: 100 vectors"));
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0); /* nothing left behind */
     free(data);
 }
 

@@ -32,6 +32,14 @@ int ann_diskann_build_read(const json_t *params, const ann_param_spec *specs,
     uint32_t m = (uint32_t)ann_param_int(params, specs, "pq_bytes");
     ap->pq.pq_bytes = m ? m : pq_default_bytes(src->dim);
     ap->pq.seed = ap->graph.seed;
+    uint64_t rows = (uint64_t)ann_param_int(params, specs, "pq_sample_rows");
+    if (rows > 0) { /* this row count instead of both caps (pq_sample_rows: at most n) */
+        ap->pq.sample_max_rows = rows;
+        ap->pq.sample_max_bytes = rows * src->dim * sizeof(float);
+    }
+    uint32_t iters = (uint32_t)ann_param_int(params, specs, "pq_iters");
+    if (iters > 0)
+        ap->pq.iters = iters;
     ap->pq.threads = ap->graph.threads;
     ap->want_graph = 1;
     ap->keep_vectors = 1;

@@ -11,6 +11,9 @@
  *                                       1024 is diskann-record's format bound
  *                                       (the medoid code in its metadata)
  *   seed             1..2^32-1   1      PQ training sample and insertion order
+ *   pq_sample_rows   0..2^32-1   0      PQ training sample rows (0: the caps of
+ *                                       pq.h, 200,000 rows and 128 MiB)
+ *   pq_iters         0..1000     0      k-means iterations a PQ subspace (0: 12)
  *   threads          0..1024     0      build threads (0: all cores); a build
  *                                       on one thread is bit-reproducible
  *   build_precision  f16|f32|i8  f16    graph build distances on f16 copies,
@@ -46,6 +49,11 @@ extern const char *const ann_diskann_pool_choices[];      /* "neighbors", "expan
       .def = 0, .help = "PQ code bytes per vector (0: dim/8)" },                                  \
     { .name = "seed", .type = ANN_PARAM_INT, .min = 1, .max = 4294967295.0, .def = 1,             \
       .help = "seed of PQ training and insertion order" },                                        \
+    { .name = "pq_sample_rows", .type = ANN_PARAM_INT, .min = 0, .max = 4294967295.0, .def = 0,   \
+      .help = "rows of the PQ training sample, at most n (0: 200,000 rows and 128 MiB, the "     \
+              "lesser)" },                                                                        \
+    { .name = "pq_iters", .type = ANN_PARAM_INT, .min = 0, .max = 1000, .def = 0,                 \
+      .help = "k-means iterations a PQ subspace (0: 12)" },                                       \
     { .name = "insert_order", .type = ANN_PARAM_ENUM, .choices = ann_diskann_order_choices,       \
       .def_str = "shuffled",                                                                      \
       .help = "order the graph build inserts points in: a seeded shuffle, or file (id) order, "  \
