@@ -16,7 +16,7 @@
  *   pq_iters         0..1000     0      k-means iterations a PQ subspace (0: 12)
  *   threads          0..1024     0      build threads (0: all cores); a build
  *                                       on one thread is bit-reproducible
- *   build_precision  f16|f32|i8  f16    graph build distances on f16 copies,
+ *   build_precision  f16|f32|i8  i8     graph build distances on f16 copies,
  *                                       the float32 rows, or int8 codes (i8.h;
  *                                       half precision where they do not apply)
  *
