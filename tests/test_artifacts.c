@@ -37,6 +37,17 @@ static int count_files(const char *dir, const char *needle)
     return c;
 }
 
+/* n clustered rows of dim (seed) as an L2 source named as a bundle's
+ * checksum would name it; *x receives the rows, freed by the caller. */
+static ann_vecsrc *clustered_src(uint64_t n, uint32_t dim, uint64_t seed, float **x)
+{
+    *x = tu_clustered(n, dim, 10, seed, 0);
+    ann_vecsrc *src = NULL;
+    assert_int_equal(ann_vecsrc_from_memory(*x, n, dim, ANN_METRIC_L2, &src), 0);
+    snprintf(src->id, sizeof src->id, "sha256:abc/def");
+    return src;
+}
+
 /* The graph artifact's path under p in dir: the name of the test source's
  * default graph with suffix before ".vamana". */
 static void expect_graph_name(const ann_vecsrc *src, const ann_artifacts_params *p,
@@ -55,10 +66,8 @@ static void test_artifacts_cache(void **state)
     (void)state;
     const uint64_t n = 1200;
     const uint32_t dim = 32;
-    float *x = tu_clustered(n, dim, 10, 99, 0);
-    ann_vecsrc *src = NULL;
-    assert_int_equal(ann_vecsrc_from_memory(x, n, dim, ANN_METRIC_L2, &src), 0);
-    snprintf(src->id, sizeof src->id, "sha256:abc/def");
+    float *x = NULL;
+    ann_vecsrc *src = clustered_src(n, dim, 99, &x);
     ann_artifacts_params p;
     ann_artifacts_params_default(&p, dim);
     p.graph.R = 16;
@@ -159,10 +168,8 @@ static void test_pq_training_params(void **state)
     (void)state;
     const uint64_t n = 1200;
     const uint32_t dim = 32;
-    float *x = tu_clustered(n, dim, 10, 7, 0);
-    ann_vecsrc *src = NULL;
-    assert_int_equal(ann_vecsrc_from_memory(x, n, dim, ANN_METRIC_L2, &src), 0);
-    snprintf(src->id, sizeof src->id, "sha256:abc/def");
+    float *x = NULL;
+    ann_vecsrc *src = clustered_src(n, dim, 7, &x);
     ann_build_ctx bctx = { .artifact_dir = "/nonexistent-cache" };
     const char *cases[4] = { "{\"pq_bytes\": 8}", "{\"pq_bytes\": 8, \"pq_sample_rows\": 500, "
                              "\"pq_iters\": 3}", "{\"pq_bytes\": 8, \"pq_sample_rows\": 5000}",

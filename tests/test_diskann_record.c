@@ -352,25 +352,57 @@ static void test_beam(void **state)
     close_index(&o);
 }
 
-/* One query set through a context: ids, distances and the per-query
- * sums, with the store's hint count.  No accounting asserted (any rerank). */
-static uint64_t hinted_run(const char *engine, const char *dir, const char *open_p,
-                           const char *search, uint32_t *ids, float *dists, ann_stats *tot)
+/* One query set through a context: ids, distances, the per-query sums,
+ * the store's hint count and the recall.  No accounting asserted (any
+ * rerank). */
+typedef struct {
+    uint32_t *ids;
+    float *dists;
+    ann_stats tot;
+    uint64_t hinted;
+    double recall;
+} hinted_run;
+
+static void hinted_run_do(const char *engine, const char *dir, const char *open_p,
+                          const char *search, hinted_run *r)
 {
+    memset(r, 0, sizeof *r);
+    r->ids = calloc(NQ * K, sizeof *r->ids);
+    r->dists = calloc(NQ * K, sizeof *r->dists);
+    assert_non_null(r->ids);
+    assert_non_null(r->dists);
     opened o;
     int rc = open_index(engine, dir, open_p, search, K, &o);
     if (rc)
         fail_msg("%s %s: open: %s", engine, search, ann_errmsg(rc));
+    int hits = 0;
     for (int i = 0; i < NQ; i++) {
-        int got = o.ops->search(o.ctx, big_q + (size_t)i * DIM, K, ids + (size_t)i * K,
-                                dists + (size_t)i * K, tot);
+        int got = o.ops->search(o.ctx, big_q + (size_t)i * DIM, K, r->ids + (size_t)i * K,
+                                r->dists + (size_t)i * K, &r->tot);
         if (got != K)
             fail_msg("%s %s: query %d returned %d", engine, search, i, got);
+        for (int a = 0; a < K; a++)
+            for (int g = 0; g < K; g++)
+                hits += (int32_t)r->ids[i * K + a] == big_gt[i * K + g];
     }
+    r->recall = hits / (double)(NQ * K);
     kv_stats ks;
     kv_store_stats(o.eng->kv, &ks);
+    r->hinted = ks.prefetched;
     close_index(&o);
-    return ks.prefetched;
+}
+
+/* Two runs returned the same ids and distances, bit for bit. */
+static void assert_same_answers(const hinted_run *a, const hinted_run *b)
+{
+    assert_memory_equal(a->ids, b->ids, NQ * K * sizeof *a->ids);
+    assert_memory_equal(a->dists, b->dists, NQ * K * sizeof *a->dists);
+}
+
+static void hinted_run_free(hinted_run *r)
+{
+    free(r->ids);
+    free(r->dists);
 }
 
 /*
@@ -392,36 +424,24 @@ static void test_vector_ahead(void **state)
     for (int e = 0; e < 2; e++) {
         for (size_t oc = 0; oc < N_OPENS; oc++) {
             for (int d = 0; d < 2; d++) {
-                uint32_t *ids[2];
-                float *dists[2];
-                ann_stats tot[2] = { { 0 }, { 0 } };
-                uint64_t hinted[2];
-                for (int v = 0; v < 2; v++) {
-                    ids[v] = calloc(NQ * K, sizeof(uint32_t));
-                    dists[v] = calloc(NQ * K, sizeof(float));
-                    assert_non_null(ids[v]);
-                    assert_non_null(dists[v]);
-                    hinted[v] = hinted_run(engines[e], big_index[e], opens[oc].open,
-                                           search[d][v], ids[v], dists[v], &tot[v]);
-                }
+                hinted_run r[2];
+                for (int v = 0; v < 2; v++)
+                    hinted_run_do(engines[e], big_index[e], opens[oc].open, search[d][v], &r[v]);
                 print_message("%-17s %-17s %s: %.1f hops/q, hints/q %.1f without, %.1f with\n",
                               engines[e], opens[oc].label, d ? "rerank 20" : "rerank L",
-                              tot[1].hops / (double)NQ, hinted[0] / (double)NQ,
-                              hinted[1] / (double)NQ);
-                assert_memory_equal(ids[0], ids[1], NQ * K * sizeof(uint32_t));
-                assert_memory_equal(dists[0], dists[1], NQ * K * sizeof(float));
-                assert_int_equal(tot[0].reads, tot[1].reads);
-                assert_int_equal(tot[0].hops, tot[1].hops);
+                              r[1].tot.hops / (double)NQ, r[0].hinted / (double)NQ,
+                              r[1].hinted / (double)NQ);
+                assert_same_answers(&r[0], &r[1]);
+                assert_int_equal(r[0].tot.reads, r[1].tot.reads);
+                assert_int_equal(r[0].tot.hops, r[1].tot.hops);
                 if (d == 0) {
-                    assert_int_equal(hinted[1] - hinted[0], tot[1].hops);
+                    assert_int_equal(r[1].hinted - r[0].hinted, r[1].tot.hops);
                 } else {
-                    assert_true(hinted[1] > hinted[0]);
-                    assert_true(hinted[1] - hinted[0] < tot[1].hops);
+                    assert_true(r[1].hinted > r[0].hinted);
+                    assert_true(r[1].hinted - r[0].hinted < r[1].tot.hops);
                 }
-                for (int v = 0; v < 2; v++) {
-                    free(ids[v]);
-                    free(dists[v]);
-                }
+                for (int v = 0; v < 2; v++)
+                    hinted_run_free(&r[v]);
             }
         }
     }
@@ -438,52 +458,30 @@ static void test_vector_ahead(void **state)
 static void test_pipeline(void **state)
 {
     (void)state;
+    const char *search[4] = {
+        "{\"L\": 100, \"beam_width\": 1}",
+        "{\"L\": 100, \"beam_width\": 1, \"search_mode\": \"pipeline\"}",
+        "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\"}",
+        "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\", \"vector_ahead\": true}",
+    };
     for (int e = 0; e < 2; e++) {
-        uint32_t *ids[4];
-        float *dists[4];
-        ann_stats tot[4] = { { 0 }, { 0 }, { 0 }, { 0 } };
-        uint64_t hinted[4];
-        const char *search[4] = {
-            "{\"L\": 100, \"beam_width\": 1}",
-            "{\"L\": 100, \"beam_width\": 1, \"search_mode\": \"pipeline\"}",
-            "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\"}",
-            "{\"L\": 100, \"beam_width\": 4, \"search_mode\": \"pipeline\", \"vector_ahead\": true}",
-        };
-        for (int v = 0; v < 4; v++) {
-            ids[v] = calloc(NQ * K, sizeof(uint32_t));
-            dists[v] = calloc(NQ * K, sizeof(float));
-            assert_non_null(ids[v]);
-            assert_non_null(dists[v]);
-            hinted[v] = hinted_run(engines[e], big_index[e], "{}", search[v], ids[v], dists[v],
-                                   &tot[v]);
-        }
-        double r[4];
-        for (int v = 0; v < 4; v++) {
-            int hits = 0;
-            for (int i = 0; i < NQ; i++)
-                for (int a = 0; a < K; a++)
-                    for (int g = 0; g < K; g++)
-                        hits += (int32_t)ids[v][i * K + a] == big_gt[i * K + g];
-            r[v] = hits / (double)(NQ * K);
-        }
+        hinted_run r[4];
+        for (int v = 0; v < 4; v++)
+            hinted_run_do(engines[e], big_index[e], "{}", search[v], &r[v]);
         print_message("%-17s round W1 %.3f (%.1f hops/q), pipeline W1 %.3f, W4 %.3f (%.1f hops/q, "
-                      "%.1f hints/q), W4 + vector_ahead %.3f\n", engines[e], r[0],
-                      tot[0].hops / (double)NQ, r[1], r[2], tot[2].hops / (double)NQ,
-                      hinted[2] / (double)NQ, r[3]);
-        assert_memory_equal(ids[0], ids[1], NQ * K * sizeof(uint32_t));
-        assert_memory_equal(dists[0], dists[1], NQ * K * sizeof(float));
-        assert_int_equal(hinted[0], 0);
-        assert_int_equal(hinted[1], 0);
-        assert_true(r[2] >= 0.95 && r[2] >= r[0] - 0.01);
+                      "%.1f hints/q), W4 + vector_ahead %.3f\n", engines[e], r[0].recall,
+                      r[0].tot.hops / (double)NQ, r[1].recall, r[2].recall,
+                      r[2].tot.hops / (double)NQ, r[2].hinted / (double)NQ, r[3].recall);
+        assert_same_answers(&r[0], &r[1]);
+        assert_int_equal(r[0].hinted, 0);
+        assert_int_equal(r[1].hinted, 0);
+        assert_true(r[2].recall >= 0.95 && r[2].recall >= r[0].recall - 0.01);
         /* node hints: every expansion but a drained pipeline's next; the re-rank's W - 1 ahead */
-        assert_true(hinted[2] >= tot[2].hops - (uint64_t)NQ * 8);
-        assert_memory_equal(ids[2], ids[3], NQ * K * sizeof(uint32_t));
-        assert_memory_equal(dists[2], dists[3], NQ * K * sizeof(float));
-        assert_int_equal(hinted[3] - hinted[2], tot[3].hops);
-        for (int v = 0; v < 4; v++) {
-            free(ids[v]);
-            free(dists[v]);
-        }
+        assert_true(r[2].hinted >= r[2].tot.hops - (uint64_t)NQ * 8);
+        assert_same_answers(&r[2], &r[3]);
+        assert_int_equal(r[3].hinted - r[2].hinted, r[3].tot.hops);
+        for (int v = 0; v < 4; v++)
+            hinted_run_free(&r[v]);
     }
     opened o;
     assert_int_equal(open_index(engines[0], big_index[0], "{}", "{\"search_mode\": \"pipe\"}", K,

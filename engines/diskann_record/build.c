@@ -219,13 +219,16 @@ int drec_build(const ann_vecsrc *src, const json_t *params, const ann_build_ctx 
                                     "(below %u), so %s has nothing to import into",
                         name, (unsigned long long)src->n, DREC_SCAN_BELOW, ap.graph_import);
     /* a live build trains on its first DREC_SCAN_BELOW rows with pq.h's defaults */
-    for (const char *const *p = (const char *const[]){ "pq_sample_rows", "pq_iters", NULL }; *p;
-         p++)
-        if (r.meta.mode == DREC_MODE_SCAN && ann_param_int(params, drec_build_params, *p) != 0)
-            return ann_fail(ANN_EPARAM, "build.%s: %llu vectors are scanned, not searched by a "
-                                        "graph (below %u); the PQ trained when it grows past that "
-                                        "takes the defaults", *p, (unsigned long long)src->n,
-                            DREC_SCAN_BELOW);
+    const char *pq_set = NULL;
+    if (ann_param_int(params, drec_build_params, "pq_sample_rows"))
+        pq_set = "pq_sample_rows";
+    else if (ann_param_int(params, drec_build_params, "pq_iters"))
+        pq_set = "pq_iters";
+    if (r.meta.mode == DREC_MODE_SCAN && pq_set)
+        return ann_fail(ANN_EPARAM, "build.%s: %llu vectors are scanned, not searched by a graph "
+                                    "(below %u); the PQ trained when it grows past that takes the "
+                                    "defaults",
+                        pq_set, (unsigned long long)src->n, DREC_SCAN_BELOW);
 
     if (r.meta.mode == DREC_MODE_GRAPH) {
         rc = ann_artifacts_get(src, &ap, &art);

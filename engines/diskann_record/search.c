@@ -336,7 +336,7 @@ static int walk_rounds(drec_query *q, uint32_t max_expand, uint32_t depth)
             beam[nb++] = c->cand.c[pos].id;
             /* a candidate only moves down the list: one expanded below the
              * re-rank depth is never re-ranked */
-            if ((uint32_t)pos < depth)
+            if (c->vector_ahead && (uint32_t)pos < depth)
                 vec_ids[nv++] = c->cand.c[pos].id;
         }
         if (nb == 0)
@@ -344,7 +344,7 @@ static int walk_rounds(drec_query *q, uint32_t max_expand, uint32_t depth)
         kv_ahead ahead; /* the first is read now, the rest hinted */
         kv_ahead_init(&ahead, c->rd, DREC_TABLE_NODE, beam, nb, nb);
         kv_ahead_at(&ahead, 0);
-        if (c->vector_ahead && nv > 0) /* behind the node records */
+        if (nv > 0) /* behind the node records */
             kv_prefetch_u32(c->rd, DREC_TABLE_VECTOR, vec_ids, nv);
         for (uint32_t i = 0; i < nb; i++) {
             int rc = expand(q, beam[i]);
@@ -379,7 +379,7 @@ static int walk_pipeline(drec_query *q, uint32_t max_expand, uint32_t depth)
             ring[(head + cnt) % c->W] = id;
             if (cnt > 0) /* not the one read right away */
                 fresh[nf++] = id;
-            if ((uint32_t)pos < depth)
+            if (c->vector_ahead && (uint32_t)pos < depth)
                 vec_ids[nv++] = id;
             cnt++;
             picked++;
@@ -388,7 +388,7 @@ static int walk_pipeline(drec_query *q, uint32_t max_expand, uint32_t depth)
             return 0;
         if (nf > 0)
             kv_prefetch_u32(c->rd, DREC_TABLE_NODE, fresh, nf);
-        if (c->vector_ahead && nv > 0)
+        if (nv > 0)
             kv_prefetch_u32(c->rd, DREC_TABLE_VECTOR, vec_ids, nv);
         uint32_t id = ring[head];
         head = (head + 1) % c->W;
