@@ -15,10 +15,13 @@
  * as in the update table, topics of their own).  Three scans: every code
  * summed in full; each code dropped once its partial sum passes the bound
  * (pq_adc_distance_bounded); the same with the floor of the subspaces left
- * (pq_adc_distance_floored, pq_table_floor), as diskann-record's pending
- * scan does.  For each query the scans run `repeats` times, interleaved;
- * the figures are the medians of the per-code times over the repeats (the
- * floor's computation, once a query, included).
+ * (pq_adc_distance_floored, pq_table_floor); and the floored scan behind
+ * the byte-table filter of pq_lb.h (64 codes at a time, transposed; only
+ * the codes it passes are summed), as diskann-record's pending scan does
+ * since 2026-12-07 when the CPU has AVX-512 VBMI.  For each query the
+ * scans run `repeats` times, interleaved; the figures are the medians of
+ * the per-code times over the repeats (the floor's and the byte table's
+ * computation, once a query, included).
  * Also printed: after how many subspaces the codes were dropped.  Every code
  * is checked in every scan: one the bound keeps must get the full
  * distance's bits, one it drops a value above the bound and not above its
@@ -28,6 +31,7 @@
 #include "datasets/bundle.h"
 #include "engines/core/parallel.h"
 #include "engines/core/pq.h"
+#include "engines/core/pq_lb.h"
 #include "engines/core/status.h"
 #include "engines/core/ticks.h"
 #include "engines/core/topk.h"
@@ -39,7 +43,7 @@
 #include <string.h>
 
 #define STEP PQ_BOUND_STEP
-#define SCANS 3
+#define SCANS 4
 #define MAX_STOPS 64u /* m <= 1024 */
 
 typedef struct {
@@ -110,16 +114,17 @@ int main(int argc, char **argv)
                         "[--list 100] [--queries 200] [--repeats 5] [--seed 1]\n");
         return 2;
     }
-    static const char *const names[SCANS] = { "full sum", "bounded", "floored" };
+    static const char *const names[SCANS] = { "full sum", "bounded", "floored",
+                                               "byte filter + floored" };
     ann_bundle b = { 0 };
     ann_vecsrc *src = NULL;
     float *queries = NULL;
     pq_codebook *cb = NULL;
-    uint8_t *codes = NULL;
+    uint8_t *codes = NULL, *blocks = NULL, *qt = NULL;
     float *table = NULL, *floor = NULL, *all = NULL, *top_d = NULL, *out[SCANS] = { NULL };
     uint32_t *top_i = NULL;
     double *ns = NULL, sum[SCANS] = { 0 };
-    uint64_t stops[2][MAX_STOPS + 1] = { { 0 } }, kept = 0, wrong[SCANS] = { 0 };
+    uint64_t stops[2][MAX_STOPS + 1] = { { 0 } }, kept = 0, wrong[SCANS] = { 0 }, passed = 0;
     int rc = ann_bundle_open(o.bundle, &b);
     if (!rc)
         rc = ann_bundle_queries(&b, &queries);
@@ -150,7 +155,10 @@ int main(int argc, char **argv)
     top_d = malloc((size_t)list * sizeof *top_d);
     top_i = malloc((size_t)list * sizeof *top_i);
     ns = malloc((size_t)SCANS * (size_t)o.repeats * sizeof *ns);
-    int nomem = !codes || !table || !floor || !all || !top_d || !top_i || !ns;
+    const uint64_t nblocks = (nc + PQ_LB_LANES - 1) / PQ_LB_LANES;
+    blocks = calloc(nblocks, PQ_LB_BLOCK_BYTES(m));
+    qt = malloc((size_t)m * PQ_KSUB);
+    int nomem = !codes || !table || !floor || !all || !top_d || !top_i || !ns || !blocks || !qt;
     for (int k = 0; k < SCANS; k++)
         nomem |= !(out[k] = malloc((size_t)nc * sizeof *out[k]));
     if (nomem) {
@@ -161,10 +169,16 @@ int main(int argc, char **argv)
     if (rc)
         goto out;
     const uint8_t *scan = codes + (size_t)(n - nc) * m;
+    for (uint64_t i = 0; i < nc; i++) /* the filter's copy: blocks of 64, transposed */
+        for (uint32_t j = 0; j < m; j++)
+            blocks[(i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m) + (size_t)j * PQ_LB_LANES +
+                   pq_lb_pos(i % PQ_LB_LANES)] = scan[(size_t)i * m + j];
     printf("bundle %s: n %llu, dim %u, %s; pq %u bytes; %u queries; the last %llu codes "
-           "offered to a list of the %u best of all %llu; %d repeats, one thread\n",
+           "offered to a list of the %u best of all %llu; %d repeats, one thread; byte "
+           "filter kernel: %s\n",
            b.name, (unsigned long long)n, b.dim, ann_metric_name(b.metric), m, nq,
-           (unsigned long long)nc, list, (unsigned long long)n, o.repeats);
+           (unsigned long long)nc, list, (unsigned long long)n, o.repeats,
+           pq_lb_fast() ? "AVX-512 VBMI" : "scalar");
     volatile float sink = 0;
     for (uint32_t q = 0; q < nq; q++) {
         pq_table_compute(cb, queries + (size_t)q * b.dim, table);
@@ -175,7 +189,7 @@ int main(int argc, char **argv)
             ann_topk_push(&t, all[i], (uint32_t)i);
         const float bound = ann_topk_bound(&t);
         for (int r = 0; r < o.repeats; r++) {
-            double t0 = ann_mono_s(), t1, t2, t3;
+            double t0 = ann_mono_s(), t1, t2, t3, t4;
             for (uint64_t i = 0; i < nc; i++)
                 out[0][i] = pq_adc_distance(table, scan + (size_t)i * m, m);
             t1 = ann_mono_s();
@@ -186,7 +200,32 @@ int main(int argc, char **argv)
             for (uint64_t i = 0; i < nc; i++)
                 out[2][i] = pq_adc_distance_floored(table, scan + (size_t)i * m, m, bound, floor);
             t3 = ann_mono_s();
-            const double tk[SCANS + 1] = { t0, t1, t2, t3 };
+            pq_table_floor(table, m, floor);
+            pq_lb lb;
+            pq_lb_build(table, m, qt, &lb);
+            const int32_t limit = pq_lb_limit(&lb, bound);
+            const float dropped = pq_float_up(bound);
+            uint64_t pass = 0;
+            for (uint64_t blk = 0; blk < nblocks; blk++) {
+                uint64_t mask = pq_lb_block(&lb, blocks + blk * PQ_LB_BLOCK_BYTES(m), limit);
+                const uint64_t i0 = blk * PQ_LB_LANES;
+                for (uint64_t l = 0; l < PQ_LB_LANES && i0 + l < nc; l++)
+                    out[3][i0 + l] = dropped;
+                for (; mask; mask &= mask - 1) {
+                    const uint64_t i = i0 + (uint64_t)__builtin_ctzll(mask);
+                    if (i < nc) {
+                        out[3][i] = pq_adc_distance_floored_strided(
+                            table, blocks + blk * PQ_LB_BLOCK_BYTES(m) + pq_lb_pos((uint32_t)(i - i0)),
+                            PQ_LB_LANES, m,
+                            bound, floor);
+                        pass++;
+                    }
+                }
+            }
+            t4 = ann_mono_s();
+            if (r == 0)
+                passed += pass;
+            const double tk[SCANS + 1] = { t0, t1, t2, t3, t4 };
             for (int k = 0; k < SCANS; k++) {
                 ns[k * o.repeats + r] = (tk[k + 1] - tk[k]) * 1e9 / (double)nc;
                 sink += out[k][nc / 2];
@@ -209,8 +248,10 @@ int main(int argc, char **argv)
         printf("%-20s %7.2f ns a code (median over repeats, mean over queries): %.2fx the full "
                "sum's speed\n",
                names[k], sum[k] / nq, sum[0] / sum[k]);
-    printf("kept %llu of %llu codes offered (%.4f%%)\n", (unsigned long long)kept,
-           (unsigned long long)nc * nq, 100.0 * (double)kept / ((double)nc * nq));
+    printf("kept %llu of %llu codes offered (%.4f%%); the byte filter passed %llu (%.4f%%)\n",
+           (unsigned long long)kept, (unsigned long long)nc * nq,
+           100.0 * (double)kept / ((double)nc * nq), (unsigned long long)passed,
+           100.0 * (double)passed / ((double)nc * nq));
     for (int h = 0; h < 2; h++) {
         printf("%s: dropped after s subspaces:", names[h + 1]);
         for (uint32_t s = 1; s * STEP <= m; s++)
@@ -226,6 +267,8 @@ out:
     if (rc)
         fprintf(stderr, "bench_adc_bound: %s\n", ann_errmsg(rc));
     free(codes);
+    free(blocks);
+    free(qt);
     free(table);
     free(floor);
     free(all);

@@ -36,6 +36,7 @@
 #include "engines/core/distance.h"
 #include "engines/core/exact.h"
 #include "engines/core/kv.h"
+#include "engines/core/pq_lb.h"
 #include "engines/core/status.h"
 #include "engines/core/u32map.h"
 #include "engines/diskann_record/drec.h" /* the open engine's store, for expect_found */
@@ -684,6 +685,55 @@ static void test_pending_copy_sizes(void **state)
         close_idx(&o);
     }
     cache_mb = 64;
+}
+
+/* ids and distances of every test query at K, one search each */
+static void search_all(opened *o, uint32_t *ids, float *d)
+{
+    for (int i = 0; i < NQ; i++) {
+        ann_stats st = { 0 };
+        int got = o->ops->search(o->ctx, queries + (size_t)i * DIM, K, ids + (size_t)i * K,
+                                 d + (size_t)i * K, &st);
+        if (got != K)
+            fail_msg("search %d: %s", i, got < 0 ? ann_errmsg(got) : "fewer than K");
+    }
+}
+
+/*
+ * The pending scan's byte-table filter (pq_lb.h, used from 1,024 codes in
+ * the shared copy on a CPU with AVX-512 VBMI): searches with the copy
+ * return the same ids and distances, bit for bit, as the storage scan
+ * (pending_cache_mb 0: every code summed from the store), with the copy's
+ * head inside a block (a merge after 1,000 inserts) and its tail too.
+ */
+static void test_pending_filter(void **state)
+{
+    (void)state;
+    static uint32_t ids[2][NQ * K];
+    static float d[2][NQ * K];
+    print_message("byte-table filter: %s\n",
+                  pq_lb_fast() ? "in use (AVX-512 VBMI)" : "not on this CPU: rows only");
+    for (int e = 0; e < 2; e++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/filter-%s", tmp_root, engines[e]);
+        assert_int_equal(build_with(engines[e], data, 1024, path, BUILD), 0);
+        opened o;
+        assert_int_equal(open_idx(e, path, "rocksdb", 1, 0, 100, &o), 0);
+        for (uint32_t id = 1024; id < 2024; id++)
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        assert_int_equal(o.ops->merge(o.eng), 0);
+        for (uint32_t id = 2024; id < 5100; id++) /* 3,076 pending, slots 1,000 to 4,076 */
+            assert_int_equal(o.ops->insert(o.eng, id, vec(id), DIM), 0);
+        search_all(&o, ids[0], d[0]);
+        close_idx(&o);
+        cache_mb = 0;
+        assert_int_equal(open_idx(e, path, "rocksdb", 1, 0, 100, &o), 0);
+        cache_mb = 64;
+        search_all(&o, ids[1], d[1]);
+        close_idx(&o);
+        assert_memory_equal(ids[0], ids[1], sizeof ids[0]);
+        assert_memory_equal(d[0], d[1], sizeof d[0]);
+    }
 }
 
 static void test_insert_merge(void **state)
@@ -1344,6 +1394,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_merge_keeps_old_regions),
         cmocka_unit_test(test_merge_threads),
         cmocka_unit_test(test_pending_copy_sizes),
+        cmocka_unit_test(test_pending_filter),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_background_merge),
         cmocka_unit_test(test_crash),

@@ -20,6 +20,7 @@
 #include "engines/core/binio.h"
 #include "engines/core/distance.h"
 #include "engines/core/pq.h"
+#include "engines/core/pq_lb.h"
 #include "datasets/generate.h"
 #include "engines/core/exact.h"
 #include "engines/core/status.h"
@@ -335,6 +336,145 @@ static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
     free(table);
     free(full);
     free(sorted);
+}
+
+/* Codes i of codes (row-major, m bytes each) transposed into blocks of 64
+ * lanes; lanes past n hold code 0. */
+static uint8_t *lb_blocks(const uint8_t *codes, uint32_t n, uint32_t m)
+{
+    const uint32_t nb = (n + PQ_LB_LANES - 1) / PQ_LB_LANES;
+    uint8_t *b = calloc((size_t)nb, PQ_LB_BLOCK_BYTES(m));
+    assert_non_null(b);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < m; j++)
+            b[(size_t)(i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m) + (size_t)j * PQ_LB_LANES +
+              pq_lb_pos(i % PQ_LB_LANES)] = codes[(size_t)i * m + j];
+    return b;
+}
+
+/* Lanes of every block passing bound, checked: the fast kernel returns the
+ * scalar one's lanes, and every code whose ADC distance is within the
+ * bound passes.  The number of codes that pass. */
+static uint32_t lb_check(const pq_lb *lb, const uint8_t *blocks, const float *full, uint32_t n,
+                         float bound)
+{
+    const int32_t limit = pq_lb_limit(lb, bound);
+    uint32_t passed = 0;
+    for (uint32_t b = 0; b * PQ_LB_LANES < n; b++) {
+        const uint8_t *blk = blocks + (size_t)b * PQ_LB_BLOCK_BYTES(lb->m);
+        const uint64_t mask = pq_lb_block(lb, blk, limit);
+        assert_true(mask == pq_lb_block_scalar(lb, blk, limit));
+        for (uint32_t l = 0; l < PQ_LB_LANES && b * PQ_LB_LANES + l < n; l++) {
+            const uint32_t i = b * PQ_LB_LANES + l;
+            if (full[i] <= bound && !(mask >> l & 1))
+                fail_msg("m %u: code %u (distance %.9g) dropped at bound %.9g (limit %d)", lb->m,
+                         i, (double)full[i], (double)bound, limit);
+            passed += (uint32_t)(mask >> l & 1);
+        }
+    }
+    return passed;
+}
+
+/*
+ * pq_lb (the pending scan's filter): on trained codes at four shapes, for
+ * bounds from below every distance to infinity and at codes' own
+ * distances, no code within the bound is dropped, the AVX-512 kernel (when
+ * this CPU has it) returns exactly the scalar kernel's lanes and builds
+ * the scalar build's bytes, and a bound
+ * at the best 1% lets few codes through (the filter works).  Then the
+ * rounding edge: codes made of every subspace's smallest entry, whose
+ * distance is base itself, pass with the bound at that distance.
+ */
+static void check_lb(ann_metric metric, uint32_t dim, uint32_t m)
+{
+    const uint32_t n = 1500, nq = 6;
+    float *x = tu_clustered(n, dim, 12, 41 + dim, metric != ANN_METRIC_L2);
+    float *q = tu_clustered(nq, dim, 12, 87 + dim, metric != ANN_METRIC_L2);
+    pq_codebook *cb = train(x, n, dim, metric, m, 3, 2);
+    uint8_t *codes = malloc((size_t)n * m), *qt = malloc((size_t)m * PQ_KSUB);
+    float *table = malloc(pq_table_floats(cb) * sizeof *table);
+    float *full = malloc(n * sizeof *full), *sorted = malloc(n * sizeof *sorted);
+    assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
+    uint8_t *blocks = lb_blocks(codes, n, m);
+    uint32_t few = 0;
+    for (uint32_t k = 0; k < nq; k++) {
+        pq_table_compute(cb, q + (size_t)k * dim, table);
+        pq_lb lb, lbs;
+        pq_lb_build(table, m, qt, &lb);
+        uint8_t *qs = malloc((size_t)m * PQ_KSUB);
+        pq_lb_build_scalar(table, m, qs, &lbs);
+        assert_memory_equal(qt, qs, (size_t)m * PQ_KSUB);
+        assert_true(lb.base == lbs.base && lb.step == lbs.step);
+        free(qs);
+        for (uint32_t i = 0; i < n; i++)
+            sorted[i] = full[i] = pq_adc_distance(table, codes + (size_t)i * m, m);
+        qsort(sorted, n, sizeof *sorted, cmp_float);
+        const float bounds[] = { sorted[0] * 0.5f, sorted[0],     sorted[n / 100],
+                                 sorted[n / 2],    sorted[n - 1], full[0],
+                                 full[n / 3],      full[n - 1],   __builtin_inff() };
+        for (uint32_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++)
+            lb_check(&lb, blocks, full, n, bounds[b]);
+        assert_int_equal(lb_check(&lb, blocks, full, n, __builtin_inff()), n);
+        few += lb_check(&lb, blocks, full, n, sorted[n / 100]);
+    }
+    print_message("pq_lb m %u: %u of %u codes pass the best 1%%'s bound (%s kernel)\n", m, few,
+                  n * nq, pq_lb_fast() ? "AVX-512 VBMI" : "scalar");
+    assert_true(few < n * nq / 4);
+    free(blocks);
+    free(sorted);
+    free(full);
+    free(table);
+    free(qt);
+    free(codes);
+    pq_codebook_destroy(cb);
+    free(q);
+    free(x);
+}
+
+static void test_pq_lb(void **state)
+{
+    (void)state;
+    check_lb(ANN_METRIC_L2, 96, 48);
+    check_lb(ANN_METRIC_COSINE, 96, 96);
+    check_lb(ANN_METRIC_COSINE, 100, 7); /* fewer than 16 subspaces */
+    check_lb(ANN_METRIC_L2, 100, 50);
+    /* the rounding edge, on 500 tables whose sums round */
+    uint64_t rng = 777;
+    const uint32_t m = 96;
+    float *tab = malloc((size_t)m * PQ_KSUB * sizeof *tab), full[PQ_LB_LANES];
+    uint8_t codes[PQ_LB_LANES * 96], qt[96 * PQ_KSUB];
+    for (int trial = 0; trial < 500; trial++) {
+        for (uint32_t s = 0; s < m; s++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const float lo = ldexpf((float)(rng >> 40) / (float)(1u << 24) + 1.0f,
+                                    (int)(rng >> 20 & 15) - 12);
+            for (uint32_t c = 0; c < PQ_KSUB; c++)
+                tab[s * PQ_KSUB + c] = lo + (c == (s * 7u & 255u) ? 0.0f : 1.0f + (float)c);
+            for (uint32_t l = 0; l < PQ_LB_LANES; l++) /* lane 0 on the floor, the rest near */
+                codes[l * m + s] = (uint8_t)(l == 0 || (rng >> (l % 32)) & 1 ? s * 7u : l);
+        }
+        for (uint32_t l = 0; l < PQ_LB_LANES; l++)
+            full[l] = pq_adc_distance(tab, codes + l * m, m);
+        pq_lb lb;
+        pq_lb_build(tab, m, qt, &lb);
+        uint8_t *blk = lb_blocks(codes, PQ_LB_LANES, m);
+        for (uint32_t l = 0; l < PQ_LB_LANES; l += 9)
+            lb_check(&lb, blk, full, PQ_LB_LANES, full[l]);
+        assert_true(pq_lb_block(&lb, blk, pq_lb_limit(&lb, full[0])) & 1);
+        free(blk);
+    }
+    free(tab);
+    /* an empty limit, and a table of one value (step 1, every entry 0) */
+    pq_lb lb;
+    float ones[8 * PQ_KSUB];
+    for (uint32_t t = 0; t < 8 * PQ_KSUB; t++)
+        ones[t] = 1.0f;
+    pq_lb_build(ones, 8, qt, &lb);
+    assert_true(lb.base == 8.0f && lb.step == 1.0f && qt[0] == 0 && qt[8 * PQ_KSUB - 1] == 0);
+    memset(codes, 3, PQ_LB_BLOCK_BYTES(8));
+    assert_int_equal(pq_lb_limit(&lb, 7.0f), -1);
+    assert_true(pq_lb_block(&lb, codes, -1) == 0);
+    assert_true(pq_lb_block(&lb, codes, pq_lb_limit(&lb, 8.0f)) == ~0ull);
 }
 
 static void test_pq_adc_bounded(void **state)
@@ -760,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_pq_adc_padded_dimension),
         cmocka_unit_test(test_pq_cosine_ranks_like_l2),
         cmocka_unit_test(test_pq_deterministic_by_seed),
+        cmocka_unit_test(test_pq_lb),
         cmocka_unit_test(test_pq_encode_one),
         cmocka_unit_test(test_pq_sample_caps),
         cmocka_unit_test(test_pq_bad_bytes),

@@ -247,8 +247,9 @@ static inline float pq_floor_margin(float bound, uint32_t m)
 }
 
 /*
- * ADC distance of one code (subspace j summed into accumulator j % 4), with
- * early abandoning.  After each 16 subspaces the partial sum is checked:
+ * ADC distance of one code whose byte j is at code[j * stride] (stride 1:
+ * a code's m bytes; PQ_LB_LANES: a lane of a transposed block, pq_lb.h),
+ * subspace j summed into accumulator j % 4, with early abandoning.  After each 16 subspaces the partial sum is checked:
  * when it is above bound, or (floor not NULL) when it plus the floor of the
  * subspaces not yet summed is above pq_floor_margin(bound, m), the code is
  * dropped and a value above bound, not above its full sum, is returned.
@@ -259,20 +260,21 @@ static inline float pq_floor_margin(float bound, uint32_t m)
  * drops codes above bound (ann_candlist_insert against ann_candlist_bound)
  * drops the same codes, only sooner.
  */
-static inline float pq_adc_distance_floored(const float *table, const uint8_t *code, uint32_t m,
-                                            float bound, const float *floor)
+static inline float pq_adc_distance_floored_strided(const float *table, const uint8_t *code,
+                                                    size_t stride, uint32_t m, float bound,
+                                                    const float *floor)
 {
     const float hi = floor ? pq_floor_margin(bound, m) : bound;
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     uint32_t j = 0;
     for (; j + PQ_BOUND_STEP <= m; j += PQ_BOUND_STEP) {
         const float *t = table + (size_t)j * PQ_KSUB;
-        const uint8_t *c = code + j;
+        const uint8_t *c = code + (size_t)j * stride;
         for (uint32_t g = 0; g < PQ_BOUND_STEP; g += 4) {
-            s0 += t[(g + 0) * PQ_KSUB + c[g + 0]];
-            s1 += t[(g + 1) * PQ_KSUB + c[g + 1]];
-            s2 += t[(g + 2) * PQ_KSUB + c[g + 2]];
-            s3 += t[(g + 3) * PQ_KSUB + c[g + 3]];
+            s0 += t[(g + 0) * PQ_KSUB + c[(g + 0) * stride]];
+            s1 += t[(g + 1) * PQ_KSUB + c[(g + 1) * stride]];
+            s2 += t[(g + 2) * PQ_KSUB + c[(g + 2) * stride]];
+            s3 += t[(g + 3) * PQ_KSUB + c[(g + 3) * stride]];
         }
         float partial = (s0 + s1) + (s2 + s3);
         float least = floor ? partial + floor[j + PQ_BOUND_STEP] : partial;
@@ -280,14 +282,21 @@ static inline float pq_adc_distance_floored(const float *table, const uint8_t *c
             return partial > bound ? partial : pq_float_up(bound);
     }
     for (; j + 4 <= m; j += 4) {
-        s0 += table[(size_t)(j + 0) * PQ_KSUB + code[j + 0]];
-        s1 += table[(size_t)(j + 1) * PQ_KSUB + code[j + 1]];
-        s2 += table[(size_t)(j + 2) * PQ_KSUB + code[j + 2]];
-        s3 += table[(size_t)(j + 3) * PQ_KSUB + code[j + 3]];
+        s0 += table[(size_t)(j + 0) * PQ_KSUB + code[(size_t)(j + 0) * stride]];
+        s1 += table[(size_t)(j + 1) * PQ_KSUB + code[(size_t)(j + 1) * stride]];
+        s2 += table[(size_t)(j + 2) * PQ_KSUB + code[(size_t)(j + 2) * stride]];
+        s3 += table[(size_t)(j + 3) * PQ_KSUB + code[(size_t)(j + 3) * stride]];
     }
     for (; j < m; j++)
-        s0 += table[(size_t)j * PQ_KSUB + code[j]];
+        s0 += table[(size_t)j * PQ_KSUB + code[(size_t)j * stride]];
     return (s0 + s1) + (s2 + s3);
+}
+
+/* The code's bytes one after another (stride 1). */
+static inline float pq_adc_distance_floored(const float *table, const uint8_t *code, uint32_t m,
+                                            float bound, const float *floor)
+{
+    return pq_adc_distance_floored_strided(table, code, 1, m, bound, floor);
 }
 
 /* pq_adc_distance_floored without a floor: dropped once a partial sum

@@ -15,6 +15,7 @@
 #include "engines/core/kv.h"
 #include "engines/core/paged.h"
 #include "engines/core/pq.h"
+#include "engines/core/pq_lb.h"
 #include "engines/core/visited.h"
 #include "engines/diskann_record/layout.h"
 #include "engines/engine.h"
@@ -72,6 +73,18 @@ typedef struct drec_live {
      * below pc_head are freed only while no search is in flight
      * (pc_active). */
     ann_idrows pc_rows;
+    /* With pc_lb (L2 and cosine, a CPU with AVX-512 VBMI: pq_lb_fast), the
+     * same codes again in blocks of 64 slots for the byte-table filter
+     * (pq_lb.h): slot s is lane s % 64 of block s / 64, whose row j (64
+     * bytes, lanes at pq_lb_pos) is row (s / 64) * m + j of pc_blocks,
+     * taken mod 2^32 like the slots.  A block is read as a block only once
+     * all 64 of its slots are below pc_tail and at or above pc_head; the
+     * slots of a partly filled or partly merged block are scored from
+     * pc_rows. */
+    int pc_lb;
+    uint32_t pc_blocks_m;   /* rows a block (pq_bytes) */
+    ann_idrows pc_blocks;
+    uint64_t pcb_freed;     /* pages of pc_blocks below this one are freed */
     uint64_t pc_cap;        /* slots pending_cache_mb allows */
     _Atomic uint64_t pc_head, pc_tail;
     _Atomic int pc_complete, pc_active;
@@ -120,6 +133,8 @@ struct ann_ctx {
     uint32_t *rr;     /* storage max(L, k_max): the ids a re-rank reads */
     float *table;     /* PQ distance table, m * 256 floats */
     float *floor;     /* pq_table_floor of it, m + 1 floats (the pending scan's) */
+    uint8_t *lbq;     /* the pending scan's byte table (pq_lb.h), m * 256 bytes */
+    uint8_t *lbblk;   /* a block of pc_blocks that spans two pages, copied whole */
     ann_candlist cand; /* storage max(L, k_max) */
     ann_visited visited;
     float *top_dist;  /* k_max */

@@ -257,6 +257,8 @@ static void drec_ctx_free(ann_ctx *c)
     kv_reader_destroy(c->rd);
     free(c->table);
     free(c->floor);
+    free(c->lbq);
+    free(c->lbblk);
     ann_candlist_fini(&c->cand);
     ann_visited_fini(&c->visited);
     free(c->top_dist);
@@ -294,6 +296,12 @@ static int drec_ctx_new(ann_engine *e, const json_t *search_params, uint32_t k_m
     if (!rc && e->meta.pq_bytes > 0) {
         c->table = malloc((size_t)e->meta.pq_bytes * PQ_KSUB * sizeof(float));
         c->floor = malloc(pq_floor_len(e->meta.pq_bytes) * sizeof(float));
+        if (e->live.pc_lb) {
+            c->lbq = malloc((size_t)e->meta.pq_bytes * PQ_KSUB);
+            c->lbblk = malloc(PQ_LB_BLOCK_BYTES(e->meta.pq_bytes));
+            if (!c->lbq || !c->lbblk)
+                rc = -ENOMEM;
+        }
         if (!c->table || !c->floor || ann_candlist_create(&c->cand, cap) != 0 ||
             ann_visited_init(&c->visited, atomic_load(&e->live.id_bound)) != 0)
             rc = -ENOMEM;

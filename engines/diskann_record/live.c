@@ -150,6 +150,16 @@ static int pc_push(ann_engine *e, uint32_t id, const uint8_t *code)
         return -1;
     ann_put_u32(row, id);
     memcpy(row + 4, code, e->meta.pq_bytes);
+    if (L->pc_lb) {
+        const uint32_t m = e->meta.pq_bytes, pos = pq_lb_pos((uint32_t)(tail % PQ_LB_LANES));
+        const uint64_t row0 = tail / PQ_LB_LANES * m;
+        for (uint32_t j = 0; j < m; j++) {
+            uint8_t *r = ann_idrows_put(&L->pc_blocks, (uint32_t)(row0 + j));
+            if (!r)
+                return -1;
+            r[pos] = code[j];
+        }
+    }
     atomic_store(&L->pc_tail, tail + 1); /* publishes the row */
     return 0;
 }
@@ -178,6 +188,12 @@ static void pc_advance(drec_live *L, uint64_t head)
     uint64_t upto = atomic_load(&L->pc_head) >> ANN_PAGE_BITS;
     for (; L->pc_freed < upto; L->pc_freed++)
         free(atomic_exchange(&L->pc_rows.dir[L->pc_freed % ANN_PAGE_COUNT], NULL));
+    if (!L->pc_lb)
+        return;
+    /* the rows of the blocks wholly below the head */
+    upto = atomic_load(&L->pc_head) / PQ_LB_LANES * L->pc_blocks_m >> ANN_PAGE_BITS;
+    for (; L->pcb_freed < upto; L->pcb_freed++)
+        free(atomic_exchange(&L->pc_blocks.dir[L->pcb_freed % ANN_PAGE_COUNT], NULL));
 }
 
 static int pc_reload_one(ann_engine *e, uint32_t id, const kv_val *v, void *arg)
@@ -293,8 +309,16 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
     if (ann_idbits_init(&L->dead) || ann_idrows_init(&L->codes, e->meta.pq_bytes) ||
         ann_idrows_init(&L->pc_rows, 4 + (size_t)e->meta.pq_bytes))
         return ann_fail(-ENOMEM, "%s: no memory for the live-update state", e->store_dir);
+    /* the byte-table filter's blocks: a second copy of the codes, counted
+     * in pending_cache_mb */
+    L->pc_lb = pq_lb_fast() && e->meta.pq_bytes > 0 && e->meta.pq_bytes <= PQ_LB_MAX_M &&
+               e->meta.metric != ANN_METRIC_IP;
+    L->pc_blocks_m = e->meta.pq_bytes;
+    if (L->pc_lb && ann_idrows_init(&L->pc_blocks, PQ_LB_LANES))
+        return ann_fail(-ENOMEM, "%s: no memory for the live-update state", e->store_dir);
     double mb = ann_param_real(open_params, drec_open_params, "pending_cache_mb");
-    L->pc_cap = (uint64_t)(mb * 1048576.0) / (4 + (uint64_t)e->meta.pq_bytes);
+    L->pc_cap = (uint64_t)(mb * 1048576.0) /
+                (4 + (uint64_t)e->meta.pq_bytes * (L->pc_lb ? 2 : 1));
     atomic_store(&L->pc_complete, L->pc_cap > 0);
     const int graph = e->meta.mode == DREC_MODE_GRAPH;
     const int untrained = !graph && e->meta.version != DREC_VERSION_GRAPH;
@@ -367,6 +391,7 @@ void drec_live_close(ann_engine *e)
     ann_paged_fini(&L->dead);
     ann_paged_fini(&L->codes);
     ann_paged_fini(&L->pc_rows);
+    ann_paged_fini(&L->pc_blocks);
     pthread_cond_destroy(&L->cond);
     pthread_mutex_destroy(&L->mlock);
     pthread_mutex_destroy(&L->wlock);

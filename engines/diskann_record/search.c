@@ -258,7 +258,7 @@ out:
  * impossible; the visited map makes it harmless).  Deleted ids are not
  * offered.
  */
-static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
+static void offer_pending_strided(drec_query *q, uint32_t id, const uint8_t *code, size_t stride)
 {
     ann_ctx *c = q->ctx;
     const ann_engine *e = c->eng;
@@ -267,27 +267,95 @@ static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
         return;
     q->local.code_dists++;
     const float bound = ann_candlist_bound(&c->cand);
-    float dist = q->bounded_adc ? pq_adc_distance_floored(c->table, code, m, bound, c->floor)
-                                : pq_adc_distance(c->table, code, m);
+    float dist = q->bounded_adc
+                     ? pq_adc_distance_floored_strided(c->table, code, stride, m, bound, c->floor)
+                     : pq_adc_distance_floored_strided(c->table, code, stride, m,
+                                                       __builtin_inff(), NULL);
     if (dist > bound || ann_idbits_test(&e->live.dead, id) ||
         ann_visited_test_and_set(&c->visited, id))
         return;
     ann_candlist_insert(&c->cand, dist, id);
 }
 
-/* The shared in-memory copy (drec.h), when it holds every pending insert;
- * 1 when it did, 0 to scan the store instead. */
-static int score_pending_copy(drec_query *q)
+static void offer_pending(drec_query *q, uint32_t id, const uint8_t *code)
 {
-    ann_engine *e = q->ctx->eng;
-    drec_live *L = &e->live;
-    if (!q->pc_complete)
-        return 0;
-    for (uint64_t s = q->pc_head; s < q->pc_tail; s++) {
+    offer_pending_strided(q, id, code, 1);
+}
+
+/* Slots [from, to) of the shared copy, one by one. */
+static void score_pending_rows(drec_query *q, uint64_t from, uint64_t to)
+{
+    const drec_live *L = &q->ctx->eng->live;
+    for (uint64_t s = from; s < to; s++) {
         const uint8_t *row = ann_idrows_get(&L->pc_rows, (uint32_t)s);
         if (row)
             offer_pending(q, ann_get_u32(row), row + 4);
     }
+}
+
+/* Block b of pc_blocks (drec.h): a pointer into its page, or the block
+ * copied into the context's buffer when it spans two pages; NULL when a
+ * page is missing (out of memory at its insert: the copy is then not
+ * complete, and the caller scores the slots from pc_rows). */
+static const uint8_t *pending_block(drec_query *q, uint64_t b)
+{
+    ann_ctx *c = q->ctx;
+    const drec_live *L = &c->eng->live;
+    const uint32_t m = L->pc_blocks_m;
+    const uint64_t row0 = b * m;
+    if ((row0 & (ANN_PAGE_IDS - 1)) + m <= ANN_PAGE_IDS)
+        return ann_idrows_get(&L->pc_blocks, (uint32_t)row0);
+    for (uint32_t j = 0; j < m; j++) {
+        const uint8_t *r = ann_idrows_get(&L->pc_blocks, (uint32_t)(row0 + j));
+        if (!r)
+            return NULL;
+        memcpy(c->lbblk + (size_t)j * PQ_LB_LANES, r, PQ_LB_LANES);
+    }
+    return c->lbblk;
+}
+
+/*
+ * The shared in-memory copy (drec.h), when it holds every pending insert;
+ * 1 when it did, 0 to scan the store instead.  With pc_lb, a table of
+ * entries >= 0 and at least PQ_LB_MIN_PENDING codes, the whole blocks go
+ * through the byte-table filter (pq_lb.h) against the list's worst as it
+ * stands at each block, and only the lanes it passes are offered, summed
+ * from the block (the same sums, so the same bits): the filter passes
+ * every code the list could take, so the list ends as without it.
+ */
+#define PQ_LB_MIN_PENDING 1024u
+static int score_pending_copy(drec_query *q)
+{
+    ann_ctx *c = q->ctx;
+    const drec_live *L = &c->eng->live;
+    if (!q->pc_complete)
+        return 0;
+    const uint64_t head = q->pc_head, tail = q->pc_tail;
+    /* the whole blocks [b0, b1) */
+    const uint64_t b0 = (head + PQ_LB_LANES - 1) / PQ_LB_LANES, b1 = tail / PQ_LB_LANES;
+    if (!L->pc_lb || !q->bounded_adc || tail - head < PQ_LB_MIN_PENDING || b0 >= b1) {
+        score_pending_rows(q, head, tail);
+        return 1;
+    }
+    pq_lb lb;
+    pq_lb_build(c->table, L->pc_blocks_m, c->lbq, &lb);
+    score_pending_rows(q, head, b0 * PQ_LB_LANES);
+    for (uint64_t b = b0; b < b1; b++) {
+        const uint8_t *blk = pending_block(q, b);
+        if (!blk) {
+            score_pending_rows(q, b * PQ_LB_LANES, (b + 1) * PQ_LB_LANES);
+            continue;
+        }
+        uint64_t lanes = pq_lb_block(&lb, blk, pq_lb_limit(&lb, ann_candlist_bound(&c->cand)));
+        q->local.code_dists += PQ_LB_LANES - (uint64_t)__builtin_popcountll(lanes);
+        for (; lanes; lanes &= lanes - 1) {
+            const uint32_t lane = (uint32_t)__builtin_ctzll(lanes);
+            const uint8_t *row = ann_idrows_get(&L->pc_rows, (uint32_t)(b * PQ_LB_LANES + lane));
+            if (row)
+                offer_pending_strided(q, ann_get_u32(row), blk + pq_lb_pos(lane), PQ_LB_LANES);
+        }
+    }
+    score_pending_rows(q, b1 * PQ_LB_LANES, tail);
     return 1;
 }
 
