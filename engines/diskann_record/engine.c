@@ -19,7 +19,8 @@
  * inserts are pending; 0 = on demand only), sync (LMDB: sync every
  * commit; by default a commit survives kill -9, as RocksDB's does) and
  * pending_cache_mb (the in-memory copy of the pending codes searches
- * share, default 64 MiB; past it they scan the pending records).
+ * share, twice over with the filter's blocks of search.c; default 64 MiB;
+ * past it they scan the pending records).
  * Search: L (candidate list size) and rerank: how many of the best
  * candidates by PQ distance get a full-vector read and an exact distance.
  * The default, 0, means all of the final list (L candidates), which is what
@@ -62,7 +63,8 @@ const ann_param_spec drec_open_params[] = {
       .help = "updates: LMDB syncs every commit (default: a commit survives kill -9, as "
               "RocksDB's unsynced WAL does)" },
     { .name = "pending_cache_mb", .type = ANN_PARAM_REAL, .min = 0, .max = 1 << 20, .def = 64,
-      .help = "in-memory copy of the pending PQ codes shared by searches, MiB (past it, or 0: "
+      .help = "in-memory copy of the pending PQ codes shared by searches, MiB, with the "
+              "byte-table filter's blocks where the CPU has AVX-512 VBMI (past it, or 0: "
               "searches scan the pending records)" },
     { .name = "merge_every", .type = ANN_PARAM_INT, .min = 0, .max = 1 << 30, .def = 0,
       .help = "merge in the background once this many inserts are pending (0: only on demand)" },
