@@ -249,7 +249,8 @@ static inline float pq_floor_margin(float bound, uint32_t m)
 /*
  * ADC distance of one code whose byte j is at code[j * stride] (stride 1:
  * a code's m bytes; PQ_LB_LANES: a lane of a transposed block, pq_lb.h),
- * subspace j summed into accumulator j % 4, with early abandoning.  After each 16 subspaces the partial sum is checked:
+ * subspace j summed into accumulator j % 4, with early abandoning.  After
+ * each 16 subspaces the partial sum is checked:
  * when it is above bound, or (floor not NULL) when it plus the floor of the
  * subspaces not yet summed is above pq_floor_margin(bound, m), the code is
  * dropped and a value above bound, not above its full sum, is returned.
