@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ANN_PAGE_BITS 16u
 #define ANN_PAGE_IDS (1u << ANN_PAGE_BITS)
@@ -120,6 +121,24 @@ static inline const uint8_t *ann_idrows_get(const ann_idrows *r, uint32_t id)
 {
     const uint8_t *pg = ann_paged_peek_(r, id);
     return pg ? pg + (size_t)(id & (ANN_PAGE_IDS - 1)) * r->row_bytes : NULL;
+}
+
+/* The n rows first .. first+n-1 (n <= ANN_PAGE_IDS, ids mod 2^32) one
+ * after another: a pointer into their page when one page holds them all,
+ * else copied into buf (n * row_bytes); NULL when a page was never
+ * written. */
+static inline const uint8_t *ann_idrows_run(const ann_idrows *r, uint32_t first, uint32_t n,
+                                            uint8_t *buf)
+{
+    if ((first & (ANN_PAGE_IDS - 1)) + n <= ANN_PAGE_IDS)
+        return ann_idrows_get(r, first);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *row = ann_idrows_get(r, first + i);
+        if (!row)
+            return NULL;
+        memcpy(buf + (size_t)i * r->row_bytes, row, r->row_bytes);
+    }
+    return buf;
 }
 
 /* Row of id for writing (the writer), or NULL when out of memory. */

@@ -293,27 +293,6 @@ static void score_pending_rows(drec_query *q, uint64_t from, uint64_t to)
     }
 }
 
-/* Block b of pc_blocks (drec.h): a pointer into its page, or the block
- * copied into the context's buffer when it spans two pages; NULL when a
- * page is missing (out of memory at its insert: the copy is then not
- * complete, and the caller scores the slots from pc_rows). */
-static const uint8_t *pending_block(drec_query *q, uint64_t b)
-{
-    ann_ctx *c = q->ctx;
-    const drec_live *L = &c->eng->live;
-    const uint32_t m = L->pc_blocks_m;
-    const uint64_t row0 = b * m;
-    if ((row0 & (ANN_PAGE_IDS - 1)) + m <= ANN_PAGE_IDS)
-        return ann_idrows_get(&L->pc_blocks, (uint32_t)row0);
-    for (uint32_t j = 0; j < m; j++) {
-        const uint8_t *r = ann_idrows_get(&L->pc_blocks, (uint32_t)(row0 + j));
-        if (!r)
-            return NULL;
-        memcpy(c->lbblk + (size_t)j * PQ_LB_LANES, r, PQ_LB_LANES);
-    }
-    return c->lbblk;
-}
-
 /*
  * The shared in-memory copy (drec.h), when it holds every pending insert;
  * 1 when it did, 0 to scan the store instead.  With pc_lb, a table of
@@ -341,7 +320,10 @@ static int score_pending_copy(drec_query *q)
     pq_lb_build(c->table, L->pc_blocks_m, c->lbq, &lb);
     score_pending_rows(q, head, b0 * PQ_LB_LANES);
     for (uint64_t b = b0; b < b1; b++) {
-        const uint8_t *blk = pending_block(q, b);
+        /* a block spanning two pages of pc_blocks is copied whole; a
+         * missing page (out of memory at an insert) leaves the rows */
+        const uint8_t *blk = ann_idrows_run(&L->pc_blocks, (uint32_t)(b * L->pc_blocks_m),
+                                            L->pc_blocks_m, c->lbblk);
         if (!blk) {
             score_pending_rows(q, b * PQ_LB_LANES, (b + 1) * PQ_LB_LANES);
             continue;
