@@ -209,15 +209,14 @@ int main(int argc, char **argv)
             for (uint64_t blk = 0; blk < nblocks; blk++) {
                 uint64_t mask = pq_lb_block(&lb, blocks + blk * PQ_LB_BLOCK_BYTES(m), limit);
                 const uint64_t i0 = blk * PQ_LB_LANES;
+                const uint8_t *b = blocks + blk * PQ_LB_BLOCK_BYTES(m);
                 for (uint64_t l = 0; l < PQ_LB_LANES && i0 + l < nc; l++)
                     out[3][i0 + l] = dropped;
                 for (; mask; mask &= mask - 1) {
-                    const uint64_t i = i0 + (uint64_t)__builtin_ctzll(mask);
-                    if (i < nc) {
-                        out[3][i] = pq_adc_distance_floored_strided(
-                            table, blocks + blk * PQ_LB_BLOCK_BYTES(m) + pq_lb_pos((uint32_t)(i - i0)),
-                            PQ_LB_LANES, m,
-                            bound, floor);
+                    const uint32_t lane = (uint32_t)__builtin_ctzll(mask);
+                    if (i0 + lane < nc) {
+                        out[3][i0 + lane] = pq_adc_distance_floored_strided(
+                            table, b + pq_lb_pos(lane), PQ_LB_LANES, m, bound, floor);
                         pass++;
                     }
                 }
