@@ -302,6 +302,8 @@ static void score_pending_rows(drec_query *q, uint64_t from, uint64_t to)
  * from the block (the same sums, so the same bits): the filter passes
  * every code the list could take, so the list ends as without it.
  */
+/* below it, building the byte table (two passes over the m * 256 float
+ * entries, once a query) costs about what the filter saves */
 #define PQ_LB_MIN_PENDING 1024u
 static int score_pending_copy(drec_query *q)
 {
