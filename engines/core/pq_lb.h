@@ -20,7 +20,8 @@
  * the filter keeps exactly the codes a scan without it keeps.
  *
  * A block holds 64 codes transposed: row j (64 bytes) holds byte j of the
- * codes of lanes 0..63 (PQ_LB_BLOCK_BYTES(m) bytes in all).  The byte sums
+ * codes of lanes 0..63, lane l's at pq_lb_pos(l) (PQ_LB_BLOCK_BYTES(m)
+ * bytes in all).  The byte sums
  * are kept in 16 bits with saturating adds (a saturated sum is still a
  * lower bound).  With AVX-512 VBMI (pq_lb_fast) a block costs about a
  * dozen instructions a subspace for all 64 codes, stopping early once few
@@ -81,8 +82,9 @@ uint64_t pq_lb_block(const pq_lb *lb, const uint8_t *block, int32_t limit);
 /* The same with the portable kernel (the same lanes; tests compare). */
 uint64_t pq_lb_block_scalar(const pq_lb *lb, const uint8_t *block, int32_t limit);
 
-/* 1 when pq_lb_block runs the AVX-512 VBMI kernel on this CPU; without it
- * the filter costs as much as the sums it saves, and callers skip it. */
+/* 1 when pq_lb_block runs the AVX-512 VBMI kernel on this CPU.  The
+ * scalar kernel does a table lookup a subspace for every code, as the
+ * float scan it would spare does, so callers skip the filter without it. */
 int pq_lb_fast(void);
 
 #endif
