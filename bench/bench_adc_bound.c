@@ -170,9 +170,8 @@ int main(int argc, char **argv)
         goto out;
     const uint8_t *scan = codes + (size_t)(n - nc) * m;
     for (uint64_t i = 0; i < nc; i++) /* the filter's copy: blocks of 64, transposed */
-        for (uint32_t j = 0; j < m; j++)
-            blocks[(i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m) + (size_t)j * PQ_LB_LANES +
-                   pq_lb_pos(i % PQ_LB_LANES)] = scan[(size_t)i * m + j];
+        pq_lb_set_lane(blocks + (i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m), m,
+                       (uint32_t)(i % PQ_LB_LANES), scan + (size_t)i * m);
     printf("bundle %s: n %llu, dim %u, %s; pq %u bytes; %u queries; the last %llu codes "
            "offered to a list of the %u best of all %llu; %d repeats, one thread; byte "
            "filter kernel: %s\n",

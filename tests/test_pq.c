@@ -264,28 +264,74 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Trained codes for the ADC checks: n = 1500 clustered rows of dim, nq
+ * queries, an m-byte codebook, the codes, and per query (adc_query) the
+ * table, every code's distance and the distances sorted. */
+typedef struct adc_case {
+    uint32_t n, nq, dim, m;
+    float *x, *q, *table, *full, *sorted;
+    pq_codebook *cb;
+    uint8_t *codes;
+} adc_case;
+
+static void adc_case_init(adc_case *a, ann_metric metric, uint32_t dim, uint32_t m, uint32_t nq)
+{
+    a->n = 1500;
+    a->nq = nq;
+    a->dim = dim;
+    a->m = m;
+    a->x = tu_clustered(a->n, dim, 12, 41 + dim, metric != ANN_METRIC_L2);
+    a->q = tu_clustered(nq, dim, 12, 87 + dim, metric != ANN_METRIC_L2);
+    a->cb = train(a->x, a->n, dim, metric, m, 3, 2);
+    a->codes = malloc((size_t)a->n * m);
+    a->table = malloc(pq_table_floats(a->cb) * sizeof *a->table);
+    a->full = malloc(a->n * sizeof *a->full);
+    a->sorted = malloc(a->n * sizeof *a->sorted);
+    assert_non_null(a->codes);
+    assert_non_null(a->table);
+    assert_non_null(a->full);
+    assert_non_null(a->sorted);
+    assert_int_equal(pq_encode(a->cb, a->x, a->n, 1, a->codes), 0);
+}
+
+/* Query j's table, every code's ADC distance, and those sorted. */
+static void adc_query(adc_case *a, uint32_t j)
+{
+    pq_table_compute(a->cb, a->q + (size_t)j * a->dim, a->table);
+    for (uint32_t i = 0; i < a->n; i++)
+        a->sorted[i] = a->full[i] = pq_adc_distance(a->table, a->codes + (size_t)i * a->m, a->m);
+    qsort(a->sorted, a->n, sizeof *a->sorted, cmp_float);
+}
+
+static void adc_case_fini(adc_case *a)
+{
+    pq_codebook_destroy(a->cb);
+    free(a->x);
+    free(a->q);
+    free(a->codes);
+    free(a->table);
+    free(a->full);
+    free(a->sorted);
+}
+
 static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
 {
-    const uint32_t n = 1500, nq = 8;
-    float *x = tu_clustered(n, dim, 12, 41 + dim, metric != ANN_METRIC_L2);
-    float *q = tu_clustered(nq, dim, 12, 87 + dim, metric != ANN_METRIC_L2);
-    pq_codebook *cb = train(x, n, dim, metric, m, 3, 2);
-    uint8_t *codes = malloc((size_t)n * m);
-    float *table = malloc(pq_table_floats(cb) * sizeof *table);
-    float *full = malloc(n * sizeof *full), *sorted = malloc(n * sizeof *sorted);
+    adc_case a;
+    adc_case_init(&a, metric, dim, m, 8);
+    const uint32_t n = a.n, nq = a.nq;
+    const uint8_t *codes = a.codes;
+    const float *table = a.table, *full = a.full, *sorted = a.sorted;
     float *floor = malloc(pq_floor_len(m) * sizeof *floor);
-    assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
-    assert_int_equal(pq_table_nonneg(cb), 1);
+    assert_int_equal(pq_table_nonneg(a.cb), 1);
     uint64_t kept = 0, abandoned = 0, floored = 0, sooner = 0;
     for (uint32_t j = 0; j < nq; j++) {
-        pq_table_compute(cb, q + (size_t)j * dim, table);
+        adc_query(&a, j);
         pq_table_floor(table, m, floor);
         for (uint32_t t = 0; t < (uint32_t)m * PQ_KSUB; t++)
             assert_true(table[t] >= 0.0f);
         assert_true(floor[m] == 0.0f);
         for (uint32_t i = 0; i < n; i++) {
             const uint8_t *c = codes + (size_t)i * m;
-            sorted[i] = full[i] = pq_adc_distance(table, c, m);
             /* the floor is what the subspaces left add at least */
             double rest = 0;
             for (uint32_t s = m; s-- > 0;) {
@@ -293,7 +339,6 @@ static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
                 assert_true(floor[s] <= rest * (1 + 1e-6));
             }
         }
-        qsort(sorted, n, sizeof *sorted, cmp_float);
         /* the bounds include codes' own distances: a code at the bound,
          * the tightest case for the floor's margin, is kept */
         const float bounds[] = { sorted[0],     sorted[n / 100], sorted[n / 20],
@@ -329,13 +374,7 @@ static void check_adc_bounded(ann_metric metric, uint32_t dim, uint32_t m)
            (int)metric, dim, m, (unsigned long long)kept, (unsigned long long)abandoned,
            (unsigned long long)floored, (unsigned long long)sooner);
     free(floor);
-    pq_codebook_destroy(cb);
-    free(x);
-    free(q);
-    free(codes);
-    free(table);
-    free(full);
-    free(sorted);
+    adc_case_fini(&a);
 }
 
 /* Codes i of codes (row-major, m bytes each) transposed into blocks of 64
@@ -346,9 +385,8 @@ static uint8_t *lb_blocks(const uint8_t *codes, uint32_t n, uint32_t m)
     uint8_t *b = calloc((size_t)nb, PQ_LB_BLOCK_BYTES(m));
     assert_non_null(b);
     for (uint32_t i = 0; i < n; i++)
-        for (uint32_t j = 0; j < m; j++)
-            b[(size_t)(i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m) + (size_t)j * PQ_LB_LANES +
-              pq_lb_pos(i % PQ_LB_LANES)] = codes[(size_t)i * m + j];
+        pq_lb_set_lane(b + (size_t)(i / PQ_LB_LANES) * PQ_LB_BLOCK_BYTES(m), m, i % PQ_LB_LANES,
+                       codes + (size_t)i * m);
     return b;
 }
 
@@ -387,18 +425,15 @@ static uint32_t lb_check(const pq_lb *lb, const uint8_t *blocks, const float *fu
  */
 static void check_lb(ann_metric metric, uint32_t dim, uint32_t m)
 {
-    const uint32_t n = 1500, nq = 6;
-    float *x = tu_clustered(n, dim, 12, 41 + dim, metric != ANN_METRIC_L2);
-    float *q = tu_clustered(nq, dim, 12, 87 + dim, metric != ANN_METRIC_L2);
-    pq_codebook *cb = train(x, n, dim, metric, m, 3, 2);
-    uint8_t *codes = malloc((size_t)n * m), *qt = malloc((size_t)m * PQ_KSUB);
-    float *table = malloc(pq_table_floats(cb) * sizeof *table);
-    float *full = malloc(n * sizeof *full), *sorted = malloc(n * sizeof *sorted);
-    assert_int_equal(pq_encode(cb, x, n, 1, codes), 0);
-    uint8_t *blocks = lb_blocks(codes, n, m);
+    adc_case a;
+    adc_case_init(&a, metric, dim, m, 6);
+    const uint32_t n = a.n, nq = a.nq;
+    const float *table = a.table, *full = a.full, *sorted = a.sorted;
+    uint8_t *qt = malloc((size_t)m * PQ_KSUB);
+    uint8_t *blocks = lb_blocks(a.codes, n, m);
     uint32_t few = 0;
     for (uint32_t k = 0; k < nq; k++) {
-        pq_table_compute(cb, q + (size_t)k * dim, table);
+        adc_query(&a, k);
         pq_lb lb, lbs;
         pq_lb_build(table, m, qt, &lb);
         uint8_t *qs = malloc((size_t)m * PQ_KSUB);
@@ -406,9 +441,6 @@ static void check_lb(ann_metric metric, uint32_t dim, uint32_t m)
         assert_memory_equal(qt, qs, (size_t)m * PQ_KSUB);
         assert_true(lb.base == lbs.base && lb.step == lbs.step);
         free(qs);
-        for (uint32_t i = 0; i < n; i++)
-            sorted[i] = full[i] = pq_adc_distance(table, codes + (size_t)i * m, m);
-        qsort(sorted, n, sizeof *sorted, cmp_float);
         const float bounds[] = { sorted[0] * 0.5f, sorted[0],     sorted[n / 100],
                                  sorted[n / 2],    sorted[n - 1], full[0],
                                  full[n / 3],      full[n - 1],   __builtin_inff() };
@@ -421,14 +453,8 @@ static void check_lb(ann_metric metric, uint32_t dim, uint32_t m)
                   n * nq, pq_lb_fast() ? "AVX-512 VBMI" : "scalar");
     assert_true(few < n * nq / 4);
     free(blocks);
-    free(sorted);
-    free(full);
-    free(table);
     free(qt);
-    free(codes);
-    pq_codebook_destroy(cb);
-    free(q);
-    free(x);
+    adc_case_fini(&a);
 }
 
 static void test_pq_lb(void **state)

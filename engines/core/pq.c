@@ -640,23 +640,35 @@ void pq_table_compute(const pq_codebook *cb, const float *query, float *table)
                      cb->dsub, scale, table + (size_t)s * PQ_KSUB);
 }
 
+void pq_table_extremes(const float *table, uint32_t m, float *least, float *most)
+{
+    for (uint32_t j = 0; j < m; j++) {
+        /* eight running extremes, so the loop vectorises */
+        const float *t = table + (size_t)j * PQ_KSUB;
+        float lo[8], hi[8];
+        for (uint32_t k = 0; k < 8; k++)
+            lo[k] = hi[k] = t[k];
+        for (uint32_t c = 8; c < PQ_KSUB; c += 8)
+            for (uint32_t k = 0; k < 8; k++) {
+                lo[k] = t[c + k] < lo[k] ? t[c + k] : lo[k];
+                hi[k] = t[c + k] > hi[k] ? t[c + k] : hi[k];
+            }
+        for (uint32_t k = 1; k < 8; k++) {
+            lo[0] = lo[k] < lo[0] ? lo[k] : lo[0];
+            hi[0] = hi[k] > hi[0] ? hi[k] : hi[0];
+        }
+        least[j] = lo[0];
+        if (most)
+            most[j] = hi[0];
+    }
+}
+
 void pq_table_floor(const float *table, uint32_t m, float *floor)
 {
+    pq_table_extremes(table, m, floor, NULL); /* floor[j]: subspace j's least, then summed */
     floor[m] = 0;
-    for (uint32_t j = m; j-- > 0;) {
-        /* eight running minima, so the loop vectorises */
-        const float *t = table + (size_t)j * PQ_KSUB;
-        float lo[8];
-        for (uint32_t k = 0; k < 8; k++)
-            lo[k] = t[k];
-        for (uint32_t c = 8; c < PQ_KSUB; c += 8)
-            for (uint32_t k = 0; k < 8; k++)
-                lo[k] = t[c + k] < lo[k] ? t[c + k] : lo[k];
-        float least = lo[0];
-        for (uint32_t k = 1; k < 8; k++)
-            least = lo[k] < least ? lo[k] : least;
-        floor[j] = floor[j + 1] + least;
-    }
+    for (uint32_t j = m; j-- > 0;)
+        floor[j] = floor[j + 1] + floor[j];
 }
 
 void pq_table_ip(const pq_codebook *cb, const float *query, float *table)

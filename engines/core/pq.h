@@ -231,6 +231,10 @@ static inline uint32_t pq_floor_len(uint32_t m)
  */
 void pq_table_floor(const float *table, uint32_t m, float *floor);
 
+/* Each subspace's smallest entry into least[j] and, most not NULL, its
+ * largest into most[j] (m floats each).  Allocates nothing. */
+void pq_table_extremes(const float *table, uint32_t m, float *least, float *most);
+
 /*
  * The margin of a floor test on m subspaces.  A floor lets a code be
  * dropped while its partial sum is still below bound: when the partial sum

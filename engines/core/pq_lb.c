@@ -36,24 +36,11 @@ lb_quantise_avx512(const float *table, uint32_t m, const float *least, float ste
 
 static void lb_build(const float *table, uint32_t m, uint8_t *q, pq_lb *lb, int fast)
 {
-    float widest = 0.0f, base = 0.0f, least[PQ_LB_MAX_M];
+    float widest = 0.0f, base = 0.0f, least[PQ_LB_MAX_M], most[PQ_LB_MAX_M];
+    pq_table_extremes(table, m, least, most);
     for (uint32_t j = 0; j < m; j++) {
-        const float *t = table + (size_t)j * PQ_KSUB;
-        float lo[8], hi[8]; /* eight running extremes, so the loop vectorises */
-        for (uint32_t k = 0; k < 8; k++)
-            lo[k] = hi[k] = t[k];
-        for (uint32_t c = 8; c < PQ_KSUB; c += 8)
-            for (uint32_t k = 0; k < 8; k++) {
-                lo[k] = t[c + k] < lo[k] ? t[c + k] : lo[k];
-                hi[k] = t[c + k] > hi[k] ? t[c + k] : hi[k];
-            }
-        for (uint32_t k = 1; k < 8; k++) {
-            lo[0] = lo[k] < lo[0] ? lo[k] : lo[0];
-            hi[0] = hi[k] > hi[0] ? hi[k] : hi[0];
-        }
-        least[j] = lo[0];
-        base += lo[0];
-        widest = hi[0] - lo[0] > widest ? hi[0] - lo[0] : widest;
+        base += least[j];
+        widest = most[j] - least[j] > widest ? most[j] - least[j] : widest;
     }
     /* one step for every subspace, so byte sums add like the floats do */
     const float step = widest > 0.0f ? widest / 255.0f : 1.0f;

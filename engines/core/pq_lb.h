@@ -46,6 +46,14 @@ static inline uint32_t pq_lb_pos(uint32_t lane)
     return 16 * (l / 8) + l % 8 + (lane & 32 ? 8 : 0);
 }
 
+/* Write an m-byte code into lane `lane` of a block. */
+static inline void pq_lb_set_lane(uint8_t *block, uint32_t m, uint32_t lane, const uint8_t *code)
+{
+    const uint32_t pos = pq_lb_pos(lane);
+    for (uint32_t j = 0; j < m; j++)
+        block[(size_t)j * PQ_LB_LANES + pos] = code[j];
+}
+
 typedef struct pq_lb {
     uint8_t *q; /* m * 256 quantised entries (the caller's buffer), row j at q + j*256 */
     uint32_t m;

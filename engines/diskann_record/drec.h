@@ -82,7 +82,6 @@ typedef struct drec_live {
      * slots of a partly filled or partly merged block are scored from
      * pc_rows. */
     int pc_lb;
-    uint32_t pc_blocks_m;   /* rows a block (pq_bytes) */
     ann_idrows pc_blocks;
     uint64_t pcb_freed;     /* pages of pc_blocks below this one are freed */
     uint64_t pc_cap;        /* slots pending_cache_mb allows */

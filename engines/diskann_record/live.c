@@ -179,8 +179,9 @@ static void pc_append(ann_engine *e, uint32_t id, const uint8_t *code)
  * pc_head and takes its snapshot to its end: a search that starts later
  * reads the new head); otherwise at a later advance.
  */
-static void pc_advance(drec_live *L, uint64_t head)
+static void pc_advance(ann_engine *e, uint64_t head)
 {
+    drec_live *L = &e->live;
     if (head > atomic_load(&L->pc_head))
         atomic_store(&L->pc_head, head);
     if (atomic_load(&L->pc_active) != 0)
@@ -191,7 +192,7 @@ static void pc_advance(drec_live *L, uint64_t head)
     if (!L->pc_lb)
         return;
     /* the rows of the blocks wholly below the head */
-    upto = atomic_load(&L->pc_head) / PQ_LB_LANES * L->pc_blocks_m >> ANN_PAGE_BITS;
+    upto = atomic_load(&L->pc_head) / PQ_LB_LANES * e->meta.pq_bytes >> ANN_PAGE_BITS;
     for (; L->pcb_freed < upto; L->pcb_freed++)
         free(atomic_exchange(&L->pc_blocks.dir[L->pcb_freed % ANN_PAGE_COUNT], NULL));
 }
@@ -213,7 +214,7 @@ static int pc_reload(ann_engine *e)
     drec_live *L = &e->live;
     if (L->pc_cap == 0 || atomic_load(&L->pending) > L->pc_cap)
         return 0;
-    pc_advance(L, atomic_load(&L->pc_tail));
+    pc_advance(e, atomic_load(&L->pc_tail));
     int rc = kv_reader_begin(L->wrd);
     if (!rc) {
         rc = each_record(e, L->wrd, DREC_TABLE_PENDING, pc_reload_one, NULL);
@@ -313,7 +314,6 @@ int drec_live_open(ann_engine *e, kv_reader *rd, const json_t *open_params)
      * in pending_cache_mb */
     L->pc_lb = pq_lb_fast() && e->meta.pq_bytes > 0 && e->meta.pq_bytes <= PQ_LB_MAX_M &&
                e->meta.metric != ANN_METRIC_IP;
-    L->pc_blocks_m = e->meta.pq_bytes;
     if (L->pc_lb && ann_idrows_init(&L->pc_blocks, PQ_LB_LANES))
         return ann_fail(-ENOMEM, "%s: no memory for the live-update state", e->store_dir);
     double mb = ann_param_real(open_params, drec_open_params, "pending_cache_mb");
@@ -2026,7 +2026,7 @@ static int merge_locked(ann_engine *e)
         drec_live *L = &e->live;
         pthread_mutex_lock(&L->wlock);
         if (complete0 && atomic_load(&L->pc_complete))
-            pc_advance(L, tail0);
+            pc_advance(e, tail0);
         else
             rc = pc_reload(e);
         pthread_mutex_unlock(&L->wlock);

@@ -309,6 +309,7 @@ static int score_pending_copy(drec_query *q)
 {
     ann_ctx *c = q->ctx;
     const drec_live *L = &c->eng->live;
+    const uint32_t m = c->eng->meta.pq_bytes;
     if (!q->pc_complete)
         return 0;
     const uint64_t head = q->pc_head, tail = q->pc_tail;
@@ -319,13 +320,12 @@ static int score_pending_copy(drec_query *q)
         return 1;
     }
     pq_lb lb;
-    pq_lb_build(c->table, L->pc_blocks_m, c->lbq, &lb);
+    pq_lb_build(c->table, m, c->lbq, &lb);
     score_pending_rows(q, head, b0 * PQ_LB_LANES);
     for (uint64_t b = b0; b < b1; b++) {
         /* a block spanning two pages of pc_blocks is copied whole; a
          * missing page (out of memory at an insert) leaves the rows */
-        const uint8_t *blk = ann_idrows_run(&L->pc_blocks, (uint32_t)(b * L->pc_blocks_m),
-                                            L->pc_blocks_m, c->lbblk);
+        const uint8_t *blk = ann_idrows_run(&L->pc_blocks, (uint32_t)(b * m), m, c->lbblk);
         if (!blk) {
             score_pending_rows(q, b * PQ_LB_LANES, (b + 1) * PQ_LB_LANES);
             continue;
