@@ -31,18 +31,20 @@
  *   code into memory in one sequential scan (mg_snap) and keeps that
  *   copy current chunk by chunk: its searches and the serial phase then
  *   read only vector records, and the merged graph is the same byte for
- *   byte.  Then on one thread, in the chunk's order: every new node of
- *   the chunk (mg_attach), and after all of them the back-edges to each
- *   (mg_backedges) from its out-neighbours in its neighbourhood (its
- *   peers and the nodes of its search's final list, not the nodes the
- *   search passed on its way from the medoid: Vamana's build adds those
- *   too, but a merge would re-prune them with the newest region's nodes
- *   only), where a node takes a back-edge while it has fewer than
- *   ceil(1.3 R) neighbours and is
- *   re-pruned to R only when one more would pass that (the slack is kept
- *   in the records: layout.h).  The result does not depend on the number
- *   of workers.  The chunk's node records, the removal of its pending
- *   records and the live state are one write batch.
+ *   byte.  Then every new node of the chunk is attached (mg_attach), and
+ *   after all of them the back-edges to each from its out-neighbours in
+ *   its neighbourhood (its peers and the nodes of its search's final
+ *   list, not the nodes the search passed on its way from the medoid:
+ *   Vamana's build adds those too, but a merge would re-prune them with
+ *   the newest region's nodes only), where a node takes a back-edge while
+ *   it has fewer than ceil(1.3 R) neighbours and is re-pruned to R only
+ *   when one more would pass that (the slack is kept in the records:
+ *   layout.h); a node's offers in the chunk's order, different nodes on
+ *   different workers (link_backedges).  The result does not depend on
+ *   the number of workers.  The chunk's node records, the removal of its
+ *   pending records and the live state are one write batch, written while
+ *   the next chunk is searched when the graph is in memory on RocksDB
+ *   (mg_committer).
  *   Readers take a snapshot per query (LMDB read transactions, RocksDB
  *   snapshots on writable stores), and every batch leaves a consistent
  *   graph, so a search during a merge sees each node's record either
@@ -1105,6 +1107,26 @@ static int mg_code(merger *g, uint32_t id, const uint8_t **out)
     return 0;
 }
 
+/* Vector id decoded into dst for a link search or a worker's re-prune:
+ * from the worker's cache, else from the store (then cached when
+ * admitted); the merge's own mergers have no cache. */
+static int mg_search_vec(merger *g, uint32_t id, float *dst)
+{
+    const size_t bytes = (size_t)g->dim * sizeof(float);
+    if (g->snap && g->snap->vecs)
+        return mg_read_vec(g, id, dst);
+    const uint8_t *r = rc_find(&g->vec_rc, id);
+    if (r) {
+        memcpy(dst, r, bytes);
+        return 0;
+    }
+    int rc = mg_read_vec(g, id, dst);
+    uint8_t *slot = rc ? NULL : rc_admit(&g->vec_rc, id, bytes);
+    if (slot)
+        memcpy(slot, dst, bytes);
+    return rc;
+}
+
 static int mg_vec(merger *g, uint32_t id, const float **out)
 {
     uint32_t ix;
@@ -1116,7 +1138,7 @@ static int mg_vec(merger *g, uint32_t id, const float **out)
     float *x = slab_get(&g->vec_slab);
     if (!x)
         return mg_nomem(g);
-    int rc = mg_read_vec(g, id, x);
+    int rc = mg_search_vec(g, id, x); /* a worker's cache (mg_rcache), when it has one */
     if (rc)
         return rc;
     if (grow_ptrs((void ***)&g->vecs, &g->cap_vecs, g->n_vecs + 1) ||
@@ -1227,24 +1249,6 @@ static int mg_search_node(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
     return 0;
 }
 
-/* Vector id decoded into dst for a link search: from the worker's cache,
- * else from the store (then cached when admitted). */
-static int mg_search_vec(merger *g, uint32_t id, float *dst)
-{
-    const size_t bytes = (size_t)g->dim * sizeof(float);
-    if (g->snap && g->snap->vecs)
-        return mg_read_vec(g, id, dst);
-    const uint8_t *r = rc_find(&g->vec_rc, id);
-    if (r) {
-        memcpy(dst, r, bytes);
-        return 0;
-    }
-    int rc = mg_read_vec(g, id, dst);
-    uint8_t *slot = rc ? NULL : rc_admit(&g->vec_rc, id, bytes);
-    if (slot)
-        memcpy(slot, dst, bytes);
-    return rc;
-}
 
 /*
  * Greedy search for x (Algorithm 1, by PQ distance) from the medoid, as a
@@ -1391,43 +1395,75 @@ static int mg_attach(merger *g, uint32_t p, const uint32_t *out, uint32_t deg)
     return 0;
 }
 
-/* Add new node p's back-edges to the out-neighbours out[0..deg) that
- * back[] marks (its neighbourhood: mg_search_prune), with the slack
- * rule.  Until 2026-12-06
- * (evening) every out-neighbour took one, as in Vamana's build: merging
- * 100,000 vectors of 40 unseen topics into 900,000 then re-pruned the
- * nodes on every search's way from the medoid (hubs) with the new
+/* One back-edge of a chunk: new node p (the seq'th of the chunk's edges
+ * in link order) offered to its out-neighbour t. */
+typedef struct mg_backedge {
+    uint32_t t, p, seq;
+} mg_backedge;
+
+static int backedge_cmp(const void *a, const void *b)
+{
+    const mg_backedge *x = a, *y = b;
+    if (x->t != y->t)
+        return (x->t > y->t) - (x->t < y->t);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Offer new node p to working node j (the slack rule): appended while j
+ * has fewer than cap neighbours, else j is re-pruned with it, on w's
+ * scratch and vectors. */
+static int mg_offer(merger *w, mg_node *j, uint32_t p)
+{
+    for (uint32_t t = 0; t < j->deg; t++)
+        if (j->nbrs[t] == p)
+            return 0;
+    if (j->deg < w->cap) {
+        j->nbrs[j->deg++] = p;
+        j->dirty = 1;
+        return 0;
+    }
+    return mg_reprune(w, j, p);
+}
+
+/*
+ * The back-edges of a chunk's new nodes ids[0..n) (attached in g with the
+ * lists out and the flags back, R per node: mg_search_prune) to the
+ * out-neighbours in their neighbourhood, with the slack rule.  Until
+ * 2026-12-06 (evening) every out-neighbour took one, as in Vamana's build:
+ * merging 100,000 vectors of 40 unseen topics into 900,000 then re-pruned
+ * the nodes on every search's way from the medoid (hubs) with the new
  * topics' nodes, and 12 of the 898 queries whose neighbours are all old
  * found none of them, 3 with the same vectors pending (recall@10 0.972
  * after the merge, 0.983 before it; docs/reproducing.md, "The merge at
  * 1M").  A one-pass build re-prunes such nodes with every region in turn;
- * a merge offers them only the newest. */
-static int mg_backedges(merger *g, uint32_t p, const uint32_t *out, const uint8_t *back,
-                        uint32_t deg)
+ * a merge offers them only the newest.
+ *
+ * A node's list depends only on the edges offered to it, in order, so the
+ * edges are grouped by target (in link order within each: node after
+ * node, each one's list in order) and the targets spread over the
+ * workers, each re-pruning with its own scratch and vector reads: the
+ * same lists as offering them one after another.  Until 2026-12-07 they
+ * were, on one thread: 22% of the merge's time at 1M with the other core
+ * idle (docs/reproducing.md, "The merge at 1M").  The lists taken are out,
+ * not the nodes' working lists, which earlier back-edges may have grown
+ * or re-pruned.
+ */
+typedef struct backedge_job {
+    merger *w;
+    mg_backedge *be;
+    uint32_t *start; /* group k: be[start[k] .. start[k + 1]) */
+    mg_node **node;  /* group k's target, in g */
+} backedge_job;
+
+static int backedge_range(void *arg, uint64_t begin, uint64_t end, int worker)
 {
-    /* out is the list p was attached with, not p's working list: earlier
-     * back-edges of the chunk may have grown or re-pruned that one */
-    for (uint32_t i = 0; i < deg; i++) {
-        mg_node *j;
-        if (!back[i])
-            continue;
-        int rc = mg_load_node(g, out[i], &j);
-        if (rc)
-            return rc;
-        int present = 0;
-        for (uint32_t t = 0; t < j->deg && !present; t++)
-            present = j->nbrs[t] == p;
-        if (present)
-            continue;
-        if (j->deg < g->cap) {
-            j->nbrs[j->deg++] = p;
-            j->dirty = 1;
-        } else {
-            rc = mg_reprune(g, j, p);
+    backedge_job *b = arg;
+    for (uint64_t k = begin; k < end; k++)
+        for (uint32_t i = b->start[k]; i < b->start[k + 1]; i++) {
+            int rc = mg_offer(&b->w[worker], b->node[k], b->be[i].p);
             if (rc)
                 return rc;
         }
-    }
     return 0;
 }
 
@@ -1479,28 +1515,44 @@ static int node_id_cmp(const void *a, const void *b)
 }
 
 /*
- * Write the dirty working nodes (re-pruned to R first) and, for new ones,
- * their codes (resident) and the removal of their pending records, plus
- * extra_fn's records, as one batch; then drop the working set.  Without
+ * A chunk's commit in two parts.  mg_commit_prepare, on the merge's
+ * thread: the dirty working nodes (re-pruned to R first), every code their
+ * records need (read while g's snapshot is open), sorted by id, and the
+ * new nodes' codes put in memory (resident layout: before the commit that
+ * links them).  mg_commit_write: one batch of their records, the removal
+ * of the new nodes' pending records, their live codes (resident), extra_fn's
+ * records and the state record; then g's working set is dropped.  Without
  * extra_fn the batch is written in key order (node records by id, then
  * the pending removals, the live codes and the state record) as a sorted
  * batch, which RocksDB streams into the file it ingests rather than
- * holding a copy of it (kv_txn_begin_sorted).
+ * holding a copy of it (kv_txn_begin_sorted).  The write part reads only
+ * g (its working set and codes), the snapshot's codes of nodes already
+ * linked and the live state, so it may run on another thread while the
+ * next chunk is searched (mg_committer).
  */
-static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn *, void *),
-                     void *arg, int64_t node_delta)
+typedef struct mg_commit_job {
+    merger *g;
+    uint32_t n_new;
+    int (*extra_fn)(merger *, kv_txn *, void *);
+    void *arg;
+    int64_t node_delta;
+    mg_node **dirty;
+    uint32_t n_dirty;
+    uint64_t expect;
+    int rc;
+} mg_commit_job;
+
+static int mg_commit_prepare(merger *g, mg_commit_job *c)
 {
     ann_engine *e = g->e;
     drec_live *L = &e->live;
     const uint32_t m = g->m;
     const int resident = e->meta.layout == DREC_LAYOUT_RESIDENT;
-    uint8_t *buf = malloc(drec_node_bytes(e->meta.layout, m, g->cap));
-    mg_node **dirty = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *dirty);
-    uint32_t n_dirty = 0;
-    uint64_t expect = 0;
-    kv_txn *t = NULL;
-    uint8_t key[KV_KEY_U32_BYTES];
-    int rc = buf && dirty ? 0 : mg_nomem(g);
+    c->g = g;
+    c->n_dirty = 0;
+    c->expect = 0;
+    c->dirty = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *c->dirty);
+    int rc = c->dirty ? 0 : mg_nomem(g);
     for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
         mg_node *n = g->nodes[i];
         if (n->dirty && n->deg > g->cap) /* never: links re-prune at cap */
@@ -1509,51 +1561,69 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     /* every code the records need, while the snapshot is open */
     for (uint32_t i = 0; !rc && i < g->n_nodes; i++) {
         mg_node *n = g->nodes[i];
-        const uint8_t *code;
+        const uint8_t *own, *code;
         if (!n->dirty)
             continue;
-        dirty[n_dirty++] = n;
-        expect += KV_KEY_U32_BYTES + drec_node_bytes(e->meta.layout, m, n->deg) +
-                  (n->is_new && resident ? KV_KEY_U32_BYTES + m : 0);
-        rc = mg_code(g, n->id, &code);
+        c->dirty[c->n_dirty++] = n;
+        c->expect += KV_KEY_U32_BYTES + drec_node_bytes(e->meta.layout, m, n->deg) +
+                     (n->is_new && resident ? KV_KEY_U32_BYTES + m : 0);
+        rc = mg_code(g, n->id, &own);
         for (uint32_t j = 0; !rc && j < n->deg; j++)
             rc = mg_code(g, n->nbrs[j], &code);
+        if (!rc && n->is_new && resident) {
+            /* in memory before the commit that links the node */
+            uint8_t *row = n->id < e->meta.n ? e->codes + (size_t)n->id * m : NULL;
+            if (!row) {
+                pthread_mutex_lock(&L->wlock);
+                row = ann_idrows_put(&L->codes, n->id);
+                pthread_mutex_unlock(&L->wlock);
+            }
+            if (row)
+                memcpy(row, own, m);
+            else
+                rc = mg_nomem(g);
+        }
     }
     if (!rc)
-        qsort(dirty, n_dirty, sizeof *dirty, node_id_cmp);
+        qsort(c->dirty, c->n_dirty, sizeof *c->dirty, node_id_cmp);
+    return rc;
+}
+
+static int mg_commit_write(mg_commit_job *c)
+{
+    merger *g = c->g;
+    ann_engine *e = g->e;
+    drec_live *L = &e->live;
+    const uint32_t m = g->m;
+    const int resident = e->meta.layout == DREC_LAYOUT_RESIDENT;
+    uint8_t *buf = malloc(drec_node_bytes(e->meta.layout, m, g->cap));
+    kv_txn *t = NULL;
+    uint8_t key[KV_KEY_U32_BYTES];
+    int rc = buf ? 0 : mg_nomem(g);
     /* every read done: end the snapshot before writing (LMDB may have to
      * grow its map, which it cannot do under an open reader); the store
      * takes one batch at a time, so the writers' lock spans it */
     kv_reader_end(g->rd);
     pthread_mutex_lock(&L->wlock);
     if (!rc)
-        rc = extra_fn ? kv_txn_begin(e->kv, &t) : kv_txn_begin_sorted(e->kv, expect, &t);
-    for (uint32_t i = 0; !rc && i < n_dirty; i++)
-        rc = mg_write_node(g, t, dirty[i], buf);
-    for (uint32_t i = 0; !rc && i < n_dirty; i++)
-        if (dirty[i]->is_new)
-            rc = kv_txn_delete(t, key, kv_key_u32(key, DREC_TABLE_PENDING, dirty[i]->id));
-    for (uint32_t i = 0; !rc && resident && i < n_dirty; i++) {
-        const mg_node *n = dirty[i];
+        rc = c->extra_fn ? kv_txn_begin(e->kv, &t) : kv_txn_begin_sorted(e->kv, c->expect, &t);
+    for (uint32_t i = 0; !rc && i < c->n_dirty; i++)
+        rc = mg_write_node(g, t, c->dirty[i], buf);
+    for (uint32_t i = 0; !rc && i < c->n_dirty; i++)
+        if (c->dirty[i]->is_new)
+            rc = kv_txn_delete(t, key, kv_key_u32(key, DREC_TABLE_PENDING, c->dirty[i]->id));
+    for (uint32_t i = 0; !rc && resident && i < c->n_dirty; i++) {
+        const mg_node *n = c->dirty[i];
         const uint8_t *code;
         if (!n->is_new)
             continue;
         rc = mg_code(g, n->id, &code);
-        uint8_t *row = NULL;
-        if (!rc) {
-            /* in memory before the commit that links the node */
-            row = n->id < e->meta.n ? e->codes + (size_t)n->id * m
-                                    : ann_idrows_put(&L->codes, n->id);
-            rc = row ? 0 : mg_nomem(g);
-        }
-        if (!rc) {
-            memcpy(row, code, m);
+        if (!rc)
             rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_LIVE_CODE, n->id), code, m);
-        }
     }
-    if (!rc && extra_fn)
-        rc = extra_fn(g, t, arg);
-    uint64_t nodes = (uint64_t)((int64_t)atomic_load(&L->graph_nodes) + node_delta);
+    if (!rc && c->extra_fn)
+        rc = c->extra_fn(g, t, c->arg);
+    uint64_t nodes = (uint64_t)((int64_t)atomic_load(&L->graph_nodes) + c->node_delta);
     if (!rc)
         rc = put_state(e, t, nodes);
     if (!rc) {
@@ -1561,16 +1631,33 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
         t = NULL;
         if (!rc) {
             atomic_store(&L->graph_nodes, nodes);
-            atomic_fetch_sub(&L->pending, n_new);
+            atomic_fetch_sub(&L->pending, c->n_new);
             atomic_fetch_add(&L->merges, 1);
         }
     }
     kv_txn_abort(t);
     pthread_mutex_unlock(&L->wlock);
     free(buf);
-    free(dirty);
+    free(c->dirty);
+    c->dirty = NULL;
     mg_clear(g);
     return rc;
+}
+
+/* Both parts on this thread (the snapshot g->rd ended either way). */
+static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn *, void *),
+                     void *arg, int64_t node_delta)
+{
+    mg_commit_job c = { .n_new = n_new, .extra_fn = extra_fn, .arg = arg,
+                        .node_delta = node_delta };
+    int rc = mg_commit_prepare(g, &c);
+    if (rc) {
+        free(c.dirty);
+        kv_reader_end(g->rd);
+        mg_clear(g);
+        return rc;
+    }
+    return mg_commit_write(&c);
 }
 
 /* ---- merge: deletes ----------------------------------------------------- */
@@ -1841,6 +1928,7 @@ typedef struct link_job {
     float *cvec;
     uint32_t *out, *deg, R, n;
     uint8_t *back; /* per out-edge: whether it takes a back-edge (mg_search_prune) */
+    backedge_job bj; /* room for n * R edges and groups */
 } link_job;
 
 static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
@@ -1856,15 +1944,100 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
 }
 
 /*
+ * The write part of a chunk's commit on a thread of its own
+ * (mg_commit_write), while the merge searches the next chunk, when the
+ * graph is in memory (the searches then read no node record) and the
+ * store is RocksDB (LMDB cannot grow its map under the searches' open
+ * readers).  One write at a time, joined before the next chunk's
+ * snapshot update and commit, so chunks are committed in order.  Until
+ * 2026-12-07 every commit ran with the other core idle: 19% of the
+ * merge's time at 1M (docs/reproducing.md, "The merge at 1M").
+ */
+typedef struct mg_committer {
+    pthread_t th;
+    int running;
+    mg_commit_job job;
+} mg_committer;
+
+static void *committer_main(void *arg)
+{
+    mg_commit_job *c = arg;
+    c->rc = mg_commit_write(c);
+    return NULL;
+}
+
+/* Wait for the write in flight; its result (0 when none). */
+static int committer_join(mg_committer *cm)
+{
+    if (!cm->running)
+        return 0;
+    pthread_join(cm->th, NULL);
+    cm->running = 0;
+    return cm->job.rc;
+}
+
+/* Commit g's chunk: prepared here, written on cm's thread when async
+ * (done in this thread if the thread cannot start). */
+static int committer_start(mg_committer *cm, merger *g, uint32_t n_new, int async)
+{
+    mg_commit_job *c = &cm->job;
+    *c = (mg_commit_job){ .n_new = n_new, .node_delta = n_new };
+    int rc = mg_commit_prepare(g, c);
+    if (rc) {
+        free(c->dirty);
+        c->dirty = NULL;
+        kv_reader_end(g->rd);
+        mg_clear(g);
+        return rc;
+    }
+    if (async && pthread_create(&cm->th, NULL, committer_main, c) == 0) {
+        cm->running = 1;
+        return 0;
+    }
+    return mg_commit_write(c);
+}
+
+/* The chunk's back-edges (after every node of it is attached in g): the
+ * edges grouped by target, the targets loaded into g one after another,
+ * then offered on the nw workers (their snapshots begun). */
+static int link_backedges(merger *g, merger *w, uint32_t nw, link_job *j)
+{
+    backedge_job *b = &j->bj;
+    uint32_t ne = 0, ng = 0;
+    for (uint32_t i = 0; i < j->n; i++)
+        for (uint32_t k = 0; k < j->deg[i]; k++)
+            if (j->back[(size_t)i * j->R + k]) {
+                b->be[ne] = (mg_backedge){ .t = j->out[(size_t)i * j->R + k], .p = j->ids[i],
+                                           .seq = ne };
+                ne++;
+            }
+    qsort(b->be, ne, sizeof *b->be, backedge_cmp);
+    for (uint32_t i = 0; i < ne; i++) {
+        if (i > 0 && b->be[i].t == b->be[i - 1].t)
+            continue;
+        int rc = mg_load_node(g, b->be[i].t, &b->node[ng]);
+        if (rc)
+            return rc;
+        b->start[ng++] = i;
+    }
+    b->start[ng] = ne;
+    b->w = w;
+    return ann_parallel_for((int)nw, ng, 1, backedge_range, b);
+}
+
+/*
  * Link the chunk ids[0..n) (codes in g's cache, g's snapshot begun): the
  * out-neighbours of every id are found in parallel, among the graph as the
  * last batch left it and the chunk's other vectors (FreshDiskANN's insert
  * phase searches the graph alone: a topic inserted in file order then
  * links only to older nodes, never within itself), then the new nodes are
- * added and their back-edges one after another in g, and the chunk is
- * committed.
+ * added in g and their back-edges offered on the workers
+ * (link_backedges), and the chunk is committed through cm, after the
+ * previous chunk's write (the graph as the last batch left it is the
+ * snapshot's, or the store's when the last write was joined).
  */
-static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
+static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n,
+                      mg_committer *cm)
 {
     int rc = 0;
     uint32_t begun = 0;
@@ -1877,6 +2050,10 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
         j->w = w;
         rc = ann_parallel_for((int)nw, n, 1, link_range, j);
     }
+    for (uint32_t i = 0; !rc && i < n; i++)
+        rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
+    if (!rc)
+        rc = link_backedges(g, w, nw, j);
     for (uint32_t t = 0; t < begun; t++) {
         kv_reader_end(w[t].rd);
         mg_clear(&w[t]);
@@ -1886,11 +2063,10 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
          * consolidated before), so a worker keeps the ones its searches
          * share, chunk after chunk */
     }
-    for (uint32_t i = 0; !rc && i < n; i++)
-        rc = mg_attach(g, j->ids[i], j->out + (size_t)i * j->R, j->deg[i]);
-    for (uint32_t i = 0; !rc && i < n; i++)
-        rc = mg_backedges(g, j->ids[i], j->out + (size_t)i * j->R, j->back + (size_t)i * j->R,
-                          j->deg[i]);
+    /* the last chunk's write, before this one touches the snapshot */
+    int rc_prev = committer_join(cm);
+    if (!rc)
+        rc = rc_prev;
     if (!rc && g->snap)
         rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
@@ -1898,12 +2074,15 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
         mg_clear(g);
         return rc;
     }
-    return mg_commit(g, n, NULL, NULL, n);
+    const int async = g->snap && kv_store_backend(g->e->kv) == KV_BACKEND_ROCKSDB;
+    rc = committer_start(cm, g, n, async);
+    return rc;
 }
 
 static int merge_locked(ann_engine *e)
 {
-    merger g;
+    merger g, g2 = { 0 }; /* g2: the next chunk's while g's is written (mg_committer) */
+    mg_committer cm = { 0 };
     const uint32_t nw = e->live.merge_threads;
     merger *w = calloc(nw, sizeof *w);
     link_job job = { .R = e->meta.R };
@@ -1912,6 +2091,10 @@ static int merge_locked(ann_engine *e)
     job.deg = malloc(DREC_MERGE_CHUNK * sizeof *job.deg);
     job.back = malloc((size_t)DREC_MERGE_CHUNK * job.R);
     job.cvec = malloc((size_t)DREC_MERGE_CHUNK * e->meta.dim * sizeof *job.cvec);
+    const size_t max_edges = (size_t)DREC_MERGE_CHUNK * job.R;
+    job.bj.be = malloc(max_edges * sizeof *job.bj.be);
+    job.bj.start = malloc((max_edges + 1) * sizeof *job.bj.start);
+    job.bj.node = malloc(max_edges * sizeof *job.bj.node);
     uint32_t *chunk = (uint32_t *)job.ids, nw_init = 0;
     drec_id_list tombs = { 0 }, pend = { 0 }, dels = { 0 };
     uint32_t graph_dels = 0, pend_dels = 0;
@@ -1919,8 +2102,11 @@ static int merge_locked(ann_engine *e)
     uint64_t tail0 = 0;
     int complete0 = 0;
     int rc = mg_init(&g, e);
-    if (!rc && (!w || !job.ids || !job.out || !job.deg || !job.back || !job.cvec))
+    if (!rc && (!w || !job.ids || !job.out || !job.deg || !job.back || !job.cvec ||
+                !job.bj.be || !job.bj.start || !job.bj.node))
         rc = mg_nomem(&g);
+    if (!rc)
+        rc = mg_init(&g2, e);
     for (; !rc && nw_init < nw; nw_init++)
         rc = mg_init(&w[nw_init], e);
     if (!rc) {
@@ -1977,7 +2163,7 @@ static int merge_locked(ann_engine *e)
     if (!rc && mg_snap_worth(e, pend.n - pend_dels)) {
         rc = mg_snap_load(&g, &snap, mg_snap_vecs_fit(e));
         if (!rc) {
-            g.snap = &snap;
+            g.snap = g2.snap = &snap;
             for (uint32_t t = 0; t < nw; t++)
                 w[t].snap = &snap;
             atomic_fetch_add(&e->live.snap_merges, 1);
@@ -1993,7 +2179,8 @@ static int merge_locked(ann_engine *e)
              rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float))))
             rc = mg_nomem(&g);
     }
-    /* link the pending vectors, in chunks */
+    /* link the pending vectors, in chunks, g and g2 taking turns */
+    merger *cur = &g;
     uint32_t in_chunk = 0;
     for (uint32_t i = 0; !rc && i < pend.n; i++) {
         uint32_t p = pend.ids[i], live = 0;
@@ -2001,26 +2188,30 @@ static int merge_locked(ann_engine *e)
         if (!live)
             continue;
         kv_val v = { 0 };
-        rc = mg_get(&g, DREC_TABLE_PENDING, p, &v);
+        rc = mg_get(cur, DREC_TABLE_PENDING, p, &v);
         if (!rc && v.len != g.m)
             rc = ann_fail(ANN_ECORRUPT, "%s: pending record %u: length %zu, expected %u",
                           e->store_dir, p, v.len, g.m);
         if (!rc)
-            rc = mg_put_code(&g, p, v.data);
+            rc = mg_put_code(cur, p, v.data);
         kv_val_release(&v);
         if (!rc)
             chunk[in_chunk++] = p;
         if (!rc && in_chunk == DREC_MERGE_CHUNK) {
-            rc = link_chunk(&g, w, nw, &job, in_chunk);
+            rc = link_chunk(cur, w, nw, &job, in_chunk, &cm);
             in_chunk = 0;
+            cur = cur == &g ? &g2 : &g; /* free: its chunk's write was joined */
             if (!rc)
-                rc = kv_reader_begin(g.rd);
+                rc = kv_reader_begin(cur->rd);
         }
     }
     if (!rc && in_chunk > 0)
-        rc = link_chunk(&g, w, nw, &job, in_chunk);
+        rc = link_chunk(cur, w, nw, &job, in_chunk, &cm);
     else
-        kv_reader_end(g.rd);
+        kv_reader_end(cur->rd);
+    int rc_last = committer_join(&cm);
+    if (!rc)
+        rc = rc_last;
     ann_u32map_fini(&pset);
     if (!rc) {
         drec_live *L = &e->live;
@@ -2032,7 +2223,9 @@ static int merge_locked(ann_engine *e)
         pthread_mutex_unlock(&L->wlock);
     }
 out:
+    committer_join(&cm); /* nothing in flight on any path here; kept for safety */
     mg_fini(&g);
+    mg_fini(&g2);
     mg_snap_fini(&snap);
     for (uint32_t t = 0; w && t < nw; t++) /* zeroed ones too: mg_init may have stopped */
         mg_fini(&w[t]);
@@ -2042,6 +2235,9 @@ out:
     free(job.deg);
     free(job.back);
     free(job.cvec);
+    free(job.bj.be);
+    free(job.bj.start);
+    free(job.bj.node);
     free(tombs.ids);
     free(pend.ids);
     free(dels.ids);
