@@ -1957,23 +1957,28 @@ typedef struct mg_committer {
     pthread_t th;
     int running;
     mg_commit_job job;
+    char msg[1024]; /* the write's failure message (status.h keeps one per thread) */
 } mg_committer;
 
 static void *committer_main(void *arg)
 {
-    mg_commit_job *c = arg;
-    c->rc = mg_commit_write(c);
+    mg_committer *cm = arg;
+    cm->job.rc = mg_commit_write(&cm->job);
+    if (cm->job.rc)
+        snprintf(cm->msg, sizeof cm->msg, "%s", ann_errmsg(cm->job.rc));
     return NULL;
 }
 
-/* Wait for the write in flight; its result (0 when none). */
-static int committer_join(mg_committer *cm)
+/* Wait for the write in flight; its result (0 when none), with its
+ * message on this thread when report (else this thread's failure, being
+ * returned, keeps its own). */
+static int committer_join(mg_committer *cm, int report)
 {
     if (!cm->running)
         return 0;
     pthread_join(cm->th, NULL);
     cm->running = 0;
-    return cm->job.rc;
+    return cm->job.rc && report ? ann_fail(cm->job.rc, "%s", cm->msg) : cm->job.rc;
 }
 
 /* Commit g's chunk: prepared here, written on cm's thread when async
@@ -1990,7 +1995,7 @@ static int committer_start(mg_committer *cm, merger *g, uint32_t n_new, int asyn
         mg_clear(g);
         return rc;
     }
-    if (async && pthread_create(&cm->th, NULL, committer_main, c) == 0) {
+    if (async && pthread_create(&cm->th, NULL, committer_main, cm) == 0) {
         cm->running = 1;
         return 0;
     }
@@ -2064,7 +2069,7 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
          * share, chunk after chunk */
     }
     /* the last chunk's write, before this one touches the snapshot */
-    int rc_prev = committer_join(cm);
+    int rc_prev = committer_join(cm, !rc);
     if (!rc)
         rc = rc_prev;
     if (!rc && g->snap)
@@ -2209,7 +2214,7 @@ static int merge_locked(ann_engine *e)
         rc = link_chunk(cur, w, nw, &job, in_chunk, &cm);
     else
         kv_reader_end(cur->rd);
-    int rc_last = committer_join(&cm);
+    int rc_last = committer_join(&cm, !rc);
     if (!rc)
         rc = rc_last;
     ann_u32map_fini(&pset);
@@ -2223,7 +2228,6 @@ static int merge_locked(ann_engine *e)
         pthread_mutex_unlock(&L->wlock);
     }
 out:
-    committer_join(&cm); /* nothing in flight on any path here; kept for safety */
     mg_fini(&g);
     mg_fini(&g2);
     mg_snap_fini(&snap);
