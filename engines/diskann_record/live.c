@@ -88,6 +88,11 @@
  * twins on the fitted preset"); small, because each vector compares
  * itself with every other of its chunk. */
 #define DREC_MERGE_CHUNK 64u
+/* Chunks per write batch when the merge has the graph in memory (its
+ * searches then read no node record, so a chunk need not be written
+ * before the next is linked): a node that takes back-edges in several of
+ * them is written once.  Measured at 1M: DREC_MERGE_WRITE_CHUNKS_NOTE. */
+#define DREC_MERGE_WRITE_CHUNKS 16u
 #define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
 /* merge_cache_mb by default on RocksDB (on LMDB: none).  Measured with
  * bench_merge, 20,000 built + 2,000 merged (docs/reproducing.md, merge
@@ -1469,6 +1474,25 @@ static int backedge_range(void *arg, uint64_t begin, uint64_t end, int worker)
 
 /* ---- merge: writing ----------------------------------------------------- */
 
+/* id's code for a record being written (mg_commit_write): mg_commit_prepare
+ * found every one, in g's cache or, for a node already linked, in the
+ * snapshot, read here by id alone: the snapshot's degrees may be changing
+ * meanwhile (the next chunks' mg_snap_update beside mg_committer), a
+ * linked node's code never. */
+static int mg_code_written(merger *g, uint32_t id, const uint8_t **out)
+{
+    uint32_t ix;
+    if (ann_u32map_get(&g->code_ix, id, &ix)) {
+        *out = g->codes[ix];
+        return 0;
+    }
+    if (g->snap && g->snap->codes && id < g->snap->n_ids) {
+        *out = g->snap->codes + (size_t)id * g->m;
+        return 0;
+    }
+    return mg_code(g, id, out);
+}
+
 /* Add n's record to t (full layout: with its and its neighbours' codes). */
 static int mg_write_node(merger *g, kv_txn *t, const mg_node *n, uint8_t *buf)
 {
@@ -1477,7 +1501,7 @@ static int mg_write_node(merger *g, kv_txn *t, const mg_node *n, uint8_t *buf)
     const uint8_t *code;
     int rc;
     if (layout == DREC_LAYOUT_FULL) {
-        rc = mg_code(g, n->id, &code);
+        rc = mg_code_written(g, n->id, &code);
         if (rc)
             return rc;
         memcpy(p, code, m);
@@ -1489,7 +1513,7 @@ static int mg_write_node(merger *g, kv_txn *t, const mg_node *n, uint8_t *buf)
         ann_put_u32(p, n->nbrs[i]);
     if (layout == DREC_LAYOUT_FULL)
         for (uint32_t i = 0; i < n->deg; i++, p += m) {
-            rc = mg_code(g, n->nbrs[i], &code);
+            rc = mg_code_written(g, n->nbrs[i], &code);
             if (rc)
                 return rc;
             memcpy(p, code, m);
@@ -1542,10 +1566,27 @@ typedef struct mg_commit_job {
     int rc;
 } mg_commit_job;
 
+/* New node id's code into the resident layout's memory, before the write
+ * that links it (and before a search of the merge's snapshot can reach
+ * it: mg_snap_update). */
+static int mg_resident_put(merger *g, uint32_t id, const uint8_t *code)
+{
+    ann_engine *e = g->e;
+    uint8_t *row = id < e->meta.n ? e->codes + (size_t)id * g->m : NULL;
+    if (!row) {
+        pthread_mutex_lock(&e->live.wlock);
+        row = ann_idrows_put(&e->live.codes, id);
+        pthread_mutex_unlock(&e->live.wlock);
+    }
+    if (!row)
+        return mg_nomem(g);
+    memcpy(row, code, g->m);
+    return 0;
+}
+
 static int mg_commit_prepare(merger *g, mg_commit_job *c)
 {
     ann_engine *e = g->e;
-    drec_live *L = &e->live;
     const uint32_t m = g->m;
     const int resident = e->meta.layout == DREC_LAYOUT_RESIDENT;
     c->g = g;
@@ -1570,19 +1611,8 @@ static int mg_commit_prepare(merger *g, mg_commit_job *c)
         rc = mg_code(g, n->id, &own);
         for (uint32_t j = 0; !rc && j < n->deg; j++)
             rc = mg_code(g, n->nbrs[j], &code);
-        if (!rc && n->is_new && resident) {
-            /* in memory before the commit that links the node */
-            uint8_t *row = n->id < e->meta.n ? e->codes + (size_t)n->id * m : NULL;
-            if (!row) {
-                pthread_mutex_lock(&L->wlock);
-                row = ann_idrows_put(&L->codes, n->id);
-                pthread_mutex_unlock(&L->wlock);
-            }
-            if (row)
-                memcpy(row, own, m);
-            else
-                rc = mg_nomem(g);
-        }
+        if (!rc && n->is_new && resident)
+            rc = mg_resident_put(g, n->id, own);
     }
     if (!rc)
         qsort(c->dirty, c->n_dirty, sizeof *c->dirty, node_id_cmp);
@@ -1617,7 +1647,7 @@ static int mg_commit_write(mg_commit_job *c)
         const uint8_t *code;
         if (!n->is_new)
             continue;
-        rc = mg_code(g, n->id, &code);
+        rc = mg_code_written(g, n->id, &code);
         if (!rc)
             rc = kv_txn_put(t, key, kv_key_u32(key, DREC_TABLE_LIVE_CODE, n->id), code, m);
     }
@@ -1779,8 +1809,10 @@ static int mg_snap_load(merger *g, mg_snap *s, int with_vecs)
     return rc;
 }
 
-/* After a chunk is linked (before its commit, while g still holds it):
- * the dirty nodes' lists and the new nodes' codes into the snapshot. */
+/* After a chunk is linked (before its write, while g still holds it):
+ * the dirty nodes' lists and the new nodes' codes into the snapshot (the
+ * resident layout's codes into memory), so the next chunk's searches see
+ * them. */
 static int mg_snap_update(merger *g, mg_snap *s)
 {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
@@ -1792,12 +1824,15 @@ static int mg_snap_update(merger *g, mg_snap *s)
                             n->id, n->deg);
         memcpy(s->adj + (size_t)n->id * s->cap, n->nbrs, (size_t)n->deg * sizeof *n->nbrs);
         s->deg[n->id] = n->deg;
-        if (n->is_new && s->codes) {
+        if (n->is_new) {
             const uint8_t *code;
             int rc = mg_code(g, n->id, &code);
+            if (!rc && s->codes)
+                memcpy(s->codes + (size_t)n->id * s->m, code, s->m);
+            else if (!rc)
+                rc = mg_resident_put(g, n->id, code);
             if (rc)
                 return rc;
-            memcpy(s->codes + (size_t)n->id * s->m, code, s->m);
         }
     }
     return 0;
@@ -2037,12 +2072,12 @@ static int link_backedges(merger *g, merger *w, uint32_t nw, link_job *j)
  * phase searches the graph alone: a topic inserted in file order then
  * links only to older nodes, never within itself), then the new nodes are
  * added in g and their back-edges offered on the workers
- * (link_backedges), and the chunk is committed through cm, after the
- * previous chunk's write (the graph as the last batch left it is the
- * snapshot's, or the store's when the last write was joined).
+ * (link_backedges).  "The graph as the last batch left it" is the
+ * snapshot's, kept current chunk by chunk, or the store's when the merge
+ * has none (then every chunk is written before the next is linked).  On
+ * failure g's snapshot is ended and its working set dropped.
  */
-static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n,
-                      mg_committer *cm)
+static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n)
 {
     int rc = 0;
     uint32_t begun = 0;
@@ -2062,26 +2097,32 @@ static int link_chunk(merger *g, merger *w, uint32_t nw, link_job *j, uint32_t n
     for (uint32_t t = 0; t < begun; t++) {
         kv_reader_end(w[t].rd);
         mg_clear(&w[t]);
-        rc_clear(&w[t].node_rc); /* the commit below changes node records */
+        rc_clear(&w[t].node_rc); /* the chunk's write changes node records */
         /* vectors stay: no vector record changes while a merge links (an
          * insert of a live or pending id is refused, deletes were
          * consolidated before), so a worker keeps the ones its searches
          * share, chunk after chunk */
     }
-    /* the last chunk's write, before this one touches the snapshot */
-    int rc_prev = committer_join(cm, !rc);
-    if (!rc)
-        rc = rc_prev;
     if (!rc && g->snap)
         rc = mg_snap_update(g, g->snap); /* the next chunk searches this graph */
     if (rc) {
         kv_reader_end(g->rd);
         mg_clear(g);
+    }
+    return rc;
+}
+
+/* Write the chunks linked in g (n_new vectors) through cm, after the
+ * write before them; g's snapshot ends either way. */
+static int write_linked(merger *g, mg_committer *cm, uint32_t n_new, int async)
+{
+    int rc = committer_join(cm, 1);
+    if (rc) {
+        kv_reader_end(g->rd);
+        mg_clear(g);
         return rc;
     }
-    const int async = g->snap && kv_store_backend(g->e->kv) == KV_BACKEND_ROCKSDB;
-    rc = committer_start(cm, g, n, async);
-    return rc;
+    return committer_start(cm, g, n_new, async);
 }
 
 static int merge_locked(ann_engine *e)
@@ -2184,9 +2225,13 @@ static int merge_locked(ann_engine *e)
              rc_init(&w[t].vec_rc, share, (size_t)g.dim * sizeof(float))))
             rc = mg_nomem(&g);
     }
-    /* link the pending vectors, in chunks, g and g2 taking turns */
+    /* link the pending vectors, in chunks, written DREC_MERGE_WRITE_CHUNKS
+     * at a time when the graph is in memory (one at a time otherwise: the
+     * searches read the store), g and g2 taking turns */
+    const uint32_t per_write = g.snap ? DREC_MERGE_WRITE_CHUNKS : 1;
+    const int async = g.snap && kv_store_backend(e->kv) == KV_BACKEND_ROCKSDB;
     merger *cur = &g;
-    uint32_t in_chunk = 0;
+    uint32_t in_chunk = 0, chunks = 0, linked = 0;
     for (uint32_t i = 0; !rc && i < pend.n; i++) {
         uint32_t p = pend.ids[i], live = 0;
         ann_u32map_get(&pset, p, &live);
@@ -2202,18 +2247,30 @@ static int merge_locked(ann_engine *e)
         kv_val_release(&v);
         if (!rc)
             chunk[in_chunk++] = p;
-        if (!rc && in_chunk == DREC_MERGE_CHUNK) {
-            rc = link_chunk(cur, w, nw, &job, in_chunk, &cm);
-            in_chunk = 0;
-            cur = cur == &g ? &g2 : &g; /* free: its chunk's write was joined */
-            if (!rc)
-                rc = kv_reader_begin(cur->rd);
-        }
+        if (rc || in_chunk < DREC_MERGE_CHUNK)
+            continue;
+        rc = link_chunk(cur, w, nw, &job, in_chunk);
+        linked += in_chunk;
+        in_chunk = 0;
+        if (rc || ++chunks < per_write)
+            continue;
+        rc = write_linked(cur, &cm, linked, async);
+        chunks = linked = 0;
+        cur = cur == &g ? &g2 : &g; /* free: its write was joined */
+        if (!rc)
+            rc = kv_reader_begin(cur->rd);
     }
-    if (!rc && in_chunk > 0)
-        rc = link_chunk(cur, w, nw, &job, in_chunk, &cm);
-    else
+    if (!rc && in_chunk > 0) {
+        rc = link_chunk(cur, w, nw, &job, in_chunk);
+        linked += in_chunk;
+        chunks++;
+    }
+    if (!rc && chunks > 0) {
+        rc = write_linked(cur, &cm, linked, async);
+    } else { /* nothing linked since the last write, or a failure */
         kv_reader_end(cur->rd);
+        mg_clear(cur);
+    }
     int rc_last = committer_join(&cm, !rc);
     if (!rc)
         rc = rc_last;
