@@ -799,9 +799,9 @@ static uint8_t *node_table(const char *index, const char *backend, size_t *len)
 
 /* A merge finds the new points' neighbours on several threads and offers
  * each node its back-edges in a fixed order (different nodes on different
- * threads), and writes a chunk while it searches the next one when the
- * graph is in memory on RocksDB (in line otherwise, as in the first case
- * here): the merged graph is the same
+ * threads); with the graph in memory it writes 16 chunks a batch, on
+ * RocksDB while it links the next ones, and without it one chunk a batch
+ * before linking the next (the first case here): the merged graph is the same
  * byte for byte whatever merge_threads is (and with compact_after_merge,
  * which changes where the records lie, not what they hold), whatever
  * the link searches' record cache holds (merge_cache_mb: none; 64 MiB,

@@ -42,9 +42,10 @@
  *   layout.h); a node's offers in the chunk's order, different nodes on
  *   different workers (link_backedges).  The result does not depend on
  *   the number of workers.  The chunk's node records, the removal of its
- *   pending records and the live state are one write batch, written while
- *   the next chunk is searched when the graph is in memory on RocksDB
- *   (mg_committer).
+ *   pending records and the live state are one write batch; with the
+ *   graph in memory, DREC_MERGE_WRITE_CHUNKS chunks are (the snapshot
+ *   keeps their links for the searches meanwhile), written on RocksDB
+ *   while the next chunks are linked (mg_committer).
  *   Readers take a snapshot per query (LMDB read transactions, RocksDB
  *   snapshots on writable stores), and every batch leaves a consistent
  *   graph, so a search during a merge sees each node's record either
@@ -91,7 +92,9 @@
 /* Chunks per write batch when the merge has the graph in memory (its
  * searches then read no node record, so a chunk need not be written
  * before the next is linked): a node that takes back-edges in several of
- * them is written once.  Measured at 1M: DREC_MERGE_WRITE_CHUNKS_NOTE. */
+ * them is written once.  Merging 100,000 into 900,000 (docs/reproducing.md,
+ * "The merge at 1M"): 54.9-59.1 s against 66.0-70.0 s a chunk a batch,
+ * with the same graph; 64 chunks a batch, 55.0 and 59.5 s, no better. */
 #define DREC_MERGE_WRITE_CHUNKS 16u
 #define DREC_REPAIR_BATCH 512u  /* re-linked nodes per batch while consolidating */
 /* merge_cache_mb by default on RocksDB (on LMDB: none).  Measured with
@@ -1539,7 +1542,8 @@ static int node_id_cmp(const void *a, const void *b)
 }
 
 /*
- * A chunk's commit in two parts.  mg_commit_prepare, on the merge's
+ * A write batch's commit (a chunk's, DREC_MERGE_WRITE_CHUNKS chunks', or
+ * a batch of consolidated deletes) in two parts.  mg_commit_prepare, on the merge's
  * thread: the dirty working nodes (re-pruned to R first), every code their
  * records need (read while g's snapshot is open), sorted by id, and the
  * new nodes' codes put in memory (resident layout: before the commit that
@@ -1552,7 +1556,7 @@ static int node_id_cmp(const void *a, const void *b)
  * holding a copy of it (kv_txn_begin_sorted).  The write part reads only
  * g (its working set and codes), the snapshot's codes of nodes already
  * linked and the live state, so it may run on another thread while the
- * next chunk is searched (mg_committer).
+ * next chunks are linked (mg_committer).
  */
 typedef struct mg_commit_job {
     merger *g;
@@ -1979,13 +1983,14 @@ static int link_range(void *arg, uint64_t begin, uint64_t end, int worker)
 }
 
 /*
- * The write part of a chunk's commit on a thread of its own
- * (mg_commit_write), while the merge searches the next chunk, when the
+ * The write part of a batch's commit on a thread of its own
+ * (mg_commit_write), while the merge links the next chunks, when the
  * graph is in memory (the searches then read no node record) and the
  * store is RocksDB (LMDB cannot grow its map under the searches' open
- * readers).  One write at a time, joined before the next chunk's
- * snapshot update and commit, so chunks are committed in order.  Until
- * 2026-12-07 every commit ran with the other core idle: 19% of the
+ * readers).  One write at a time, joined before the next batch's write,
+ * so batches land in order; meanwhile the next chunks change the
+ * snapshot's lists, which the write does not read (mg_code_written).
+ * Until 2026-12-07 every commit ran with the other core idle: 19% of the
  * merge's time at 1M (docs/reproducing.md, "The merge at 1M").
  */
 typedef struct mg_committer {
