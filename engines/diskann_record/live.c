@@ -1257,7 +1257,6 @@ static int mg_search_node(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
     return 0;
 }
 
-
 /*
  * Greedy search for x (Algorithm 1, by PQ distance) from the medoid, as a
  * query does it: node records read as it goes (through the worker's
@@ -1572,16 +1571,16 @@ typedef struct mg_commit_job {
 
 /* New node id's code into the resident layout's memory, before the write
  * that links it (and before a search of the merge's snapshot can reach
- * it: mg_snap_update). */
+ * it: mg_snap_update).  The merge's thread is the one writer of these rows
+ * while it links (the live build, the other, trains an untrained index,
+ * which merges by another path), as paged.h asks; no lock, since the
+ * writers' lock may be held by the batch being written meanwhile
+ * (mg_committer). */
 static int mg_resident_put(merger *g, uint32_t id, const uint8_t *code)
 {
     ann_engine *e = g->e;
-    uint8_t *row = id < e->meta.n ? e->codes + (size_t)id * g->m : NULL;
-    if (!row) {
-        pthread_mutex_lock(&e->live.wlock);
-        row = ann_idrows_put(&e->live.codes, id);
-        pthread_mutex_unlock(&e->live.wlock);
-    }
+    uint8_t *row = id < e->meta.n ? e->codes + (size_t)id * g->m
+                                  : ann_idrows_put(&e->live.codes, id);
     if (!row)
         return mg_nomem(g);
     memcpy(row, code, g->m);
