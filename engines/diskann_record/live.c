@@ -2034,6 +2034,9 @@ static int committer_start(mg_committer *cm, merger *g, uint32_t n_new, int asyn
         mg_clear(g);
         return rc;
     }
+    /* every read done; ended on the thread that began it (a RocksDB
+     * reader's counters are that thread's), the write reads no record */
+    kv_reader_end(g->rd);
     if (async && pthread_create(&cm->th, NULL, committer_main, cm) == 0) {
         cm->running = 1;
         return 0;
