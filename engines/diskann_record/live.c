@@ -616,6 +616,7 @@ typedef struct mg_node {
     uint32_t id, deg;
     uint32_t *nbrs; /* slack capacity */
     int dirty, is_new;
+    int fresh; /* changed since the last mg_snap_update */
 } mg_node;
 
 /* Fixed-size items that never move, handed out in order and all taken
@@ -1080,7 +1081,7 @@ static int mg_new_node(merger *g, uint32_t id, mg_node **out)
     mg_node *n = mg_add_node(g, id);
     if (!n)
         return mg_nomem(g);
-    n->is_new = n->dirty = 1;
+    n->is_new = n->dirty = n->fresh = 1;
     *out = n;
     return 0;
 }
@@ -1192,7 +1193,7 @@ static int mg_prune_into(merger *g, mg_node *n, const uint32_t *ids, uint32_t cn
     for (int i = 0; i < got; i++)
         n->nbrs[i] = g->pool_id[g->out[i]];
     n->deg = (uint32_t)got;
-    n->dirty = 1;
+    n->dirty = n->fresh = 1;
     return 0;
 }
 
@@ -1426,7 +1427,7 @@ static int mg_offer(merger *w, mg_node *j, uint32_t p)
             return 0;
     if (j->deg < w->cap) {
         j->nbrs[j->deg++] = p;
-        j->dirty = 1;
+        j->dirty = j->fresh = 1;
         return 0;
     }
     return mg_reprune(w, j, p);
@@ -1614,11 +1615,18 @@ static int mg_commit_prepare(merger *g, mg_commit_job *c)
         rc = mg_code(g, n->id, &own);
         for (uint32_t j = 0; !rc && j < n->deg; j++)
             rc = mg_code(g, n->nbrs[j], &code);
-        if (!rc && n->is_new && resident)
+        if (!rc && n->is_new && resident && !g->snap) /* else mg_snap_update did */
             rc = mg_resident_put(g, n->id, own);
     }
-    if (!rc)
+    if (!rc) {
         qsort(c->dirty, c->n_dirty, sizeof *c->dirty, node_id_cmp);
+        return 0;
+    }
+    /* nothing to write: g's snapshot and working set go */
+    free(c->dirty);
+    c->dirty = NULL;
+    kv_reader_end(g->rd);
+    mg_clear(g);
     return rc;
 }
 
@@ -1684,13 +1692,7 @@ static int mg_commit(merger *g, uint32_t n_new, int (*extra_fn)(merger *, kv_txn
     mg_commit_job c = { .n_new = n_new, .extra_fn = extra_fn, .arg = arg,
                         .node_delta = node_delta };
     int rc = mg_commit_prepare(g, &c);
-    if (rc) {
-        free(c.dirty);
-        kv_reader_end(g->rd);
-        mg_clear(g);
-        return rc;
-    }
-    return mg_commit_write(&c);
+    return rc ? rc : mg_commit_write(&c);
 }
 
 /* ---- merge: deletes ----------------------------------------------------- */
@@ -1813,15 +1815,16 @@ static int mg_snap_load(merger *g, mg_snap *s, int with_vecs)
 }
 
 /* After a chunk is linked (before its write, while g still holds it):
- * the dirty nodes' lists and the new nodes' codes into the snapshot (the
+ * the lists it changed and its new nodes' codes into the snapshot (the
  * resident layout's codes into memory), so the next chunk's searches see
  * them. */
 static int mg_snap_update(merger *g, mg_snap *s)
 {
     for (uint32_t i = 0; i < g->n_nodes; i++) {
-        const mg_node *n = g->nodes[i];
-        if (!n->dirty)
+        mg_node *n = g->nodes[i];
+        if (!n->fresh)
             continue;
+        n->fresh = 0;
         if (n->id >= s->n_ids || n->deg > s->cap)
             return ann_fail(ANN_EINTERNAL, "merge: node %u (degree %u) outside the snapshot",
                             n->id, n->deg);
@@ -1931,7 +1934,7 @@ static int mg_consolidate(merger *g, const drec_id_list *dels, uint32_t graph_de
             if (cnt <= g->R) {
                 memcpy(n->nbrs, cand, (size_t)cnt * sizeof *cand);
                 n->deg = cnt;
-                n->dirty = 1;
+                n->dirty = n->fresh = 1;
             } else {
                 rc = mg_prune_into(g, n, cand, cnt);
             }
@@ -2027,13 +2030,8 @@ static int committer_start(mg_committer *cm, merger *g, uint32_t n_new, int asyn
     mg_commit_job *c = &cm->job;
     *c = (mg_commit_job){ .n_new = n_new, .node_delta = n_new };
     int rc = mg_commit_prepare(g, c);
-    if (rc) {
-        free(c->dirty);
-        c->dirty = NULL;
-        kv_reader_end(g->rd);
-        mg_clear(g);
+    if (rc)
         return rc;
-    }
     /* every read done; ended on the thread that began it (a RocksDB
      * reader's counters are that thread's), the write reads no record */
     kv_reader_end(g->rd);
