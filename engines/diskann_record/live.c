@@ -944,6 +944,27 @@ static const uint8_t *mg_snap_code(const merger *g, uint32_t id)
     return id < s->n_ids && s->deg[id] != MG_SNAP_NONE ? s->codes + (size_t)id * s->m : NULL;
 }
 
+/* Ask for what mg_greedy reads of neighbour id from the snapshot: its
+ * slot in the seen map, its degree and its PQ code (in the snapshot, or
+ * in memory for the resident layout), all at ids spread over the whole
+ * graph, so each a cache miss when it is read. */
+static inline void mg_snap_prefetch(const merger *g, uint32_t id)
+{
+    const mg_snap *s = g->snap;
+    if (g->seen.cap)
+        __builtin_prefetch(&g->seen.keys[ann_u32map_hash_(id) & (g->seen.cap - 1)]);
+    if (id >= s->n_ids)
+        return;
+    __builtin_prefetch(&s->deg[id]);
+    const uint8_t *c = s->codes ? s->codes + (size_t)id * s->m
+                       : id < g->e->meta.n ? g->e->codes + (size_t)id * s->m
+                                           : NULL;
+    if (c) {
+        __builtin_prefetch(c);
+        __builtin_prefetch(c + s->m - 1);
+    }
+}
+
 static int mg_get(merger *g, uint8_t table, uint32_t id, kv_val *v)
 {
     uint8_t key[KV_KEY_U32_BYTES];
@@ -1266,6 +1287,8 @@ static int mg_search_node(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
  * expanded nodes, live and not self, with exact squared L2 distances,
  * become the prune pool (g->pool_id / pool_d / rows, *np).
  */
+#define MG_PREFETCH 8 /* neighbours asked for ahead of mg_greedy's use */
+
 static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
 {
     ann_engine *e = g->e;
@@ -1309,7 +1332,12 @@ static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
         }
         if (rc)
             return rc;
+        if (nbrs) /* MG_PREFETCH ahead of use (mg_snap_prefetch) */
+            for (uint32_t i = 0; i < d && i < MG_PREFETCH; i++)
+                mg_snap_prefetch(g, nbrs[i]);
         for (uint32_t i = 0; !rc && i < d; i++) {
+            if (nbrs && i + MG_PREFETCH < d)
+                mg_snap_prefetch(g, nbrs[i + MG_PREFETCH]);
             uint32_t w = nbrs ? nbrs[i] : ann_get_u32(ids + 4 * (size_t)i);
             if (ann_u32map_get(&g->seen, w, NULL))
                 continue;
