@@ -60,6 +60,14 @@ static inline int ann_u32map_get(const ann_u32map *m, uint32_t key, uint32_t *va
     }
 }
 
+/* Ask the cache for the slot where a lookup of key starts (a hint: the
+ * map may grow before the lookup). */
+static inline void ann_u32map_prefetch(const ann_u32map *m, uint32_t key)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->keys[ann_u32map_hash_(key) & (m->cap - 1)]);
+}
+
 /* Insert or overwrite.  0, or -ENOMEM (-12). */
 static inline int ann_u32map_put(ann_u32map *m, uint32_t key, uint32_t val)
 {

@@ -951,8 +951,7 @@ static const uint8_t *mg_snap_code(const merger *g, uint32_t id)
 static inline void mg_snap_prefetch(const merger *g, uint32_t id)
 {
     const mg_snap *s = g->snap;
-    if (g->seen.cap)
-        __builtin_prefetch(&g->seen.keys[ann_u32map_hash_(id) & (g->seen.cap - 1)]);
+    ann_u32map_prefetch(&g->seen, id);
     if (id >= s->n_ids)
         return;
     __builtin_prefetch(&s->deg[id]);
