@@ -1432,6 +1432,24 @@ static int fill_disk(const char *path, off_t leave)
     return rc;
 }
 
+/* Read n bytes from the pipe fd, however its writer split them: the
+ * count read (short only at the end of the stream, or -1). */
+static ssize_t read_all(int fd, void *buf, size_t n)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = read(fd, (char *)buf + done, n - done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -1;
+        if (got == 0)
+            break;
+        done += (size_t)got;
+    }
+    return (ssize_t)done;
+}
+
 /*
  * The full-disk child (main's --crash-child with mode 2): it opens the
  * index, inserts rows NBASE_FULL.. (pending), fills the disk, merges,
@@ -1527,11 +1545,11 @@ static void full_disk_case(int e, const char *backend, double snapshot, double i
     close(fds[1]);
     report r = { 0 };
     char msg[1024] = { 0 };
-    ssize_t got = read(fds[0], &r, sizeof r);
-    if (got == (ssize_t)sizeof r && r.op == 'E' && read(fds[0], msg, sizeof msg) != sizeof msg)
+    ssize_t got = read_all(fds[0], &r, sizeof r);
+    if (got == (ssize_t)sizeof r && r.op == 'E' && read_all(fds[0], msg, sizeof msg) != sizeof msg)
         got = 0;
     report searched[3] = { { 0 } };
-    if (read(fds[0], searched, sizeof searched) != (ssize_t)sizeof searched)
+    if (read_all(fds[0], searched, sizeof searched) != (ssize_t)sizeof searched)
         searched[0].op = 0;
     close(fds[0]);
     int status = 0;
@@ -1552,7 +1570,9 @@ static void full_disk_case(int e, const char *backend, double snapshot, double i
     if (strncmp(msg, want, strlen(want)) != 0 ||
         (ingest > 0 && !strstr(msg, ": IO error: No space left on device: ")))
         fail_msg("expected a message starting \"%s\", got \"%s\"", want, msg);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the child %s %d after the merge", WIFEXITED(status) ? "exited with" : "died of signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 
     /* nothing lost: every insert is pending or merged, found by the
      * process that met the full disk and after a reopen */
