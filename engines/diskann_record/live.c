@@ -944,6 +944,8 @@ static const uint8_t *mg_snap_code(const merger *g, uint32_t id)
     return id < s->n_ids && s->deg[id] != MG_SNAP_NONE ? s->codes + (size_t)id * s->m : NULL;
 }
 
+#define MG_PREFETCH 8 /* neighbours asked for ahead of mg_greedy's use */
+
 /* Ask for what mg_greedy reads of neighbour id from the snapshot: its
  * slot in the seen map, its degree and its PQ code (in the snapshot, or
  * in memory for the resident layout), all at ids spread over the whole
@@ -955,9 +957,7 @@ static inline void mg_snap_prefetch(const merger *g, uint32_t id)
     if (id >= s->n_ids)
         return;
     __builtin_prefetch(&s->deg[id]);
-    const uint8_t *c = s->codes ? s->codes + (size_t)id * s->m
-                       : id < g->e->meta.n ? g->e->codes + (size_t)id * s->m
-                                           : NULL;
+    const uint8_t *c = s->codes ? s->codes + (size_t)id * s->m : drec_resident_code(g->e, id);
     if (c) {
         __builtin_prefetch(c);
         __builtin_prefetch(c + s->m - 1);
@@ -1286,8 +1286,6 @@ static int mg_search_node(merger *g, uint32_t id, kv_val *v, uint32_t *deg,
  * expanded nodes, live and not self, with exact squared L2 distances,
  * become the prune pool (g->pool_id / pool_d / rows, *np).
  */
-#define MG_PREFETCH 8 /* neighbours asked for ahead of mg_greedy's use */
-
 static int mg_greedy(merger *g, uint32_t self, const float *x, uint32_t *np_out)
 {
     ann_engine *e = g->e;
