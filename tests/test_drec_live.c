@@ -44,7 +44,6 @@
 #include "engines/engine.h"
 #include "tests/support/testutil.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -1198,12 +1197,7 @@ static void assert_no_batch_files(const char *index)
 {
     char store[4200];
     snprintf(store, sizeof store, "%s/rocksdb", index);
-    DIR *d = opendir(store);
-    assert_non_null(d);
-    for (struct dirent *de; (de = readdir(d));)
-        if (!strncmp(de->d_name, "txn-", 4))
-            fail_msg("%s: %s left behind", store, de->d_name);
-    closedir(d);
+    assert_int_equal(tu_count_files(store, "txn-"), 0);
 }
 
 /* ---- kill -9 ------------------------------------------------------------------ */
@@ -1301,24 +1295,33 @@ static int crash_child_main(char **argv)
     return 0; /* not reached: the children exit */
 }
 
-static void crash_case(int e, const char *backend, int mode, uint32_t kill_after)
+/* Start the child of mode (crash_child_exec) on engine e's index at path;
+ * the read end of its report pipe, its pid in *pid. */
+static int start_child(int e, const char *path, const char *backend, int mode, pid_t *pid)
 {
-    char path[4096];
-    copy_base(e, path, sizeof path);
     int fds[2];
     assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
+    *pid = fork();
+    assert_true(*pid >= 0);
+    if (*pid == 0) {
         close(fds[0]);
         crash_child_exec(e, path, backend, mode, fds[1]);
     }
     close(fds[1]);
+    return fds[0];
+}
+
+static void crash_case(int e, const char *backend, int mode, uint32_t kill_after)
+{
+    char path[4096];
+    copy_base(e, path, sizeof path);
+    pid_t pid;
+    int rfd = start_child(e, path, backend, mode, &pid);
     uint8_t *inserted = calloc(NALL, 1), *deleted = calloc(NALL, 1);
     uint32_t n_ins = 0, n_del = 0;
     int merging = 0;
     report r;
-    while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r) {
+    while (read(rfd, &r, sizeof r) == (ssize_t)sizeof r) {
         if (r.op == 'E')
             fail_msg("child failed: %s", ann_errmsg(-(int)r.id));
         if (r.op == 'I') {
@@ -1341,7 +1344,7 @@ static void crash_case(int e, const char *backend, int mode, uint32_t kill_after
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    close(fds[0]);
+    close(rfd);
     print_message("%s %s mode %d: killed after %u inserts and %u deletes returned%s\n",
                   engines[e], backend, mode, n_ins, n_del, merging ? ", during the merge" : "");
     assert_true(WIFSIGNALED(status));
@@ -1530,37 +1533,24 @@ static void full_disk_case(int e, const char *backend, double snapshot, double i
 {
     char mnt[4096], cmd[9000], path[4200];
     snprintf(mnt, sizeof mnt, "%s/small-fs-%d", tmp_root, copies++);
-    assert_int_equal(mkdir(mnt, 0755), 0);
-    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=48m annlab-test %s 2>/dev/null", mnt);
-    if (system(cmd) != 0) {
-        rmdir(mnt);
-        print_message("mounting a tmpfs is not allowed here: skipped\n");
-        skip();
-    }
+    tu_mount_tmpfs(mnt, 48);
     snprintf(path, sizeof path, "%s/index", mnt);
     snprintf(cmd, sizeof cmd, "cp -a '%s/base2-%s' '%s'", tmp_root, engines[e], path);
     assert_int_equal(system(cmd), 0);
     merge_snapshot = snapshot;
     ingest_mb = ingest;
     full_leave_mb = leave_mb;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        crash_child_exec(e, path, backend, 2, fds[1]);
-    }
-    close(fds[1]);
+    pid_t pid;
+    int rfd = start_child(e, path, backend, 2, &pid);
     report r = { 0 };
     char msg[1024] = { 0 };
-    ssize_t got = read_all(fds[0], &r, sizeof r);
-    if (got == (ssize_t)sizeof r && r.op == 'E' && read_all(fds[0], msg, sizeof msg) != sizeof msg)
+    ssize_t got = read_all(rfd, &r, sizeof r);
+    if (got == (ssize_t)sizeof r && r.op == 'E' && read_all(rfd, msg, sizeof msg) != sizeof msg)
         got = 0;
     report searched[3] = { { 0 } };
-    if (read_all(fds[0], searched, sizeof searched) != (ssize_t)sizeof searched)
+    if (read_all(rfd, searched, sizeof searched) != (ssize_t)sizeof searched)
         searched[0].op = 0;
-    close(fds[0]);
+    close(rfd);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     snprintf(cmd, sizeof cmd, "rm -f '%s/filler'", mnt);

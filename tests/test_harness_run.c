@@ -1163,13 +1163,7 @@ static void test_full_disk_builds(void **state)
         skip();
     char bundle[4400], cfg_path[4400], out[4400], mnt[4400], cmd[4600];
     snprintf(mnt, sizeof mnt, "%s/small-fs", f->dir);
-    assert_int_equal(mkdir(mnt, 0755), 0);
-    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=4m annlab-test %s 2>/dev/null", mnt);
-    if (system(cmd) != 0) {
-        rmdir(mnt);
-        print_message("mounting a tmpfs is not allowed here: skipped\n");
-        skip();
-    }
+    tu_mount_tmpfs(mnt, 4);
     snprintf(bundle, sizeof bundle, "%s/bundle-full", f->dir);
     assert_int_equal(hf_bundle(bundle, 30000, 64, 20, 0, 10, 13), 0);
     snprintf(cfg_path, sizeof cfg_path, "%s/full.json", f->dir);

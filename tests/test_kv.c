@@ -285,25 +285,8 @@ static void test_ingest_commit(void **state)
         }
         assert_int_equal(kv_close(s), 0);
         /* no SST file of the batch is left outside the store's own */
-        DIR *dir = opendir(path);
-        assert_non_null(dir);
-        for (struct dirent *de; (de = readdir(dir));)
-            if (!strncmp(de->d_name, "txn-", 4))
-                fail_msg("%s: %s left behind", path, de->d_name);
-        closedir(dir);
+        assert_int_equal(tu_count_files(path, "txn-"), 0);
     }
-}
-
-/* Count the files in dir whose names start with prefix. */
-static int count_files(const char *dir, const char *prefix)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    int n = 0;
-    for (struct dirent *de; (de = readdir(d));)
-        n += !strncmp(de->d_name, prefix, strlen(prefix));
-    closedir(d);
-    return n;
 }
 
 /* Resident bytes and total bytes of dir's *.sst files. */
@@ -394,7 +377,7 @@ static void test_sorted_batch(void **state)
             kv_txn *t = NULL;
             assert_int_equal(kv_txn_begin_sorted(s, big ? 1000000 : 10, &t), 0);
             const int streamed = rocks && big;
-            assert_int_equal(count_files(path, "txn-"), streamed);
+            assert_int_equal(tu_count_files(path, "txn-"), streamed);
             /* table 1: 7 rewritten, 13 deleted, 300..599 added; table 2: an
              * absent key deleted */
             assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, 7), "second", 6), 0);
@@ -417,7 +400,7 @@ static void test_sorted_batch(void **state)
             }
             assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 2, 5)), 0);
             assert_int_equal(kv_txn_commit(t), 0);
-            assert_int_equal(count_files(path, "txn-"), 0);
+            assert_int_equal(tu_count_files(path, "txn-"), 0);
             kv_reader *r = NULL;
             assert_int_equal(kv_reader_create(s, &r), 0);
             assert_int_equal(kv_reader_begin(r), 0);
@@ -445,7 +428,7 @@ static void test_sorted_batch(void **state)
                 assert_int_equal(kv_txn_put(t, key, kv_key_u32(key, 1, id), "y", 1), 0);
             assert_int_equal(kv_txn_delete(t, key, kv_key_u32(key, 3, 0)), 0);
             kv_txn_abort(t);
-            assert_int_equal(count_files(path, "txn-"), 0);
+            assert_int_equal(tu_count_files(path, "txn-"), 0);
             assert_int_equal(kv_reader_begin(r), 0);
             assert_int_equal(kv_get(r, key, kv_key_u32(key, 1, 600), &v), ANN_ENOTFOUND);
             expect_record(r, 1, 599, c);
@@ -454,7 +437,7 @@ static void test_sorted_batch(void **state)
             /* an empty streamed batch commits as nothing */
             assert_int_equal(kv_txn_begin_sorted(s, big ? 1000000 : 10, &t), 0);
             assert_int_equal(kv_txn_commit(t), 0);
-            assert_int_equal(count_files(path, "txn-"), 0);
+            assert_int_equal(tu_count_files(path, "txn-"), 0);
             assert_int_equal(kv_close(s), 0);
         }
     }
@@ -1063,14 +1046,8 @@ static void full_disk_case(const kv_case *c)
 {
     char mnt[4096];
     snprintf(mnt, sizeof mnt, "%s/small-fs-%s", tmp_root, c->name);
-    assert_int_equal(mkdir(mnt, 0755), 0);
+    tu_mount_tmpfs(mnt, 24);
     char cmd[4300];
-    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=24m annlab-test %s 2>/dev/null", mnt);
-    if (system(cmd) != 0) {
-        rmdir(mnt);
-        print_message("mounting a tmpfs is not allowed here: skipped\n");
-        skip();
-    }
     char path[4200];
     snprintf(path, sizeof path, "%s/store", mnt);
     int fds[2];

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +21,30 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void tu_mount_tmpfs(const char *dir, unsigned size_mb)
+{
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=%um annlab-test '%s' 2>/dev/null", size_mb,
+             dir);
+    if (system(cmd) != 0) {
+        rmdir(dir);
+        print_message("mounting a tmpfs is not allowed here: skipped\n");
+        skip();
+    }
+}
+
+int tu_count_files(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += !strncmp(de->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
 
 char *tu_tmpdir(const char *tag)
 {

@@ -26,6 +26,14 @@ float tu_gauss(uint64_t *state);    /* N(0, 1) */
  * spread 0.3), seeded; normalised rows when normalize != 0.  malloc'd. */
 float *tu_clustered(uint64_t n, uint32_t dim, uint32_t clusters, uint64_t seed, int normalize);
 
+/* Mount a tmpfs of size_mb MiB at dir (created here): a small disk to
+ * fill.  Skips the test, dir removed, where mounting is not allowed.  The
+ * caller unmounts it. */
+void tu_mount_tmpfs(const char *dir, unsigned size_mb);
+
+/* The files in dir whose names start with prefix (dir must exist). */
+int tu_count_files(const char *dir, const char *prefix);
+
 /* Write/read a whole file. */
 int tu_write_file(const char *path, const void *data, size_t len);
 void *tu_read_file(const char *path, size_t *len);
