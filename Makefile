@@ -122,9 +122,11 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 test-bins: $(TEST_BINS) $(BIN)
 
 # Tests find ./annlab through ANNLAB_BIN and shared data through ANNLAB_SHARED.
+# TEST_JOBS=N runs up to N test binaries at once (CI: 2; default 1).
+TEST_JOBS ?= 1
 test: deps
 	@$(MAKE) --no-print-directory test-bins
-	@ANNLAB_BIN=$(CURDIR)/$(BIN) ANNLAB_SHARED=$(CURDIR)/../shared ./tests/run.sh $(TEST_BINS)
+	@ANNLAB_TEST_JOBS=$(TEST_JOBS) ANNLAB_BIN=$(CURDIR)/$(BIN) ANNLAB_SHARED=$(CURDIR)/../shared ./tests/run.sh $(TEST_BINS)
 
 # Line and branch coverage: every test on the instrumented build (a failing
 # test still leaves its counters), then gcovr's per-file figures summed per
