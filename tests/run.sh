@@ -52,22 +52,18 @@ report() {
   fi
 }
 bins=("$@")
-if [ "$jobs" -eq 1 ]; then
-  for i in "${!bins[@]}"; do run_one "$i" "${bins[$i]}"; report "$i" "${bins[$i]}"; done
-else
-  declare -A job_of=()   # pid -> index into bins
-  next=0; running=0
-  while [ "$next" -lt ${#bins[@]} ] || [ "$running" -gt 0 ]; do
-    while [ "$running" -lt "$jobs" ] && [ "$next" -lt ${#bins[@]} ]; do
-      run_one "$next" "${bins[$next]}" & job_of[$!]=$next
-      next=$((next + 1)); running=$((running + 1))
-    done
-    done_pid=
-    wait -n -p done_pid
-    [ -n "$done_pid" ] || { echo "tests/run.sh: wait -n returned no job" >&2; exit 2; }
-    i=${job_of[$done_pid]}; unset "job_of[$done_pid]"; running=$((running - 1))
-    report "$i" "${bins[$i]}"
+declare -A job_of=()   # pid -> index into bins
+next=0; running=0
+while [ "$next" -lt ${#bins[@]} ] || [ "$running" -gt 0 ]; do
+  while [ "$running" -lt "$jobs" ] && [ "$next" -lt ${#bins[@]} ]; do
+    run_one "$next" "${bins[$next]}" & job_of[$!]=$next
+    next=$((next + 1)); running=$((running + 1))
   done
-fi
+  done_pid=
+  wait -n -p done_pid
+  [ -n "$done_pid" ] || { echo "tests/run.sh: wait -n returned no job" >&2; exit 2; }
+  i=${job_of[$done_pid]}; unset "job_of[$done_pid]"; running=$((running - 1))
+  report "$i" "${bins[$i]}"
+done
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ ${#bad_bins[@]} -eq 0 ]
