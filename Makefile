@@ -95,12 +95,22 @@ annlab: $(BIN)
 # V=1 prints whole command lines.
 Q := $(if $(V),,@)
 
-$(BUILD)/obj/%.o: %.c
+# Objects are rebuilt when the compiler or a flag changes (another OPT=, a
+# library installed since): $(BUILD)/.flags holds the last set used and is
+# rewritten, and so made newer than every object, only when it differs.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW   := $(CC) $(CXX) $(CPPFLAGS) $(CFLAGS) $(CXXFLAGS) $(LDFLAGS) $(LDLIBS)
+ifneq ($(file < $(FLAGS_STAMP)),$(FLAGS_NOW))
+  $(shell mkdir -p $(BUILD))
+  $(file > $(FLAGS_STAMP),$(FLAGS_NOW))
+endif
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cc
+$(BUILD)/obj/%.o: %.cc $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CXX     $<")
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
